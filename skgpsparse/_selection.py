@@ -1,0 +1,164 @@
+"""Basis-selection strategies shared by the sparse GP classifier and regressor.
+
+A strategy picks the next basis vector from the points not yet in the basis. It sees the model
+only through a small protocol that both estimators' incremental states implement:
+
+``state.candidates()``
+    Indices (into the training set) of the points that may still be added.
+``state.score(criterion, J)``
+    Scores of the candidates ``J`` under a named criterion, **lower is better**, computed for
+    all of ``J`` at once (one batched computation, no Python loop over candidates). The
+    criteria each state knows are listed in its estimator's documentation.
+``state.sampling_weights(J)``
+    Non-negative weights for drawing a working set (the classifier's eq. (11) of the additive
+    model paper); only needed by ``sampling="weighted"``.
+
+Two families cover the papers' methods:
+
+- :class:`RandomSelector`: a uniform draw (the papers' baseline).
+- :class:`GreedySelector`: score a working set of ``working_set_size`` candidates (all of them
+  when ``None``), drawn uniformly (Smola & Bartlett 2001's random subset of 59) or by
+  the state's weights (adaptive sampling), and take the best.
+
+Users with their own criterion subclass :class:`BaseSelector` and implement ``select``; being
+scikit-learn estimators in the ``get_params`` sense, selectors can be tuned by ``GridSearchCV``
+(``selection__working_set_size``).
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+__all__ = ["BaseSelector", "GreedySelector", "RandomSelector"]
+
+
+class BaseSelector(BaseEstimator):
+    """Base class of basis-selection strategies.
+
+    Subclasses implement :meth:`select`. Parameters are set in ``__init__`` and exposed by
+    ``get_params``, so a selector is cloned and tuned like any scikit-learn estimator.
+    """
+
+    def select(self, state, rng):
+        """Return the training-set index of the next basis vector.
+
+        Parameters
+        ----------
+        state : object
+            The estimator's incremental state (see the module docstring for its protocol).
+        rng : numpy.random.RandomState
+            Source of randomness, from the estimator's ``random_state``.
+
+        Returns
+        -------
+        index : int
+            Index of the chosen point; it must be one of ``state.candidates()``.
+        """
+        raise NotImplementedError
+
+
+class RandomSelector(BaseSelector):
+    """Pick the next basis vector uniformly at random among the remaining points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._selection import RandomSelector
+    >>> class State:
+    ...     def candidates(self):
+    ...         return np.array([3, 5, 8])
+    >>> int(RandomSelector().select(State(), np.random.RandomState(0))) in (3, 5, 8)
+    True
+    """
+
+    def select(self, state, rng):
+        candidates = state.candidates()
+        return int(candidates[rng.randint(len(candidates))])
+
+
+class GreedySelector(BaseSelector):
+    """Score a working set of candidates with a named criterion and pick the best.
+
+    Parameters
+    ----------
+    criterion : str
+        Name of the criterion the estimator's state computes (for example ``"exact"``,
+        ``"matching_pursuit"`` or ``"info_gain"`` for the regressor; ``"entropy"``, ``"nlp"``
+        or ``"nlp_all"`` for the classifier).
+    working_set_size : int or None, default=None
+        Number of candidates scored per step (kappa in the papers). ``None`` scores every
+        remaining point.
+    sampling : {"uniform", "weighted"}, default="uniform"
+        How the working set is drawn: uniformly without replacement, or with probabilities
+        proportional to ``state.sampling_weights`` (adaptive sampling).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._selection import GreedySelector
+    >>> class State:
+    ...     def candidates(self):
+    ...         return np.arange(10)
+    ...     def score(self, criterion, J):
+    ...         return (J - 6.0) ** 2
+    >>> GreedySelector("toy").select(State(), np.random.RandomState(0))
+    6
+    """
+
+    def __init__(self, criterion, working_set_size=None, sampling="uniform"):
+        self.criterion = criterion
+        self.working_set_size = working_set_size
+        self.sampling = sampling
+
+    def _validate(self):
+        kappa = self.working_set_size
+        if kappa is not None and (
+            not isinstance(kappa, numbers.Integral) or isinstance(kappa, bool) or kappa < 1
+        ):
+            raise ValueError(
+                f"`working_set_size` must be a positive integer or None, got {kappa!r}."
+            )
+        if self.sampling not in ("uniform", "weighted"):
+            raise ValueError(
+                f"`sampling` must be 'uniform' or 'weighted', got {self.sampling!r}."
+            )
+
+    def working_set(self, state, rng):
+        """Draw the candidates to score this step."""
+        self._validate()
+        candidates = state.candidates()
+        kappa = self.working_set_size
+        if kappa is None or kappa >= len(candidates):
+            return candidates
+        if self.sampling == "uniform":
+            return rng.choice(candidates, size=kappa, replace=False)
+        weights = np.asarray(state.sampling_weights(candidates), dtype=float)
+        weights = np.where(np.isfinite(weights) & (weights > 0), weights, 0.0)
+        n_positive = np.count_nonzero(weights)
+        if n_positive == 0:
+            return rng.choice(candidates, size=kappa, replace=False)
+        size = min(kappa, n_positive)
+        return rng.choice(candidates, size=size, replace=False, p=weights / weights.sum())
+
+    def select(self, state, rng):
+        J = self.working_set(state, rng)
+        scores = np.asarray(state.score(self.criterion, J), dtype=float)
+        # A candidate whose score is not finite (numerical trouble) is never preferred.
+        scores = np.where(np.isnan(scores), np.inf, scores)
+        return int(J[np.argmin(scores)])
+
+
+def check_working_set_size(working_set_size, default):
+    """Validate an estimator's ``working_set_size`` parameter; ``None`` means ``default``."""
+    if working_set_size is None:
+        return default
+    if (
+        not isinstance(working_set_size, numbers.Integral)
+        or isinstance(working_set_size, bool)
+        or working_set_size < 1
+    ):
+        raise ValueError(
+            f"`working_set_size` must be a positive integer or None, got {working_set_size!r}."
+        )
+    return int(working_set_size)
