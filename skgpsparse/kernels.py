@@ -18,7 +18,8 @@ over all dimensions for an isotropic length scale) and ``r^2 = sum_k D_k``:
   ``nu=1.5``: ``K = (1 + sqrt(3) r) exp(-sqrt(3) r)``, ``g = 3 exp(-sqrt(3) r)``;
   ``nu=2.5``: ``K = (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``,
   ``g = 5/3 (1 + sqrt(5) r) exp(-sqrt(5) r)``;
-  ``nu=inf``: the RBF, ``g = K``. Other ``nu`` (Bessel functions) use the fallback.
+  ``nu=inf``: the RBF, ``g = K``. Other ``nu`` (Bessel functions) use the fallback for
+  ``K(X, Z)``; the diagonal is 1 for every ``nu``.
 - ``RationalQuadratic`` (GPML eq. 4.19): ``K = b^-alpha`` with
   ``b = 1 + d^2 / (2 alpha l^2)``, ``d = |x - z|``;
   ``dK/dlog l = K d^2 / (l^2 b)`` and
@@ -99,12 +100,16 @@ def _check_kernel(kernel):
 def _check_inputs(X, Z=None):
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array of shape (n_samples, n_features), got {X.ndim}-D.")
+        raise ValueError(
+            f"X must be a 2-D array of shape (n_samples, n_features), got {X.ndim}-D."
+        )
     if Z is None:
         return X, None
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
-        raise ValueError(f"Z must be a 2-D array of shape (n_samples, n_features), got {Z.ndim}-D.")
+        raise ValueError(
+            f"Z must be a 2-D array of shape (n_samples, n_features), got {Z.ndim}-D."
+        )
     if Z.shape[1] != X.shape[1]:
         raise ValueError(
             f"X and Z must have the same number of features, got {X.shape[1]} and {Z.shape[1]}."
@@ -351,7 +356,8 @@ def _value_and_gradient(kernel, X, Z):
         return K**p, dK
     rules = _DIAG_RULES if Z is None else _CROSS_RULES
     rule = rules.get(kind)
-    if rule is None or (kind is Matern and kernel.nu not in _MATERN_NU):
+    # the Matern diagonal is 1 for every nu; K(X, Z) needs a closed form (eqs. 4.16-4.17)
+    if rule is None or (kind is Matern and Z is not None and kernel.nu not in _MATERN_NU):
         return _finite_difference(kernel, X, Z)
     value, grads = rule(kernel, X) if Z is None else rule(kernel, X, Z)
     return value, _assemble(kernel, value, grads)

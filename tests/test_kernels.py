@@ -1,5 +1,6 @@
 """Tests for skgpsparse.kernels: gradients of K(X, Z) and of the diagonal."""
 
+import itertools
 import warnings
 
 import numpy as np
@@ -271,7 +272,7 @@ def test_chunked_iterators_concatenate_to_unchunked(kernel, chunk_size):
         K, dK = kernel_gradient(kernel, X, Z)
         blocks = list(iter_kernel_gradient(kernel, X, Z, chunk_size=chunk_size))
     assert blocks[0][0].start == 0 and blocks[-1][0].stop == 23
-    assert all(a[0].stop == b[0].start for a, b in zip(blocks, blocks[1:]))
+    assert all(a[0].stop == b[0].start for a, b in itertools.pairwise(blocks))
     if chunk_size is not None:
         assert len(blocks) == -(-23 // chunk_size)
     np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]), K)
