@@ -14,6 +14,9 @@ here cost O(p^2):
   in its last row ``r``, exactly what leaves: ``M^T M - r r^T = M_new^T M_new``.
 - :func:`cholesky_update` / :func:`cholesky_downdate` give the factor of ``A + v v^T`` /
   ``A - v v^T`` (Golub & Van Loan §6.5.4; the LINPACK ``dchud``/``dchdd`` recurrences).
+- :func:`cholesky_rotate` gives the factor of ``Q^T A Q`` for the rotations ``Q`` of a deletion:
+  a second factor over the same basis (the regressor's ``M_p``) follows the first one through a
+  deletion, the paper's ``M_p <- M_p R^2`` (exchange paper, step 2).
 
 All functions read and write only the lower triangle of ``L``. They return new arrays unless
 ``overwrite_L=True``. A preallocated ``p_max x p_max`` storage with an active leading ``size x
@@ -31,6 +34,7 @@ __all__ = [
     "cholesky_append",
     "cholesky_delete",
     "cholesky_downdate",
+    "cholesky_rotate",
     "cholesky_update",
 ]
 
@@ -354,3 +358,72 @@ def cholesky_downdate(L, v, *, size=None, overwrite_L=False, overwrite_v=False):
     True
     """
     return _rank_one(L, v, size, overwrite_L, overwrite_v, -1.0)
+
+
+def cholesky_rotate(L, rotations, *, size=None, overwrite_L=False):
+    """Factor of ``Q^T A Q`` given ``L L^T = A`` and the rotations ``Q`` of a deletion.
+
+    When a basis vector leaves, :func:`cholesky_delete` rotates the coordinates of the basis by
+    ``Q``; a second factor over the same coordinates must follow. Rotating the rows of ``L`` by
+    ``Q^T`` leaves one entry above the diagonal per rotation, which a rotation of columns
+    ``(k, k + 1)`` removes again (exchange paper, step 2: ``M_p <- Pi M_p R^2``; Golub & Van
+    Loan §5.1.9). Cost O(p^2). The leading ``(p - 1) x (p - 1)`` block of the result factors
+    the leading block of ``Q^T A Q``, the part that stays.
+
+    Parameters
+    ----------
+    L : ndarray of shape (p, p) or (p_max, p_max)
+        Lower Cholesky factor; only the lower triangle is read and written.
+    rotations : GivensRotations
+        The rotations returned by :func:`cholesky_delete` for a factor of the same size ``p``.
+    size : int, default=None
+        Active size of a preallocated storage ``L``.
+    overwrite_L : bool, default=False
+        Work in place on ``L``.
+
+    Returns
+    -------
+    L_new : ndarray of shape (p, p)
+        Lower Cholesky factor (positive diagonal) of ``Q^T L L^T Q``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.linalg import cholesky_delete, cholesky_rotate
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4, 6)); A = X @ X.T; S = A + np.eye(4)
+    >>> _, rot = cholesky_delete(np.linalg.cholesky(A), 1)
+    >>> Q = rot.apply(np.eye(4)).T
+    >>> np.allclose(cholesky_rotate(np.linalg.cholesky(S), rot),
+    ...             np.linalg.cholesky(Q.T @ S @ Q))
+    True
+    """
+    L, p = _active(L, size)
+    if rotations.size != p:
+        raise ValueError(
+            f"`rotations` act on {rotations.size} rows but the factor has size {p}."
+        )
+    W = L if overwrite_L else _work_copy(L, p)
+    for i, (c, s) in enumerate(zip(rotations.cos, rotations.sin)):
+        k = rotations.start + i
+        # Rows (k, k+1) by Q^T: row k gains the entry f at (k, k+1), kept in a scalar so that
+        # the upper triangle is never written.
+        x = W[k, : k + 1].copy()
+        y = W[k + 1, : k + 2].copy()
+        f = s * y[k + 1]
+        W[k, : k + 1] = c * x + s * y[: k + 1]
+        W[k + 1, : k + 1] = c * y[: k + 1] - s * x
+        W[k + 1, k + 1] = c * y[k + 1]
+        # Columns (k, k+1), rows k..p-1: a rotation that zeroes f.
+        a = W[k, k]
+        r = np.hypot(a, f)
+        c2, s2 = a / r, f / r
+        u = W[k + 1 : p, k].copy()
+        w = W[k + 1 : p, k + 1]
+        W[k + 1 : p, k] = c2 * u + s2 * w
+        W[k + 1 : p, k + 1] = c2 * w - s2 * u
+        W[k, k] = r
+    if p and W[p - 1, p - 1] < 0:
+        # Only the last diagonal entry is not a hypot; flipping its column keeps L L^T.
+        W[p - 1, p - 1] = -W[p - 1, p - 1]
+    return W[:p, :p]
