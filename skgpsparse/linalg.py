@@ -181,7 +181,7 @@ class GivensRotations:
             raise ValueError(f"`M` must have at least {self.size} rows, got {M.shape[0]}.")
         if not overwrite or not np.issubdtype(M.dtype, np.floating):
             M = np.array(M, dtype=np.result_type(M.dtype, np.float64), copy=True)
-        if M.ndim == 2 and M.flags.c_contiguous and M.dtype in (np.float32, np.float64):
+        if M.ndim == 2 and M.shape[1] and M.flags.c_contiguous and M.dtype.char in "fd":
             rot = blas.get_blas_funcs("rot", (M,))
             for i, (c, s) in enumerate(zip(self.cos, self.sin)):
                 k = self.start + i
