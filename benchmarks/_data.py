@@ -56,7 +56,7 @@ def load_dataset(name):
         If the file is not in :func:`dataset_dir`; the message lists the available names.
     """
     folder = dataset_dir()
-    stem = name[:-4] if name.endswith(".npz") else name
+    stem = name.removesuffix(".npz")
     path = folder / f"{stem}.npz"
     if not path.is_file():
         available = sorted(p.stem for p in folder.glob("*.npz"))
