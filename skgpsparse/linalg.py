@@ -156,6 +156,7 @@ class GivensRotations:
         M : ndarray of shape (p, ...) or (p_max, ...)
             Matrix (or vector) whose leading ``p`` rows are rotated; rows beyond ``p`` (spare
             capacity) are left alone. O(p n) for ``n`` columns, by BLAS ``rot`` on whole rows.
+            Without ``overwrite`` the result is a float64 copy.
         overwrite : bool, default=False
             Rotate ``M`` in place (it must then be a writable float array).
 
@@ -277,9 +278,14 @@ def _rank_one(L, v, size, overwrite_L, overwrite_v, sign):
         lkk = W[k, k]
         r2 = lkk * lkk + sign * v[k] * v[k]
         if not np.isfinite(r2) or r2 <= 0.0:
+            name, what = (
+                ("cholesky_downdate", "A - v v^T")
+                if sign < 0
+                else ("cholesky_update", "A + v v^T (L has a zero or non-finite diagonal)")
+            )
             raise np.linalg.LinAlgError(
-                f"cholesky_downdate: A - v v^T is not positive definite (pivot {k} would be "
-                f"{r2:.3g} <= 0). The downdate removes more than the matrix holds."
+                f"{name}: {what} is not positive definite (pivot {k} would be {r2:.3g} <= 0)."
+                + (" The downdate removes more than the matrix holds." if sign < 0 else "")
             )
         r = np.sqrt(r2)
         c, s = r / lkk, v[k] / lkk
