@@ -1,0 +1,517 @@
+"""SparseGPRegressor: sparse MAP / projected-process GP regression with exchange refinement."""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.optimize
+from scipy.linalg import LinAlgError, solve_triangular
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, Kernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.optimize import _check_optimize_result
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._regression_likelihood import dtc_log_marginal_likelihood
+from ._regression_state import RELATIVE_JITTER, RegressionState
+from ._selection import BaseSelector, GreedySelector, RandomSelector
+from .kernels import iter_kernel
+
+__all__ = ["SparseGPRegressor"]
+
+_DEFAULT_WORKING_SET = 59
+# Size of the random subset whose full-GP likelihood initialises the hyperparameters.
+_INIT_SUBSET = 200
+
+
+def _make_selector(selection, working_set_size):
+    """Map the ``selection`` parameter to a selector object."""
+    if isinstance(selection, BaseSelector):
+        return clone(selection)
+    if selection == "random":
+        return RandomSelector()
+    if selection == "info_gain":
+        return GreedySelector("info_gain", None)
+    if selection in ("exact", "matching_pursuit"):
+        return GreedySelector(selection, working_set_size or _DEFAULT_WORKING_SET)
+    raise ValueError(
+        "`selection` must be 'random', 'exact', 'matching_pursuit', 'info_gain' or a "
+        f"BaseSelector instance, got {selection!r}."
+    )
+
+
+def _jitter(kernel, X):
+    """The state's and the likelihood's jitter: relative to the mean prior variance."""
+    return RELATIVE_JITTER * max(float(np.mean(kernel.diag(X))), 0.0)
+
+
+class SparseGPRegressor(RegressorMixin, BaseEstimator):
+    """Sparse Gaussian process regression on a greedily selected basis set.
+
+    The model is the sparse MAP estimate of a GP (exchange paper, eq. (2)): the predictive mean
+    ``f(x) = sum_j alpha_j k(x, x_j)`` uses ``p <= max_basis`` training points ``x_j`` (the
+    basis vectors), chosen by greedy forward selection and refined by backward-deletion
+    exchange steps (criterion eq. (5)). Fitting costs O(n p^2) time and O(n p) memory with
+    fixed hyperparameters; the predictive variance is the projected-process variance (GPML
+    eq. (8.27)), which returns to the prior far from the basis.
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        Covariance function; ``None`` means ``ConstantKernel(1.0) * RBF(1.0)``. Give the noise
+        through ``noise_variance``, not a ``WhiteKernel``.
+    noise_variance : float, default=1e-2
+        Noise variance ``s2`` (initial value when it is learned), in the units of the targets
+        the model is fitted to (the normalised ones with ``normalize_y=True``).
+    noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
+        Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
+    max_basis : int, default=100
+        Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
+    selection : {"matching_pursuit", "exact", "info_gain", "random"} or BaseSelector, \
+            default="matching_pursuit"
+        Forward-selection strategy. ``"matching_pursuit"``: Keerthi & Chu's DMAX (the cost
+        decrease with only the new weight optimised) on a random working set;
+        ``"exact"``: the exact decrease of the cost (Smola & Bartlett) on a random working set;
+        ``"info_gain"``: the fast information-gain approximation of Seeger et al. over all
+        remaining points; ``"random"``: uniform. A selector object (see
+        :mod:`skgpsparse._selection`) is cloned and used as is.
+    working_set_size : int, default=None
+        Candidates scored per step by ``"exact"`` and ``"matching_pursuit"`` (kappa; ``None``
+        means 59).
+    n_exchange : int, default=0
+        Exchange steps after forward selection: delete the basis vector whose removal increases
+        the cost least (eq. (5)), then forward-select a replacement.
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        Maximiser of the approximate log marginal likelihood (GPML eq. (8.17)) over the kernel
+        hyperparameters and ``log(noise_variance)``, on the selected basis; scikit-learn's
+        contract ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, with
+        ``obj_func(theta, eval_gradient=True) -> (-lml, -gradient)``. ``None`` keeps the
+        hyperparameters fixed.
+    max_iter : int, default=10
+        Maximum number of alternations between basis selection and hyperparameter learning.
+    tol : float, default=1e-4
+        The alternation stops when the log marginal likelihood improves by less than
+        ``tol * max(1, |lml|)``.
+    normalize_y : bool, default=False
+        Centre and scale the targets before fitting (as scikit-learn's GP regressor).
+    random_state : int, RandomState instance or None, default=None
+        Randomness of the working sets and of random selection.
+    verbose : int, default=0
+        Print the progress of the alternation.
+
+    Attributes
+    ----------
+    kernel_ : kernel instance
+        The kernel with the learned hyperparameters.
+    noise_variance_ : float
+        The learned (or fixed) noise variance, in the units of the fitted targets.
+    basis_indices_ : ndarray of shape (n_basis,)
+        Training-set indices of the basis vectors.
+    basis_vectors_ : ndarray of shape (n_basis, n_features)
+        The basis vectors.
+    alpha_ : ndarray of shape (n_basis,)
+        Weights of the predictive mean on the basis (in the units of ``y``).
+    log_marginal_likelihood_value_ : float
+        Approximate log marginal likelihood (GPML eq. (8.17)) of the fitted model.
+    n_iter_ : int
+        Number of selection / hyperparameter alternations run.
+    cost_curve_ : ndarray
+        Cost (2) after every forward step and every exchange half-step of the selection that
+        produced the final basis (in its hyperparameters).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, if ``X`` has string column names.
+
+    See Also
+    --------
+    sklearn.gaussian_process.GaussianProcessRegressor : the full GP, O(n^3).
+
+    References
+    ----------
+    P. Sun and X. Yao, "An exchanging-based refinement to sparse Gaussian process regression",
+    2006. S. S. Keerthi and W. Chu, "A matching pursuit approach to sparse Gaussian process
+    regression", NIPS 18, 2005. M. Seeger, C. K. I. Williams and N. D. Lawrence, "Fast forward
+    selection to speed up sparse Gaussian process regression", AISTATS 2003. A. J. Smola and
+    P. Bartlett, "Sparse greedy Gaussian process regression", NIPS 13, 2001. C. E. Rasmussen and
+    C. K. I. Williams, *Gaussian Processes for Machine Learning*, 2006, ch. 8.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._regression import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (200, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
+    >>> model = SparseGPRegressor(max_basis=15, random_state=0).fit(X, y)
+    >>> model.basis_vectors_.shape
+    (15, 1)
+    >>> bool(model.score(X, y) > 0.95)
+    True
+    """
+
+    _parameter_constraints = {
+        "kernel": [None, Kernel],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="neither")],
+        "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list],
+        "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
+        "selection": [
+            StrOptions({"random", "exact", "matching_pursuit", "info_gain"}),
+            BaseSelector,
+        ],
+        "working_set_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
+        "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "normalize_y": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        noise_variance=1e-2,
+        noise_variance_bounds=(1e-6, 1e2),
+        max_basis=100,
+        selection="matching_pursuit",
+        working_set_size=None,
+        n_exchange=0,
+        optimizer="fmin_l_bfgs_b",
+        max_iter=10,
+        tol=1e-4,
+        normalize_y=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
+        self.max_basis = max_basis
+        self.selection = selection
+        self.working_set_size = working_set_size
+        self.n_exchange = n_exchange
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.tol = tol
+        self.normalize_y = normalize_y
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Select the basis and learn the hyperparameters.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : SparseGPRegressor
+            The fitted model.
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        n = X.shape[0]
+        self.kernel_ = C(1.0) * RBF(1.0) if self.kernel is None else clone(self.kernel)
+        rng = check_random_state(self.random_state)
+        noise_bounds = self._noise_bounds()
+        if self.normalize_y:
+            self._y_train_mean = float(np.mean(y))
+            std = float(np.std(y))
+            self._y_train_std = std if std > 0 else 1.0
+        else:
+            self._y_train_mean, self._y_train_std = 0.0, 1.0
+        y = (y - self._y_train_mean) / self._y_train_std
+        p = self.max_basis
+        if p > n:
+            warnings.warn(
+                f"max_basis={p} exceeds the number of samples {n}; using max_basis={n}.",
+                UserWarning,
+            )
+            p = n
+        self._selector = _make_selector(self.selection, self.working_set_size)
+
+        kernel, s2 = self.kernel_, float(self.noise_variance)
+        learn = self.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+        if learn:
+            # Initialisation as in the exchange paper's experiments: hyperparameters of the
+            # full GP on a random subset (eq. (8.17) with every subset point in the basis is
+            # the exact GP likelihood), so the first selection does not use a poor kernel.
+            subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
+            kernel, s2, _ = self._learn_hyperparameters(
+                kernel, s2, X[subset], y[subset], X[subset]
+            )
+        best = None
+        previous = None
+        self.n_iter_ = 0
+        for it in range(self.max_iter if learn else 1):
+            state, curve = self._select_basis(kernel, X, y, s2, p, rng)
+            X_basis = X[state.basis]
+            if learn:
+                kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X_basis)
+            else:
+                lml = self._lml(kernel, s2, X, y, X_basis)
+            self.n_iter_ = it + 1
+            if self.verbose:
+                print(f"[SparseGPRegressor] iteration {it + 1}: lml = {lml:.6g}, "
+                      f"noise_variance = {s2:.4g}, kernel = {kernel}")
+            if best is None or lml > best[0]:
+                best = (lml, state.basis, kernel, s2, curve)
+            if previous is not None and lml - previous < self.tol * max(1.0, abs(previous)):
+                break
+            previous = lml
+
+        lml, basis, kernel, s2, curve = best
+        self.kernel_ = kernel
+        self.noise_variance_ = s2
+        if learn:
+            self.kernel_._check_bounds_params()
+            self._check_noise_bound(noise_bounds)
+        # The final state on the best basis with the best hyperparameters.
+        state = RegressionState(kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X))
+        for j in basis:
+            state.append(j)
+        if state.n_basis < len(basis):
+            lml = self._lml(kernel, s2, X, y, X[state.basis])
+        self.basis_indices_ = state.basis
+        self.basis_vectors_ = X[self.basis_indices_]
+        self.alpha_ = state.alpha * self._y_train_std
+        self._L = np.ascontiguousarray(state.L)
+        self._R = np.ascontiguousarray(state.R)
+        self.log_marginal_likelihood_value_ = float(lml)
+        self.cost_curve_ = np.asarray(curve)
+        # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
+        # all of it); prediction uses the basis, alpha_ and the two p x p factors.
+        self._X_train, self._y_train = X, y
+        return self
+
+    def _noise_bounds(self):
+        bounds = self.noise_variance_bounds
+        if isinstance(bounds, str):
+            return None
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            lo = hi = np.nan
+        if not (0 < lo <= hi < np.inf):
+            raise ValueError(
+                "`noise_variance_bounds` must be 'fixed' or a pair (low, high) with "
+                f"0 < low <= high < inf, got {bounds!r}."
+            )
+        return lo, hi
+
+    def _check_noise_bound(self, bounds):
+        if bounds is None:
+            return
+        log_s2 = np.log(self.noise_variance_)
+        for name, b in zip(("lower", "upper"), bounds):
+            if np.isclose(log_s2, np.log(b)):
+                warnings.warn(
+                    f"The learned noise_variance_ {self.noise_variance_:.3g} is close to the "
+                    f"specified {name} bound {b}. Decreasing/increasing the bound and calling "
+                    "fit again may find a better value.",
+                    ConvergenceWarning,
+                )
+
+    def _select_basis(self, kernel, X, y, s2, p, rng):
+        """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
+        state = RegressionState(kernel, X, y, s2, p, jitter=_jitter(kernel, X))
+        curve = []
+        while state.n_basis < p and self._forward_step(state, rng, curve):
+            pass
+        if state.n_basis < p:
+            warnings.warn(
+                f"Only {state.n_basis} of max_basis={p} basis vectors could be selected; the "
+                "other points are numerically redundant (e.g. repeated rows).",
+                UserWarning,
+            )
+        for _ in range(self.n_exchange if state.n_basis > 0 else 0):
+            # Exchange paper eq. (5): delete the vector whose removal increases (2) least ...
+            pos = int(np.argmin(state.deletion_scores()))
+            j = state.delete(pos)
+            curve.append(state.cost)
+            # ... and forward-select a replacement from the other non-basis points.
+            state.excluded[j] = True
+            added = self._forward_step(state, rng, curve)
+            state.excluded[j] = False
+            if not added:  # nothing else could be added: put the point back
+                state.append(j)
+                curve.append(state.cost)
+        return state, curve
+
+    def _forward_step(self, state, rng, curve):
+        """Add one basis vector; False when no candidate is left."""
+        while len(state.candidates()):
+            if state.append(self._selector.select(state, rng)):
+                curve.append(state.cost)
+                return True
+        return False
+
+    # ------------------------------------------------------------------ hyperparameters
+    def _lml(self, kernel, s2, X, y, X_basis, eval_gradient=False):
+        return dtc_log_marginal_likelihood(
+            kernel, X, y, X_basis, s2, eval_gradient=eval_gradient, jitter=_jitter(kernel, X)
+        )
+
+    def _learn_hyperparameters(self, kernel, s2, X, y, X_basis):
+        """Maximise GPML eq. (8.17) on the basis, warm-started at the current values."""
+        noise_bounds = self._noise_bounds()
+        learn_noise = noise_bounds is not None
+        n_k = kernel.n_dims
+
+        def split(theta):
+            k = kernel.clone_with_theta(theta[:n_k])
+            return k, (float(np.exp(theta[n_k])) if learn_noise else s2)
+
+        def obj_func(theta, eval_gradient=True):
+            k, noise = split(np.asarray(theta, dtype=float))
+            try:
+                if eval_gradient:
+                    lml, grad = self._lml(k, noise, X, y, X_basis, eval_gradient=True)
+                    grad = grad if learn_noise else grad[:n_k]
+                    return -lml, -grad
+                return -self._lml(k, noise, X, y, X_basis)
+            except LinAlgError:
+                return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
+
+        theta0 = kernel.theta
+        bounds = kernel.bounds
+        if learn_noise:
+            theta0 = np.append(theta0, np.log(np.clip(s2, *noise_bounds)))
+            bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
+        if self.optimizer == "fmin_l_bfgs_b":
+            res = scipy.optimize.minimize(obj_func, theta0, method="L-BFGS-B", jac=True,
+                                          bounds=bounds)
+            _check_optimize_result("lbfgs", res)
+            theta_opt, func_min = res.x, res.fun
+        else:
+            theta_opt, func_min = self.optimizer(obj_func, theta0, bounds=bounds)
+        theta_opt = np.asarray(theta_opt, dtype=float)
+        if not np.isfinite(func_min):
+            raise ValueError(
+                "Hyperparameter learning failed: the approximate marginal likelihood is not "
+                "finite at the optimum. Try other initial hyperparameters or bounds."
+            )
+        k, noise = split(theta_opt)
+        return k, noise, -float(func_min)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Approximate log marginal likelihood (GPML eq. (8.17)) on the fitted basis.
+
+        Parameters
+        ----------
+        theta : array-like of shape (kernel_.n_dims + 1,), default=None
+            ``kernel_.theta`` (log hyperparameters) followed by ``log(noise_variance)``.
+            ``None`` returns the stored ``log_marginal_likelihood_value_``.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta`` (same layout).
+        clone_kernel : bool, default=True
+            Kept for scikit-learn compatibility; the fitted kernel is never modified.
+
+        Returns
+        -------
+        log_likelihood : float
+            The approximate log marginal likelihood.
+        log_likelihood_gradient : ndarray of shape (kernel_.n_dims + 1,)
+            Only if ``eval_gradient`` is True.
+        """
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.kernel_.n_dims + 1,):
+            raise ValueError(
+                f"`theta` must have length kernel_.n_dims + 1 = {self.kernel_.n_dims + 1} "
+                f"(kernel theta, then log noise variance), got shape {theta.shape}."
+            )
+        kernel = self.kernel_.clone_with_theta(theta[:-1])
+        return self._lml(kernel, float(np.exp(theta[-1])), self._X_train, self._y_train,
+                         self.basis_vectors_, eval_gradient=eval_gradient)
+
+    # ------------------------------------------------------------------ predict
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean and, optionally, the latent standard deviation or covariance.
+
+        The variance is the projected-process one (GPML eq. (8.27)),
+        ``k(x, x) - k_u(x)^T K_uu^-1 k_u(x) + s2 k_u(x)^T (s2 K_uu + K_uf K_fu)^-1 k_u(x)``,
+        computed as ``k(x, x) - |L^-1 k_u|^2 + s2 |R^-1 L^-1 k_u|^2``: O(p^2) per row. It is
+        the variance of the latent function, without ``noise_variance_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+        return_std : bool, default=False
+            Also return the latent standard deviation.
+        return_cov : bool, default=False
+            Also return the latent covariance between the query points.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,)
+            Only if ``return_std``.
+        y_cov : ndarray of shape (n_samples, n_samples)
+            Only if ``return_cov``.
+        """
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        m = X.shape[0]
+        mean = np.empty(m)
+        var = np.empty(m) if return_std else None
+        A_all = None
+        if return_cov:
+            A_all = np.empty((len(self.alpha_), m))
+        s2 = self.noise_variance_
+        for rows, K in iter_kernel(self.kernel_, X, self.basis_vectors_):
+            mean[rows] = K @ self.alpha_
+            if return_std or return_cov:
+                A = solve_triangular(self._L, K.T, lower=True, check_finite=False)
+                if return_cov:
+                    A_all[:, rows] = A
+                else:
+                    B = solve_triangular(self._R, A, lower=True, check_finite=False)
+                    # GPML eq. (8.27): k** - |L^-1 k*|^2 + s2 |R^-1 L^-1 k*|^2.
+                    var[rows] = (self.kernel_.diag(X[rows]) - np.einsum("ij,ij->j", A, A)
+                                 + s2 * np.einsum("ij,ij->j", B, B))
+        mean += self._y_train_mean
+        if return_std:
+            var = self._clip_variance(var, self.kernel_.diag(X))
+            return mean, np.sqrt(var) * self._y_train_std
+        if return_cov:
+            B = solve_triangular(self._R, A_all, lower=True, check_finite=False)
+            cov = self.kernel_(X) - A_all.T @ A_all + s2 * (B.T @ B)
+            diag = self._clip_variance(np.diag(cov).copy(), self.kernel_.diag(X))
+            np.fill_diagonal(cov, diag)
+            return mean, cov * self._y_train_std**2
+        return mean
+
+    @staticmethod
+    def _clip_variance(var, prior):
+        neg = var < 0
+        if np.any(var < -1e-8 * np.maximum(prior, np.finfo(float).tiny)):
+            warnings.warn(
+                "Predicted variances smaller than 0 (round-off). Setting them to 0.",
+                UserWarning,
+            )
+        var[neg] = 0.0
+        return var
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        return tags

@@ -1,0 +1,354 @@
+"""Incremental state of sparse MAP GP regression: append, delete and selection criteria.
+
+The model is the sparse MAP estimate of the exchange paper (Sun & Yao 2006, eq. (2)),
+
+    pi(alpha_p) = 1/2 |y - K_p alpha_p|^2 + s2/2 alpha_p^T Q_p alpha_p,
+
+over a basis set ``I_p`` of training points, with ``K_p = K(X, X_u)`` (``n x p``) and
+``Q_p = K(X_u, X_u) + jitter I``. The minimiser and the factors are kept in the numerically
+stable form of Seeger, Williams & Lawrence (2003) and of the exchange paper:
+
+- ``L L^T = Q_p`` and ``V = L^-1 K_p^T`` (``p x n``, the paper's ``G_p^T``), so ``K_p = V^T L^T``;
+- ``R R^T = V V^T + s2 I`` (the paper's ``M_p``), hence
+  ``Sigma_p^-1 = K_p^T K_p + s2 Q_p = (L R)(L R)^T``;
+- ``beta = R^-1 V y``, ``w = R^-T beta``, ``alpha_p = L^-T w`` (``alpha_p = Sigma_p K_p^T y``);
+- residual ``mu = y - K_p alpha_p = y - V^T w`` and cost ``pi = 1/2 |mu|^2 + s2/2 |w|^2``
+  (``alpha_p^T Q_p alpha_p = |L^T alpha_p|^2 = |w|^2``);
+- ``D = diag(Sigma_p)`` (eq. (5) needs it) and ``q = diag(K - V^T V)``, the diagonal of the
+  Nystrom approximation error at every training point (the info-gain criterion needs it).
+
+Appending a basis vector borders ``L`` and ``R`` and adds a row to ``V``: O(n p). Deleting one
+re-triangularises ``L`` with Givens rotations (:func:`~skgpsparse.linalg.cholesky_delete`),
+rotates the rows of ``V`` alike and follows with ``R`` (:func:`~skgpsparse.linalg.
+cholesky_rotate`): O(n p) (exchange paper, steps 1-6). All factors live in preallocated
+``p_max``-sized storage, so nothing is reallocated while the basis grows and shrinks.
+
+The jitter keeps ``Q_p`` positive definite when basis vectors (nearly) coincide; it is part of
+the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by default
+``1e-8`` times the mean prior variance ``mean(k(x_i, x_i))``.
+"""
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
+
+__all__ = ["RegressionState", "RELATIVE_JITTER"]
+
+# Jitter added to diag(Q_p), relative to the mean prior variance (as in the likelihood module).
+RELATIVE_JITTER = 1e-8
+
+# Kernel blocks K(X, X_J) are computed for at most this many entries at a time.
+_BLOCK_ENTRIES = 1 << 22
+
+CRITERIA = ("exact", "matching_pursuit", "info_gain")
+
+
+def _solve_lower(L, b, trans=0):
+    return solve_triangular(L, b, lower=True, trans=trans, check_finite=False)
+
+
+class RegressionState:
+    """Sparse MAP GP regression over a growing and shrinking basis set.
+
+    Implements the selection protocol of :mod:`skgpsparse._selection` (``candidates``,
+    ``score``, ``sampling_weights``) and the exchange paper's deletion criterion.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Covariance function (its hyperparameters are used as they are).
+    X : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y : ndarray of shape (n_samples,)
+        Training targets.
+    noise_variance : float
+        Noise variance ``s2 > 0``.
+    max_basis : int
+        Capacity ``p_max`` of the preallocated storage.
+    jitter : float, default=None
+        Added to ``diag(Q_p)``; ``None`` means ``RELATIVE_JITTER * mean(k(x_i, x_i))``.
+
+    Attributes
+    ----------
+    n_basis : int
+        Current basis size ``p``.
+    basis : ndarray of shape (p,)
+        Training-set indices of the basis vectors, in factor order.
+    alpha : ndarray of shape (p,)
+        Weights ``alpha_p`` minimising cost (2).
+    residual : ndarray of shape (n_samples,)
+        ``mu = y - K_p alpha_p``.
+    cost : float
+        Minimum of cost (2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse._regression_state import RegressionState
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (40, 1)); y = np.sin(X[:, 0])
+    >>> state = RegressionState(RBF(1.0), X, y, noise_variance=0.01, max_basis=5)
+    >>> for j in (0, 10, 20):
+    ...     _ = state.append(j)
+    >>> state.basis.tolist(), bool(state.cost < 0.5 * y @ y)
+    ([0, 10, 20], True)
+    """
+
+    def __init__(self, kernel, X, y, noise_variance, max_basis, *, jitter=None):
+        self.kernel = kernel
+        self.X = X
+        self.y = np.asarray(y, dtype=float)
+        self.noise_variance = float(noise_variance)
+        n = X.shape[0]
+        self.n = n
+        self.p_max = int(max_basis)
+        self.kdiag = np.asarray(kernel.diag(X), dtype=float)
+        if jitter is None:
+            jitter = RELATIVE_JITTER * max(float(np.mean(self.kdiag)), 0.0)
+        self.jitter = float(jitter)
+        pm = self.p_max
+        self._L = np.zeros((pm, pm))
+        self._R = np.zeros((pm, pm))
+        self._V = np.zeros((pm, n))
+        self._Vy = np.zeros(pm)
+        self._beta = np.zeros(pm)
+        self._D = np.zeros(pm)
+        self._idx = np.zeros(pm, dtype=np.intp)
+        self.p = 0
+        self.in_basis = np.zeros(n, dtype=bool)
+        # Points never to be offered again (numerically redundant) / excluded for one step.
+        self.redundant = np.zeros(n, dtype=bool)
+        self.excluded = np.zeros(n, dtype=bool)
+        self.q = np.clip(self.kdiag, 0.0, None)
+        self.yy = float(self.y @ self.y)
+        self._refresh()
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_basis(self):
+        return self.p
+
+    @property
+    def basis(self):
+        return self._idx[: self.p].copy()
+
+    @property
+    def L(self):
+        """Lower factor of ``Q_p`` (a view)."""
+        return self._L[: self.p, : self.p]
+
+    @property
+    def R(self):
+        """Lower factor of ``V V^T + s2 I`` (a view)."""
+        return self._R[: self.p, : self.p]
+
+    @property
+    def V(self):
+        """``L^-1 K_p^T`` (a view, ``p x n``)."""
+        return self._V[: self.p]
+
+    @property
+    def sigma_diag(self):
+        """``D_p = diag(Sigma_p)``, ``Sigma_p = (K_p^T K_p + s2 Q_p)^-1``."""
+        return self._D[: self.p].copy()
+
+    def _refresh(self):
+        """Recompute ``w``, ``alpha``, the residual and the cost from ``beta``: O(n p)."""
+        p = self.p
+        if p == 0:
+            self.w = np.zeros(0)
+            self.alpha = np.zeros(0)
+            self.residual = self.y.copy()
+        else:
+            self.w = _solve_lower(self.R, self._beta[:p], trans=1)
+            self.alpha = _solve_lower(self.L, self.w, trans=1)
+            self.residual = self.y - self.w @ self.V
+        # Cost (2) at its minimum: 1/2 |mu|^2 + s2/2 alpha^T Q_p alpha = ... + s2/2 |w|^2.
+        self.cost = 0.5 * float(self.residual @ self.residual) + 0.5 * self.noise_variance * float(
+            self.w @ self.w
+        )
+
+    # ------------------------------------------------------------------ kernel blocks
+    def kernel_columns(self, J):
+        """``K(X, X_J)`` (``n x len(J)``)."""
+        return self.kernel(self.X, self.X[np.asarray(J)])
+
+    def _blocks(self, J):
+        size = max(1, _BLOCK_ENTRIES // max(self.n, 1))
+        for start in range(0, len(J), size):
+            yield slice(start, start + size), J[start : start + size]
+
+    # ------------------------------------------------------------------ protocol
+    def candidates(self):
+        """Training-set indices that may join the basis."""
+        return np.flatnonzero(~(self.in_basis | self.redundant | self.excluded))
+
+    def sampling_weights(self, J):
+        """Weights for adaptive sampling: the Nystrom error ``q_j`` of each candidate."""
+        return self.q[np.asarray(J)]
+
+    def score(self, criterion, J):
+        """Scores of candidates ``J`` (lower is better), batched over ``J``.
+
+        ``"exact"`` and ``"matching_pursuit"`` return minus the decrease of cost (2),
+        ``"info_gain"`` minus the approximate information gain (see :meth:`decrease`).
+        """
+        return -self.decrease(criterion, J)
+
+    def decrease(self, criterion, J):
+        """Decrease of the criterion if each candidate of ``J`` joined the basis.
+
+        With ``k_j = K(X, x_j)``, ``k_uj = K(X_u, x_j)`` and the gradient of cost (2) in the new
+        coefficient at zero, ``g_j = k_j^T mu - s2 k_uj^T alpha_p``:
+
+        - ``"matching_pursuit"`` (Keerthi & Chu 2005, DMAX with the old coefficients fixed):
+          ``1/2 g_j^2 / d_j``, ``d_j = |k_j|^2 + s2 (k_jj + jitter)``.
+        - ``"exact"`` (Smola & Bartlett 2001; exchange paper eq. (3)): the exact decrease of the
+          minimum of (2), ``1/2 g_j^2 / (d_j - c_j^T Sigma_p c_j)`` where ``c_j = K_p^T k_j +
+          s2 k_uj`` is the new column of ``Sigma^-1``; ``c_j^T Sigma_p c_j = |R^-1 (V k_j +
+          s2 L^-1 k_uj)|^2`` (bordering of ``Sigma^-1 = (L R)(L R)^T``). One ``(p x n)(n x
+          kappa)`` product per block of candidates.
+        - ``"info_gain"`` (after Seeger, Williams & Lawrence 2003, sec. 3): including ``j`` lets
+          ``y_j`` inform the part ``r_j`` of ``f_j`` that the basis does not explain, with prior
+          ``N(0, q_j)``, ``q_j = k_jj - |V_.j|^2``. Updating it with the residual ``mu_j`` at
+          noise ``s2`` and taking the KL divergence of new from old marginal gives
+          ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j + s2)]``,
+          ``rho_j = q_j / (q_j + s2)``: O(1) per candidate from the maintained ``q`` and ``mu``.
+        """
+        J = np.asarray(J, dtype=np.intp).reshape(-1)
+        s2 = self.noise_variance
+        if criterion == "info_gain":
+            qj = self.q[J]
+            mu = self.residual[J]
+            denom = qj + s2
+            rho = qj / denom
+            return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+        if criterion not in CRITERIA:
+            raise ValueError(
+                f"Unknown selection criterion {criterion!r}; the regressor knows "
+                f"{', '.join(map(repr, CRITERIA))}."
+            )
+        out = np.empty(len(J))
+        p = self.p
+        for sl, Jb in self._blocks(J):
+            K_J = self.kernel_columns(Jb)  # n x kappa
+            K_uJ = K_J[self._idx[:p]]  # p x kappa
+            g = self.residual @ K_J - s2 * (self.alpha @ K_uJ)
+            d = np.einsum("ij,ij->j", K_J, K_J) + s2 * (self.kdiag[Jb] + self.jitter)
+            if criterion == "exact" and p:
+                C = self.V @ K_J  # the batched (p x n)(n x kappa) product
+                C += s2 * _solve_lower(self.L, K_uJ)
+                C = _solve_lower(self.R, C)
+                d = d - np.einsum("ij,ij->j", C, C)
+                # The Schur complement is >= s2 * jitter in exact arithmetic.
+                d = np.maximum(d, s2 * self.jitter)
+            out[sl] = 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+        return out
+
+    def deletion_scores(self):
+        """Increase of the cost if each basis vector left: exchange paper eq. (4)-(5).
+
+        ``1/2 alpha_p(j)^2 / Sigma_p(j, j)``, in factor order (position ``j`` of ``basis``).
+        """
+        D = self._D[: self.p]
+        return 0.5 * self.alpha**2 / np.maximum(D, np.finfo(float).tiny)
+
+    # ------------------------------------------------------------------ updates
+    def append(self, j):
+        """Add training point ``j`` to the basis: O(n p). Returns False if it is redundant.
+
+        A point is redundant when its conditional prior variance given the basis,
+        ``k_jj + jitter - |L^-1 k_uj|^2``, is below half the jitter (it is at least the jitter
+        in exact arithmetic): it is then marked and never offered again.
+        """
+        j = int(j)
+        p = self.p
+        if p >= self.p_max:
+            raise ValueError(f"The basis is full (max_basis={self.p_max}).")
+        if self.in_basis[j]:
+            raise ValueError(f"Point {j} is already in the basis.")
+        s2 = self.noise_variance
+        k_j = np.asarray(self.kernel(self.X, self.X[j : j + 1]), dtype=float)[:, 0]
+        b = k_j[self._idx[:p]]
+        c = self.kdiag[j] + self.jitter
+        l = _solve_lower(self.L, b) if p else b
+        d2 = c - float(l @ l)
+        if not np.isfinite(d2) or d2 < 0.5 * self.jitter:
+            self.redundant[j] = True
+            return False
+        # Seeger et al. 2003 eq. (6): border L with l = L^-1 k_uj, l_pp = sqrt(c - |l|^2).
+        cholesky_append(self._L, b, c, size=p, overwrite_L=True)
+        lpp = self._L[p, p]
+        # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp.
+        v = self._V[p]
+        if p:
+            np.dot(l, self._V[:p], out=v)
+            np.subtract(k_j, v, out=v)
+        else:
+            v[:] = k_j
+        v /= lpp
+        # Border R R^T = V V^T + s2 I with V v and |v|^2 + s2.
+        Vv = self._V[:p] @ v
+        cholesky_append(self._R, Vv, float(v @ v) + s2, size=p, overwrite_L=True)
+        r = self._R[p, :p]
+        rpp = self._R[p, p]
+        self._Vy[p] = float(v @ self.y)
+        # beta = R^-1 V y gains one entry; the old ones are unchanged.
+        self._beta[p] = (self._Vy[p] - float(r @ self._beta[:p])) / rpp
+        # D = diag((L R)^-T (L R)^-1): bordering (L R) adds the squares of its new inverse row
+        # t = -(L^-T (l + l_pp R^-T r)) / (l_pp r_pp) to the old entries.
+        if p:
+            t = _solve_lower(self.L, l + lpp * _solve_lower(self.R, r, trans=1), trans=1)
+            t /= lpp * rpp
+            self._D[:p] += t * t
+        self._D[p] = 1.0 / (lpp * rpp) ** 2
+        # q = diag(K - V^T V) loses v^2.
+        self.q -= v * v
+        np.maximum(self.q, 0.0, out=self.q)
+        self._idx[p] = j
+        self.in_basis[j] = True
+        self.p = p + 1
+        self._refresh()
+        return True
+
+    def delete(self, pos):
+        """Remove the basis vector at position ``pos`` (factor order): O(n p + p^2).
+
+        Exchange paper steps 2-5: Givens rotations re-triangularise ``L`` and rotate the rows of
+        ``V`` (``G_p``) and ``R`` (``M_p``); the rotated last row ``r`` of ``V`` leaves, so
+        ``q += r^2``. ``Sigma_(p-1)`` is the inverse of ``Sigma_p^-1`` without row and column
+        ``pos``: ``D_new = D - Sigma[:, pos]^2 / Sigma[pos, pos]``.
+        """
+        p = self.p
+        pos = int(pos)
+        if not 0 <= pos < p:
+            raise ValueError(f"`pos` must be in [0, {p - 1}], got {pos}.")
+        # Column pos of Sigma = (L R)^-T (L R)^-1 e_pos.
+        e = np.zeros(p)
+        e[pos] = 1.0
+        s = _solve_lower(self.L, _solve_lower(self.R, _solve_lower(self.R, _solve_lower(self.L, e)), trans=1), trans=1)
+        D = self._D[:p] - s * s / max(s[pos], np.finfo(float).tiny)
+        j = int(self._idx[pos])
+        _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)
+        rot.apply(self._V, overwrite=True)
+        r = self._V[p - 1]
+        self.q += r * r
+        r[:] = 0.0
+        cholesky_rotate(self._R, rot, size=p, overwrite_L=True)
+        self._R[p - 1, :p] = 0.0
+        rot.apply(self._Vy, overwrite=True)
+        self._Vy[p - 1] = 0.0
+        self._idx[pos : p - 1] = self._idx[pos + 1 : p]
+        self._D[: p - 1] = np.delete(D, pos)
+        self._D[p - 1] = 0.0
+        self.in_basis[j] = False
+        self.q[j] = max(self.q[j], 0.0)
+        self.p = p - 1
+        # beta = R^-1 V y on the new factors.
+        if self.p:
+            self._beta[: self.p] = _solve_lower(self.R, self._Vy[: self.p])
+        self._beta[self.p] = 0.0
+        self._refresh()
+        return j
