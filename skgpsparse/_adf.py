@@ -22,7 +22,6 @@ Likelihood: probit with bias, ``p(y | f) = Phi(y (f + b))`` (``lambda = 1``), ``
 import warnings
 
 import numpy as np
-from scipy.linalg import solve_triangular
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from .kernels import iter_kernel
@@ -211,6 +210,9 @@ class ADFState:
         M_J = self.M[:p, J]  # p x kappa
         total = np.zeros(len(J))
         for rows, K in iter_kernel(self.kernel, self.X, self.X[J], chunk_size=self.chunk_size):
+            own = (J >= rows.start) & (J < rows.stop)
+            own_rows, own_cols = J[own] - rows.start, np.flatnonzero(own)
+            K[own_rows, own_cols] = self.k_diag[J[own]]  # as in add(): the full k(x_j, x_j)
             # columns A_.J = K_.J - M^T M_.J of the posterior covariance (one BLAS product)
             T = K - self.M[:p, rows].T @ M_J if p else K
             # additive-model paper eq. (7): f' = f + alpha_j A_.j, diag(A)' = diag(A) - nu_j A_.j^2
@@ -225,9 +227,7 @@ class ADFState:
             loss = -log_ndtr(z)
             if not all_points:
                 loss[self.in_basis[rows]] = 0.0
-                # the candidate itself leaves u^c once added
-                own = (J >= rows.start) & (J < rows.stop)
-                loss[J[own] - rows.start, np.flatnonzero(own)] = 0.0
+                loss[own_rows, own_cols] = 0.0  # the candidate itself leaves u^c once added
             total += loss.sum(axis=0)
         if all_points:
             return total / self.n_samples
@@ -255,6 +255,7 @@ class ADFState:
             pj, mj = float(site_precision), float(site_mean)
         sqrt_p = np.sqrt(pj)
         k_col = np.asarray(self.kernel(self.X, self.X[j : j + 1]), dtype=float)[:, 0]
+        k_col[j] = self.k_diag[j]  # k(x_j, x_j) with any WhiteKernel term (kernel(X, Z) drops it)
         # B grows by [Pi_u^1/2 K_uj sqrt(p_j); 1 + p_j K_jj]; its new row is [l^T, l] with
         # l = sqrt(p_j) M_.j (additive-model paper, below eq. (2)).
         b_col = np.sqrt(self.site_precision[:p]) * k_col[self.basis[:p]] * sqrt_p
@@ -323,11 +324,3 @@ class ADFState:
             return float(np.mean(loss))
         rest = ~self.in_basis
         return float(np.mean(loss[rest])) if rest.any() else 0.0
-
-    def predictive_weights(self):
-        """``(L, sqrt_pi, w)`` for prediction: ``f_* = k_*u w``, ``w = Pi^1/2 L^-T beta``."""
-        p = self.size
-        L = np.tril(self.L[:p, :p])
-        sqrt_pi = np.sqrt(self.site_precision[:p])
-        w = sqrt_pi * solve_triangular(L, self.beta[:p], lower=True, trans="T")
-        return L, sqrt_pi, w
