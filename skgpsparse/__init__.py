@@ -1,5 +1,16 @@
 """Sparse Gaussian process classification and regression for scikit-learn."""
 
+from skgpsparse._classification import SparseGPClassifier
+from skgpsparse._regression import SparseGPRegressor
+from skgpsparse._selection import BaseSelector, GreedySelector, RandomSelector
+
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "BaseSelector",
+    "GreedySelector",
+    "RandomSelector",
+    "SparseGPClassifier",
+    "SparseGPRegressor",
+    "__version__",
+]
