@@ -10,6 +10,7 @@ not committed.
 """
 
 import os
+import re
 import sys
 
 import matplotlib
@@ -50,6 +51,39 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 numpydoc_xref_param_type = False
+
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w\\])([A-Za-z]\w*)_(?=[^\w`]|$)")
+
+
+def _escape_fitted_names_in_types(app, what, name, obj, options, lines):
+    """Escape ``name_`` in numpydoc "name : type" lines, e.g. ``shape (n_features_in_,)``.
+
+    reStructuredText reads a bare word ending in an underscore as a hyperlink reference
+    (an "Unknown target name" error); scikit-learn-style docstrings use fitted names such as
+    ``n_features_in_`` or ``kernel_`` in parameter types. Only the type part is touched.
+    """
+    for i, line in enumerate(lines):
+        head, sep, tail = line.partition(" : ")
+        if sep and head.strip() and not head.lstrip().startswith(("..", ":", "-", "*")):
+            lines[i] = head + sep + _TRAILING_UNDERSCORE.sub(r"\1\\_", tail)
+
+
+def _skip_metadata_request_methods(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated ``set_*_request`` methods (metadata routing).
+
+    Their docstrings point into scikit-learn's own documentation (glossary, user guide
+    labels), which does not exist here.
+    """
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    # Before numpydoc (priority 500) turns the sections into reST.
+    app.connect("autodoc-process-docstring", _escape_fitted_names_in_types, priority=100)
+    app.connect("autodoc-skip-member", _skip_metadata_request_methods)
+
 
 # -- Example gallery ----------------------------------------------------------------------
 sphinx_gallery_conf = {
