@@ -31,7 +31,7 @@ from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import accuracy_score, log_loss
 
-from skgpsparse._classification import SparseGPClassifier
+from skgpsparse import SparseGPClassifier
 
 X, y = make_moons(n_samples=1400, noise=0.35, random_state=0)
 X_train, y_train = X[:400], y[:400]

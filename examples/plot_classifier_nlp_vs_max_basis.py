@@ -37,7 +37,7 @@ from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import log_loss
 
-from skgpsparse._classification import SparseGPClassifier
+from skgpsparse import SparseGPClassifier
 
 X, y = make_moons(n_samples=3000, noise=0.3, random_state=1)
 X_train, y_train = X[:1000], y[:1000]

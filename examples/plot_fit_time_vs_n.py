@@ -31,7 +31,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from threadpoolctl import threadpool_limits
 
-from skgpsparse._regression import SparseGPRegressor
+from skgpsparse import SparseGPRegressor
 
 X_all, y_all = make_friedman1(n_samples=20000, n_features=5, noise=0.5, random_state=0)
 kernel = ConstantKernel(10.0) * RBF(1.0)

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgpsparse._regression import SparseGPRegressor
+from skgpsparse import SparseGPRegressor
 
 
 def true_function(x):
