@@ -33,7 +33,7 @@ from scipy.linalg import solve_triangular
 
 from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
-__all__ = ["RegressionState", "RELATIVE_JITTER"]
+__all__ = ["RELATIVE_JITTER", "RegressionState"]
 
 # Jitter added to diag(Q_p), relative to the mean prior variance (as in the likelihood module).
 RELATIVE_JITTER = 1e-8
@@ -328,7 +328,8 @@ class RegressionState:
         # Column pos of Sigma = (L R)^-T (L R)^-1 e_pos.
         e = np.zeros(p)
         e[pos] = 1.0
-        s = _solve_lower(self.L, _solve_lower(self.R, _solve_lower(self.R, _solve_lower(self.L, e)), trans=1), trans=1)
+        s = _solve_lower(self.R, _solve_lower(self.L, e))
+        s = _solve_lower(self.L, _solve_lower(self.R, s, trans=1), trans=1)
         D = self._D[:p] - s * s / max(s[pos], np.finfo(float).tiny)
         j = int(self._idx[pos])
         _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)

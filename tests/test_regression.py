@@ -146,10 +146,11 @@ def test_matching_pursuit_criterion_optimises_only_the_new_weight():
         r = y - Kb @ a_all
         return 0.5 * r @ r + 0.5 * S2 * a_all @ Qb @ a_all
 
-    assert cost(alpha, basis) == pytest.approx(0.5 * (y - Kp @ alpha) @ (y - Kp @ alpha)
-                                               + 0.5 * S2 * alpha @ Q @ alpha)
+    assert cost(alpha, basis) == pytest.approx(
+        0.5 * (y - Kp @ alpha) @ (y - Kp @ alpha) + 0.5 * S2 * alpha @ Q @ alpha
+    )
     for j, score in zip(J[::7], scores[::7]):
-        res = minimize_scalar(lambda a: cost(np.append(alpha, a), basis + [j]))
+        res = minimize_scalar(lambda a, j=j: cost(np.append(alpha, a), basis + [j]))
         assert score == pytest.approx(res.fun - state.cost, rel=1e-6, abs=1e-10)
 
 
@@ -167,7 +168,7 @@ def test_info_gain_criterion_is_the_kl_of_the_residual_update():
 
 
 def test_unknown_criterion_raises():
-    X, y, state = _loaded_state()
+    _X, _y, state = _loaded_state()
     with pytest.raises(ValueError, match="criterion"):
         state.score("nlp", state.candidates())
 
@@ -187,7 +188,7 @@ def test_duplicate_point_is_marked_redundant_or_stable():
 def _full_basis_pair(normalize_y=False, n=30):
     X, y = _data(n=n)
     y = 3.0 * y + 2.0
-    kw = dict(noise_variance=S2, optimizer=None, normalize_y=normalize_y)
+    kw = {"noise_variance": S2, "optimizer": None, "normalize_y": normalize_y}
     sparse = SparseGPRegressor(KERNEL, max_basis=n, selection="random", random_state=0, **kw)
     full = GaussianProcessRegressor(KERNEL, alpha=S2, optimizer=None, normalize_y=normalize_y)
     return X, sparse.fit(X, y), full.fit(X, y)
@@ -195,7 +196,7 @@ def _full_basis_pair(normalize_y=False, n=30):
 
 @pytest.mark.parametrize("normalize_y", [False, True])
 def test_all_points_in_basis_equals_full_gp(normalize_y):
-    X, sparse, full = _full_basis_pair(normalize_y)
+    _X, sparse, full = _full_basis_pair(normalize_y)
     Xt = np.random.RandomState(1).uniform(-4, 4, (40, 2))
     mean, std = sparse.predict(Xt, return_std=True)
     mean_ref, std_ref = full.predict(Xt, return_std=True)
@@ -234,9 +235,10 @@ def test_fitted_attributes_and_basis_size():
     assert model.cost_curve_.shape == (12,)
     assert np.all(np.diff(model.cost_curve_) < 0)  # forward steps decrease cost (2)
     # The mean is k(x, X_u) alpha_.
-    np.testing.assert_allclose(model.predict(X[:7]), KERNEL(X[:7], model.basis_vectors_) @ model.alpha_)
-    lml = dtc_log_marginal_likelihood(KERNEL, X, y, model.basis_vectors_, 1e-2,
-                                      jitter=1e-8 * 1.5)
+    np.testing.assert_allclose(
+        model.predict(X[:7]), KERNEL(X[:7], model.basis_vectors_) @ model.alpha_
+    )
+    lml = dtc_log_marginal_likelihood(KERNEL, X, y, model.basis_vectors_, 1e-2, jitter=1e-8 * 1.5)
     assert model.log_marginal_likelihood_value_ == pytest.approx(lml, rel=1e-10)
     assert model.log_marginal_likelihood() == model.log_marginal_likelihood_value_
 
@@ -245,8 +247,9 @@ def test_selection_strategies_beat_random_on_cost():
     X, y = _data(n=300)
     costs = {}
     for selection in ("random", "exact", "matching_pursuit", "info_gain"):
-        model = SparseGPRegressor(KERNEL, max_basis=15, optimizer=None, selection=selection,
-                                  random_state=0).fit(X, y)
+        model = SparseGPRegressor(
+            KERNEL, max_basis=15, optimizer=None, selection=selection, random_state=0
+        ).fit(X, y)
         costs[selection] = model.cost_curve_[-1]
     for selection in ("exact", "matching_pursuit", "info_gain"):
         assert costs[selection] < costs["random"]
@@ -254,8 +257,13 @@ def test_selection_strategies_beat_random_on_cost():
 
 def test_exchange_with_exact_criterion_does_not_increase_cost():
     X, y = _data(n=300, seed=3)
-    kw = dict(kernel=KERNEL, max_basis=15, optimizer=None, random_state=0,
-              selection=GreedySelector("exact", None))
+    kw = {
+        "kernel": KERNEL,
+        "max_basis": 15,
+        "optimizer": None,
+        "random_state": 0,
+        "selection": GreedySelector("exact", None),
+    }
     plain = SparseGPRegressor(n_exchange=0, **kw).fit(X, y)
     exchanged = SparseGPRegressor(n_exchange=10, **kw).fit(X, y)
     assert exchanged.cost_curve_.shape == (15 + 2 * 10,)
@@ -279,14 +287,15 @@ def test_callable_optimizer_is_called_and_used():
     calls = []
 
     def optimizer(obj_func, initial_theta, bounds):
-        value, grad = obj_func(initial_theta, eval_gradient=True)
+        _, grad = obj_func(initial_theta, eval_gradient=True)
         calls.append((initial_theta.copy(), bounds.copy()))
         assert grad.shape == initial_theta.shape
         theta = np.clip(initial_theta + 0.1, bounds[:, 0], bounds[:, 1])
         return theta, obj_func(theta, eval_gradient=False)
 
-    model = SparseGPRegressor(KERNEL, max_basis=10, optimizer=optimizer, max_iter=1,
-                              random_state=0).fit(X, y)
+    model = SparseGPRegressor(
+        KERNEL, max_basis=10, optimizer=optimizer, max_iter=1, random_state=0
+    ).fit(X, y)
     # One call initialises on a random subset (full GP), one learns on the selected basis,
     # each warm-started where the previous one ended.
     assert len(calls) == 2
@@ -306,22 +315,34 @@ def test_learning_improves_likelihood_and_fixed_noise():
     assert learned.n_iter_ >= 1
     assert learned.noise_variance_ != 1e-2
     lml = learned.log_marginal_likelihood(
-        np.append(learned.kernel_.theta, np.log(learned.noise_variance_)))
+        np.append(learned.kernel_.theta, np.log(learned.noise_variance_))
+    )
     assert lml == pytest.approx(learned.log_marginal_likelihood_value_, rel=1e-8)
-    noise_fixed = SparseGPRegressor(KERNEL, max_basis=15, noise_variance_bounds="fixed",
-                                    max_iter=2, random_state=0).fit(X, y)
+    noise_fixed = SparseGPRegressor(
+        KERNEL, max_basis=15, noise_variance_bounds="fixed", max_iter=2, random_state=0
+    ).fit(X, y)
     assert noise_fixed.noise_variance_ == 1e-2
 
 
 def test_lml_gradient_matches_finite_differences():
     X, y = _data(n=60)
-    model = SparseGPRegressor(C(1.0) * Matern(length_scale=[1.0, 2.0], nu=2.5), max_basis=10,
-                              optimizer=None, random_state=0).fit(X, y)
+    model = SparseGPRegressor(
+        C(1.0) * Matern(length_scale=[1.0, 2.0], nu=2.5),
+        max_basis=10,
+        optimizer=None,
+        random_state=0,
+    ).fit(X, y)
     theta = np.array([0.3, -0.2, 0.5, np.log(0.05)])
     _, grad = model.log_marginal_likelihood(theta, eval_gradient=True)
     eps = 1e-6
-    fd = [(model.log_marginal_likelihood(theta + eps * e)
-           - model.log_marginal_likelihood(theta - eps * e)) / (2 * eps) for e in np.eye(4)]
+    fd = [
+        (
+            model.log_marginal_likelihood(theta + eps * e)
+            - model.log_marginal_likelihood(theta - eps * e)
+        )
+        / (2 * eps)
+        for e in np.eye(4)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="theta"):
         model.log_marginal_likelihood(theta[:2])
@@ -357,8 +378,9 @@ def test_random_state_reproducible():
 def test_hyperparameter_at_bound_warns():
     X, y = _data(n=60)
     with pytest.warns(ConvergenceWarning):
-        SparseGPRegressor(KERNEL, max_basis=10, noise_variance_bounds=(0.5, 1.0), max_iter=1,
-                          random_state=0).fit(X, y)
+        SparseGPRegressor(
+            KERNEL, max_basis=10, noise_variance_bounds=(0.5, 1.0), max_iter=1, random_state=0
+        ).fit(X, y)
 
 
 def test_invalid_noise_bounds():
@@ -372,7 +394,7 @@ def test_invalid_noise_bounds():
         SparseGPRegressor(max_basis=10),
         # Fixed hyperparameters must suit the checks' 10-feature data (RBF(1.0) scores < 0.5).
         SparseGPRegressor(C(1.0) * RBF(3.0), selection="random", optimizer=None, max_basis=20),
-        SparseGPRegressor(max_basis=8, n_exchange=2, selection="exact", max_iter=2),
+        SparseGPRegressor(max_basis=8, n_exchange=2, selection="exact", max_iter=1),
     ]
 )
 def test_sklearn_compatible(estimator, check):
