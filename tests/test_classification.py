@@ -7,10 +7,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from joblib import parallel_config
 from scipy.stats import norm
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern, WhiteKernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
 
 from skgpsparse._adf import ADFState, moment_matching
+from skgpsparse._classification import SparseGPClassifier
+from skgpsparse._classification_loss import nlp_loss
+from skgpsparse._selection import GreedySelector
 
 C = ConstantKernel
 
@@ -174,3 +181,216 @@ def test_duplicate_points_give_a_regular_factor():
     assert np.all(np.diag(state.L[:5, :5]) >= 1.0 - 1e-12)  # B >= I
     for criterion in ("entropy", "info_gain", "nlp", "nlp_all"):
         assert not np.any(np.isnan(state.score(criterion, state.candidates())))
+
+
+def test_white_kernel_diagonal_is_used():
+    X, y = _problem(n=20, seed=4)
+    kernel = C(1.2) * RBF(0.8) + WhiteKernel(0.3)
+    state = ADFState(kernel, X, y, 0.1, max_basis=6)
+    for j in (0, 3, 8):
+        state.add(j)
+    _check_against_dense(state)
+    J = state.candidates()
+    brute = []
+    for j in J:
+        new = copy.deepcopy(state)
+        new.add(j)
+        brute.append(new.nlp())
+    np.testing.assert_allclose(state.score("nlp", J), brute, rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------- the estimator
+@pytest.fixture(autouse=True)
+def _single_blas_thread():
+    # tiny matrices: BLAS threads only contend on the shared 2-core test machine
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _dense_predictive(clf, X):
+    """Validation paper eq. (2.7) with explicit inverses: f = k S B^-1 S m, s2 = k - k S B^-1 S k."""
+    s = np.sqrt(clf.site_precision_)
+    Xu = clf.basis_vectors_
+    Binv = np.linalg.inv(np.eye(len(s)) + s[:, None] * clf.kernel_(Xu) * s[None, :])
+    K = clf.kernel_(X, Xu)
+    f = K @ (s * (Binv @ (s * clf.site_mean_)))
+    s2 = clf.kernel_.diag(X) - np.einsum("ij,jk,ik->i", K * s, Binv, K * s)
+    return f, s2, norm.cdf((f + clf.bias_) / np.sqrt(1 + s2))
+
+
+@pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
+def test_predict_proba_matches_dense_eq_2_7(optimizer):
+    X, y = make_moons(n_samples=120, noise=0.25, random_state=0)
+    Xt = np.random.RandomState(1).uniform(-2, 3, size=(50, 2))
+    clf = SparseGPClassifier(max_basis=12, optimizer=optimizer, max_iter=3, random_state=0)
+    clf.fit(X, y)
+    f, s2, p1 = _dense_predictive(clf, Xt)
+    mean, var = clf.latent_mean_and_variance(Xt)
+    np.testing.assert_allclose(mean, f + clf.bias_, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(var, s2, rtol=1e-8, atol=1e-10)
+    proba = clf.predict_proba(Xt)
+    np.testing.assert_allclose(proba[:, 1], p1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(clf.decision_function(Xt), (f + clf.bias_) / np.sqrt(1 + s2))
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(Xt)), proba, rtol=1e-10)
+    np.testing.assert_array_equal(clf.predict(Xt), clf.classes_[(p1 > 0.5).astype(int)])
+
+
+@pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
+def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
+    X, y = make_moons(n_samples=100, noise=0.3, random_state=2)
+    clf = SparseGPClassifier(max_basis=10, optimizer=optimizer, max_iter=4, random_state=0)
+    clf.fit(X, y)
+    y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
+    nlp = nlp_loss(clf.kernel_, X, y_pm, clf.bias_, clf.basis_indices_, clf.site_mean_,
+                   clf.site_precision_)
+    np.testing.assert_allclose(nlp, min(clf.loss_curve_), rtol=1e-8)
+    assert clf.n_iter_ == len(clf.loss_curve_)
+    np.testing.assert_array_equal(clf.basis_vectors_, X[clf.basis_indices_])
+    if optimizer is None:
+        assert clf.n_iter_ == 1
+        # b from the class balance, kernel untouched
+        assert clf.kernel_.get_params() == (C(1.0) * RBF(1.0)).get_params()
+
+
+def test_moons_accuracy():
+    X, y = make_moons(n_samples=300, noise=0.2, random_state=0)
+    Xt, yt = make_moons(n_samples=500, noise=0.2, random_state=1)
+    clf = SparseGPClassifier(max_basis=30, random_state=0).fit(X, y)
+    assert len(clf.basis_indices_) == 30
+    assert clf.score(X, y) > 0.9
+    assert clf.score(Xt, yt) > 0.9
+
+
+def test_multiclass_string_labels():
+    X, y = make_blobs(n_samples=150, centers=3, cluster_std=1.0, random_state=0)
+    labels = np.array(["setosa", "versicolor", "virginica"], dtype=object)[y]
+    clf = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0)
+    clf.fit(X, labels)
+    with parallel_config(backend="threading"):  # the n_jobs path, without process start-up
+        par = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0, n_jobs=2)
+        par.fit(X, labels)
+    np.testing.assert_array_equal(par.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(clf.classes_, ["setosa", "versicolor", "virginica"])
+    assert len(clf.estimators_) == 3 and len(clf.kernels_) == 3
+    assert clf.bias_.shape == (3,) and len(clf.basis_indices_) == 3
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # one-vs-rest probabilities Phi(e_k) normalised per row
+    _, _, p_k = zip(*(_dense_predictive(est, X) for est in clf.estimators_))
+    p_k = np.column_stack(p_k)
+    # (explicit inverse of an ill-conditioned B after the hyperparameter step: loose rtol)
+    np.testing.assert_allclose(proba, p_k / p_k.sum(axis=1, keepdims=True), rtol=1e-5)
+    assert np.mean(clf.predict(X) == labels) > 0.85
+    mean, var = clf.latent_mean_and_variance(X[:7])
+    assert mean.shape == var.shape == (7, 3)
+
+
+def test_duplicates_and_huge_scale_never_nan():
+    X, y = make_moons(n_samples=40, noise=0.2, random_state=0)
+    X_dup = np.vstack([X[:5]] * 8)  # 40 rows, only 5 distinct points
+    y_dup = np.tile(y[:5], 8)
+    for Xf, yf in ((X_dup, y_dup), (X * 1e8, y), (X * 1e-8, y)):
+        for selection in ("adaptive", "entropy", "info_gain", "nlp", "random"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf = SparseGPClassifier(max_basis=20, selection=selection, max_iter=2,
+                                         random_state=0).fit(Xf, yf)
+            for out in (clf.predict_proba(Xf), clf.predict_log_proba(Xf),
+                        clf.decision_function(Xf), *clf.latent_mean_and_variance(Xf)):
+                assert np.all(np.isfinite(out))
+
+
+def test_zero_variance_candidates_stop_growth_with_warning():
+    # DotProduct with sigma_0 = 0 and points at the origin: k(x, x) = 0 carries no information
+    X = np.zeros((10, 2))
+    X[:3] = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    y = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0])
+    kernel = DotProduct(sigma_0=0.0, sigma_0_bounds="fixed")
+    with pytest.warns(RuntimeWarning, match="zero posterior variance"):
+        clf = SparseGPClassifier(kernel, max_basis=8, optimizer=None, random_state=0).fit(X, y)
+    assert len(clf.basis_indices_) <= 3
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+def test_extreme_inputs_give_finite_log_proba():
+    X, y = make_moons(n_samples=60, noise=0.1, random_state=0)
+    clf = SparseGPClassifier(C(1e4) * RBF(1.0), max_basis=10, optimizer=None, random_state=0)
+    clf.fit(X, y)
+    log_p = clf.predict_log_proba(X)
+    assert np.all(np.isfinite(log_p)) and np.all(log_p <= 0)
+
+
+def test_random_state_reproducibility():
+    X, y = make_moons(n_samples=80, noise=0.3, random_state=0)
+    for selection in ("adaptive", "nlp", "random"):
+        a = SparseGPClassifier(max_basis=8, selection=selection, max_iter=2, random_state=3)
+        b = SparseGPClassifier(max_basis=8, selection=selection, max_iter=2, random_state=3)
+        a.fit(X, y)
+        b.fit(X, y)
+        np.testing.assert_array_equal(a.basis_indices_, b.basis_indices_)
+        np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = SparseGPClassifier(max_basis=8, selection="random", optimizer=None, random_state=4)
+    assert not np.array_equal(c.fit(X, y).basis_indices_, a.basis_indices_)
+
+
+def test_max_basis_clipped_with_warning():
+    X, y = make_moons(n_samples=12, noise=0.1, random_state=0)
+    with pytest.warns(UserWarning, match="max_basis"):
+        clf = SparseGPClassifier(max_basis=50, optimizer=None, random_state=0).fit(X, y)
+    assert len(clf.basis_indices_) == 11
+
+
+def test_one_class_and_unsupported_values_raise():
+    X, y = make_moons(n_samples=20, random_state=0)
+    with pytest.raises(ValueError, match="requires 2 or more distinct classes; got 1 class"):
+        SparseGPClassifier().fit(X, np.zeros(20))
+    for params, name in (({"site_update": "optimize"}, "site_update"),
+                         ({"hyperparameter_objective": "evidence"}, "hyperparameter_objective"),
+                         ({"n_exchange": 3}, "n_exchange")):
+        with pytest.raises(ValueError, match=f"`{name}`.*not supported yet"):
+            SparseGPClassifier(**params).fit(X, y)
+    with pytest.raises(ValueError, match="selection"):
+        SparseGPClassifier(selection="best").fit(X, y)
+
+
+def test_selector_instance_and_callable_optimizer():
+    X, y = make_moons(n_samples=60, noise=0.2, random_state=0)
+    selector = GreedySelector("entropy", working_set_size=5)
+    calls = []
+
+    def optimizer(obj_func, initial_theta, bounds):
+        value, grad = obj_func(initial_theta)
+        assert grad.shape == initial_theta.shape == (bounds.shape[0],)
+        calls.append(initial_theta)
+        return initial_theta, value
+
+    clf = SparseGPClassifier(max_basis=6, selection=selector, optimizer=optimizer, max_iter=3,
+                             random_state=0).fit(X, y)
+    assert selector.get_params() == {"criterion": "entropy", "working_set_size": 5,
+                                     "sampling": "uniform"}
+    assert len(calls) == clf.n_iter_ == 3  # [theta..., b] is 2 kernel + 1 bias long
+    assert calls[0].shape == (3,)
+
+
+def test_verbose_prints_one_line_per_outer_iteration(capsys):
+    X, y = make_moons(n_samples=50, noise=0.2, random_state=0)
+    clf = SparseGPClassifier(max_basis=5, max_iter=3, verbose=1, tol=1.0, random_state=0)
+    clf.fit(X, y)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "NLP" in ln]
+    assert len(lines) == clf.n_iter_ >= 1
+    assert "basis 5" in lines[0]
+
+
+def _check_configs():
+    for selection in ("random", "entropy", "info_gain", "nlp", "adaptive"):
+        yield SparseGPClassifier(max_basis=15, selection=selection, optimizer=None,
+                                 random_state=0)
+    yield SparseGPClassifier(max_basis=15, max_iter=2, random_state=0)
+
+
+@parametrize_with_checks(list(_check_configs()))
+def test_sklearn_estimator_checks(estimator, check, monkeypatch):
+    # without SCIPY_ARRAY_API, sklearn skips its array API (numpy namespace) check
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    check(estimator)
