@@ -257,11 +257,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.n_iter_ = 0
         for it in range(self.max_iter if learn else 1):
             state, curve = self._select_basis(kernel, X, y, s2, p, rng)
-            X_basis = X[state.basis]
             if learn:
-                kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X_basis)
+                kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X[state.basis])
             else:
-                lml = self._lml(kernel, s2, X, y, X_basis)
+                lml = state.log_marginal_likelihood()
             self.n_iter_ = it + 1
             if self.verbose:
                 print(
@@ -269,29 +268,29 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                     f"noise_variance = {s2:.4g}, kernel = {kernel}"
                 )
             if best is None or lml > best[0]:
-                best = (lml, state.basis, kernel, s2, curve)
+                # With fixed hyperparameters the state is final; otherwise only its basis.
+                best = (lml, state if not learn else state.basis, kernel, s2, curve)
             if previous is not None and lml - previous < self.tol * max(1.0, abs(previous)):
                 break
             previous = lml
 
-        lml, basis, kernel, s2, curve = best
+        _, state, kernel, s2, curve = best
         self.kernel_ = kernel
         self.noise_variance_ = s2
         if learn:
             self.kernel_._check_bounds_params()
             self._check_noise_bound(noise_bounds)
-        # The final state on the best basis with the best hyperparameters.
-        state = RegressionState(kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X))
-        for j in basis:
-            state.append(j)
-        if state.n_basis < len(basis):
-            lml = self._lml(kernel, s2, X, y, X[state.basis])
+            # The final state: the best basis with the hyperparameters learned on it.
+            basis = state
+            state = RegressionState(kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X))
+            for j in basis:
+                state.append(j)
         self.basis_indices_ = state.basis
         self.basis_vectors_ = X[self.basis_indices_]
         self.alpha_ = state.alpha * self._y_train_std
         self._L = np.ascontiguousarray(state.L)
         self._R = np.ascontiguousarray(state.R)
-        self.log_marginal_likelihood_value_ = float(lml)
+        self.log_marginal_likelihood_value_ = float(state.log_marginal_likelihood())
         self.cost_curve_ = np.asarray(curve)
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p factors.

@@ -170,6 +170,17 @@ class RegressionState:
             self.w @ self.w
         )
 
+    def log_marginal_likelihood(self):
+        """GPML eq. (8.17) on the current basis, O(p) from the factors.
+
+        With ``C = V^T V + s2 I``: ``y^T C^-1 y = (|y|^2 - |beta|^2) / s2 = 2 pi / s2`` and
+        ``log|C| = (n - p) log s2 + 2 sum(log diag R)`` (matrix inversion and determinant
+        lemmas), so the evidence is ``-pi / s2 - log|C| / 2 - n/2 log(2 pi)``.
+        """
+        s2 = self.noise_variance
+        log_det = (self.n - self.p) * np.log(s2) + 2.0 * float(np.sum(np.log(np.diag(self.R))))
+        return -self.cost / s2 - 0.5 * log_det - 0.5 * self.n * np.log(2.0 * np.pi)
+
     # ------------------------------------------------------------------ kernel blocks
     def kernel_columns(self, J):
         """``K(X, X_J)`` (``n x len(J)``)."""

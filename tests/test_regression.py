@@ -101,6 +101,16 @@ def test_random_appends_and_deletions_match_dense(ops, seed):
         _assert_matches_dense(state, X, y)
 
 
+def test_state_log_marginal_likelihood_is_eq_8_17():
+    X, y = _data()
+    state = _state(X, y)
+    for j in (3, 7, 11, 20):
+        state.append(j)
+    state.delete(1)
+    lml = dtc_log_marginal_likelihood(KERNEL, X, y, X[state.basis], S2, jitter=state.jitter)
+    assert state.log_marginal_likelihood() == pytest.approx(lml, rel=1e-10)
+
+
 def test_deletion_score_is_the_cost_increase_eq4():
     X, y = _data()
     state = _state(X, y)
