@@ -3,9 +3,11 @@
 Twonorm (d = 20, the PMLB copy in the offline datasets folder, labels 0/1): a seeded subsample
 of ``--n-train`` rows (default 2000) for training and a disjoint subsample of ``--n-test`` rows
 (default 3000) for testing. Compares the default ``SparseGPClassifier(max_basis=200)`` with
-scikit-learn's ``GaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0))`` (the same initial
-kernel as the sparse default; Laplace approximation, one L-BFGS-B run): fit time (median of
-``--repeats`` fits), test NLP (``-mean log p(y_true | x)``, natural log) and test error.
+scikit-learn's ``GaussianProcessClassifier(ConstantKernel(1.0) * RBF(sqrt(d)))`` (Laplace
+approximation, one L-BFGS-B run; started from ``RBF(1.0)`` it collapses to the constant
+predictor on this set, which is shown too): fit time (median of ``--repeats`` fits), test NLP
+(``-mean log p(y_true | x)``, natural log) and test error. The sparse model started from the
+reference's kernel is shown as well.
 
 The goal of the classifier issue: the sparse fit at least 10x faster (50x for the later
 performance issue) with a test NLP within 1.1x of the full GPC's.
@@ -23,6 +25,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -101,6 +104,7 @@ def main(argv=None):
         args.n_train, args.repeats = 1000, 1
 
     import sklearn
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
     from threadpoolctl import threadpool_limits
@@ -108,38 +112,53 @@ def main(argv=None):
     from skgpsparse._classification import SparseGPClassifier
 
     X, y, X_test, y_test = split(args.n_train, args.n_test, args.seed)
-    print(f"twonorm: {X.shape[0]} train / {X_test.shape[0]} test rows, d = {X.shape[1]}")
-    with threadpool_limits(limits=args.threads):
-        sparse = timed_fits(
-            lambda: SparseGPClassifier(max_basis=args.max_basis, random_state=args.seed),
-            X,
-            y,
-            X_test,
-            y_test,
-            args.repeats,
-        )
-        print(
-            f"sparse: {sparse['time']:.2f} s  NLP {sparse['nlp']:.4f}  "
-            f"err {sparse['error']:.2f}%  kernel {sparse['model'].kernel_}  "
-            f"n_iter {sparse['model'].n_iter_}",
-            flush=True,
-        )
-        full = timed_fits(
-            lambda: GaussianProcessClassifier(
-                ConstantKernel(1.0) * RBF(1.0), random_state=args.seed
-            ),
-            X,
-            y,
-            X_test,
-            y_test,
-            args.repeats,
-        )
-        print(
-            f"full:   {full['time']:.2f} s  NLP {full['nlp']:.4f}  "
-            f"err {full['error']:.2f}%  kernel {full['model'].kernel_}",
-            flush=True,
-        )
+    d = X.shape[1]
+    print(f"twonorm: {X.shape[0]} train / {X_test.shape[0]} test rows, d = {d}")
 
+    def sparse_model(kernel=None):
+        return SparseGPClassifier(kernel, max_basis=args.max_basis, random_state=args.seed)
+
+    def full_model(length_scale):
+        kernel = ConstantKernel(1.0) * RBF(length_scale)
+        return GaussianProcessClassifier(kernel, random_state=args.seed)
+
+    # (key, table label, factory); "sparse" and "full" are the compared pair
+    configs = [
+        (
+            "sparse",
+            (
+                f"SparseGPClassifier(max_basis={args.max_basis}), defaults "
+                "(C(1.0) * RBF(1.0) start)"
+            ),
+            sparse_model,
+        ),
+        (
+            "sparse_sqrt_d",
+            (f"SparseGPClassifier(C(1.0) * RBF(sqrt(d)), max_basis={args.max_basis})"),
+            lambda: sparse_model(ConstantKernel(1.0) * RBF(np.sqrt(d))),
+        ),
+        (
+            "full",
+            "GaussianProcessClassifier(C(1.0) * RBF(sqrt(d))) (reference)",
+            lambda: full_model(np.sqrt(d)),
+        ),
+        ("full_rbf1", "GaussianProcessClassifier(C(1.0) * RBF(1.0))", lambda: full_model(1.0)),
+    ]
+    results = {}
+    with threadpool_limits(limits=args.threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for key, label, make in configs:
+            res = timed_fits(make, X, y, X_test, y_test, args.repeats)
+            res["label"] = label
+            results[key] = res
+            model = res["model"]
+            print(
+                f"{key:>14}: {res['time']:7.2f} s  NLP {res['nlp']:.4f}  "
+                f"err {res['error']:5.2f}%  kernel {model.kernel_}  "
+                f"n_iter {getattr(model, 'n_iter_', '-')}",
+                flush=True,
+            )
+    sparse, full = results["sparse"], results["full"]
     ratio = full["time"] / sparse["time"]
     nlp_ratio = sparse["nlp"] / full["nlp"]
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -153,31 +172,40 @@ def main(argv=None):
         "",
         (
             f"Machine: {machine()}; scikit-learn {sklearn.__version__}; {date}; "
-            f"{args.threads} BLAS thread(s) for both models."
+            f"{args.threads} BLAS thread(s) for every model; machine shared with other jobs."
         ),
         (
-            f"twonorm (PMLB copy), d = {X.shape[1]}: {X.shape[0]} training rows, "
-            f"{X_test.shape[0]} disjoint test rows (seed {args.seed}); fit time is the median of "
-            f"{args.repeats} fit(s); test NLP is -mean log p(y|x) (natural log)."
-        ),
-        "",
-        "| model | fit time (s) | test NLP | test error (%) | fitted kernel |",
-        "|---|---|---|---|---|",
-        (
-            f"| SparseGPClassifier(max_basis={args.max_basis}), defaults | {sparse['time']:.2f} | "
-            f"{sparse['nlp']:.4f} | {sparse['error']:.2f} | {sparse['model'].kernel_} |"
-        ),
-        (
-            f"| GaussianProcessClassifier(C(1.0) * RBF(1.0)) | {full['time']:.2f} | "
-            f"{full['nlp']:.4f} | {full['error']:.2f} | {full['model'].kernel_} |"
+            f"twonorm (PMLB copy), d = {d}: {X.shape[0]} training rows, "
+            f"{X_test.shape[0]} disjoint test rows (seed {args.seed}); fit time is the median "
+            f"of {args.repeats} fit(s); test NLP is -mean log p(y|x) (natural log)."
         ),
         "",
         (
-            f"Fit-time ratio (full / sparse): **{ratio:.1f}x**; test NLP ratio (sparse / full): "
-            f"**{nlp_ratio:.3f}**. Sparse outer iterations: {sparse['model'].n_iter_}; individual "
-            f"fit times: sparse {[round(t, 2) for t in sparse['times']]}, full "
-            f"{[round(t, 2) for t in full['times']]}."
+            "| model | fit time (s) | individual fits (s) | test NLP | test error (%) | "
+            "fitted kernel | outer iterations |"
         ),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for res in results.values():
+        model = res["model"]
+        lines.append(
+            f"| {res['label']} | {res['time']:.2f} | {[round(t, 2) for t in res['times']]} | "
+            f"{res['nlp']:.4f} | {res['error']:.2f} | {model.kernel_} | "
+            f"{getattr(model, 'n_iter_', '—')} |"
+        )
+    lines += [
+        "",
+        (
+            f"Fit-time ratio (reference full GPC / default sparse): **{ratio:.2f}x**; test NLP "
+            f"ratio (sparse / full): **{nlp_ratio:.3f}**."
+        ),
+        "",
+        "scikit-learn's GPC started from RBF(1.0) collapses to the constant predictor "
+        "(amplitude at its lower bound, length scale at its upper bound, NLP = log 2) on this "
+        "20-dimensional set, so the reference starts from RBF(sqrt(d)), the typical distance "
+        "between standardised points."
+        if results["full_rbf1"]["nlp"] > 0.69
+        else "scikit-learn's GPC from RBF(1.0) is shown for completeness.",
         "",
     ]
     lines += [f"- {name}: {'PASS' if ok else 'FAIL'}" for name, ok in checks]
