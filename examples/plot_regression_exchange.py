@@ -12,12 +12,12 @@ MAP cost (exchange paper, eq. 2) the least, which by eq. (4) is
 with the forward criterion, so the basis size stays the same.
 
 The kernel and the noise variance are fixed (``optimizer=None``), so the two fits differ only
-in their basis; the data are 300 noisy samples of a smooth function with a gap around
-:math:`x = 5`. The shaded bands are the mean plus and minus two projected-process standard
-deviations of the latent function (GPML eq. 8.27, ``predict(X, return_std=True)``): they widen
-between basis points and return to the prior standard deviation (here 1) in the gap and outside
-the training range, instead of collapsing to zero as the subset-of-regressors approximation's
-would. The last panel shows the cost (2) after every forward step and every deletion or
+in their basis; the data are noisy samples of a smooth function on :math:`[0, 10]`, with a gap
+around :math:`x = 5`. The shaded bands are the mean plus and minus two projected-process
+standard deviations of the latent function (GPML eq. 8.27, ``predict(X, return_std=True)``):
+they widen between basis points, grow towards the prior standard deviation (here 1) in the
+gap, and return to it outside the training range, instead of collapsing to zero as the
+subset-of-regressors approximation's would. The last panel shows the cost (2) after every forward step and every deletion or
 addition of the exchange phase (``cost_curve_``).
 """
 
