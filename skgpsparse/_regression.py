@@ -25,6 +25,8 @@ __all__ = ["SparseGPRegressor"]
 _DEFAULT_WORKING_SET = 59
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
+# Half-width (in log space) of the first hyperparameter search box around the start.
+_TRUST_LOG = 2.0
 
 
 def _make_selector(selection, working_set_size):
@@ -392,9 +394,22 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             theta0 = np.append(theta0, np.log(np.clip(s2, *noise_bounds)))
             bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
         if self.optimizer == "fmin_l_bfgs_b":
-            res = scipy.optimize.minimize(
-                obj_func, theta0, method="L-BFGS-B", jac=True, bounds=bounds
+            # L-BFGS-B's first step follows the raw gradient, which far from the optimum can
+            # jump to the box corners, into the basin where all of y is noise (length scales
+            # at 1e-5 or 1e5). A first run inside a box of +-_TRUST_LOG around the start, then
+            # a run within the full bounds from there, keeps to the start's basin.
+            trust = np.column_stack(
+                [
+                    np.maximum(bounds[:, 0], np.minimum(theta0, bounds[:, 1]) - _TRUST_LOG),
+                    np.minimum(bounds[:, 1], np.maximum(theta0, bounds[:, 0]) + _TRUST_LOG),
+                ]
             )
+            theta_opt = np.clip(theta0, bounds[:, 0], bounds[:, 1])
+            for box in (trust, bounds):
+                res = scipy.optimize.minimize(
+                    obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=box
+                )
+                theta_opt = res.x
             _check_optimize_result("lbfgs", res)
             theta_opt, func_min = res.x, res.fun
         else:
