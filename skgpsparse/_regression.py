@@ -27,6 +27,7 @@ _DEFAULT_WORKING_SET = 59
 _INIT_SUBSET = 100
 # Half-width (in log space) of the first hyperparameter search box around the start.
 _TRUST_LOG = 2.0
+_TRUST_ROUNDS = 20
 
 
 def _make_selector(selection, working_set_size):
@@ -260,6 +261,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         for it in range(self.max_iter if learn else 1):
             state, curve = self._select_basis(kernel, X, y, s2, p, rng)
             if learn:
+                # Warm start; the noise no lower than the mean squared residual of the MAP fit
+                # (a subset-GP start can put it far below what the sparse model can reach).
+                if noise_bounds is not None:
+                    s2 = max(s2, float(np.mean(state.residual**2)))
                 kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X[state.basis])
             else:
                 lml = state.log_marginal_likelihood()
@@ -396,20 +401,25 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         if self.optimizer == "fmin_l_bfgs_b":
             # L-BFGS-B's first step follows the raw gradient, which far from the optimum can
             # jump to the box corners, into the basin where all of y is noise (length scales
-            # at 1e-5 or 1e5). A first run inside a box of +-_TRUST_LOG around the start, then
-            # a run within the full bounds from there, keeps to the start's basin.
-            trust = np.column_stack(
-                [
-                    np.maximum(bounds[:, 0], np.minimum(theta0, bounds[:, 1]) - _TRUST_LOG),
-                    np.minimum(bounds[:, 1], np.maximum(theta0, bounds[:, 0]) + _TRUST_LOG),
-                ]
-            )
+            # at 1e-5 or 1e5). So search within +-_TRUST_LOG of the current point and move the
+            # box until the optimum is inside it (or at a true bound).
             theta_opt = np.clip(theta0, bounds[:, 0], bounds[:, 1])
-            for box in (trust, bounds):
+            for _ in range(_TRUST_ROUNDS):
+                lo = np.maximum(bounds[:, 0], theta_opt - _TRUST_LOG)
+                hi = np.minimum(bounds[:, 1], theta_opt + _TRUST_LOG)
                 res = scipy.optimize.minimize(
-                    obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=box
+                    obj_func,
+                    theta_opt,
+                    method="L-BFGS-B",
+                    jac=True,
+                    bounds=np.column_stack([lo, hi]),
                 )
                 theta_opt = res.x
+                at_edge = ((theta_opt <= lo + 1e-8) & (lo > bounds[:, 0])) | (
+                    (theta_opt >= hi - 1e-8) & (hi < bounds[:, 1])
+                )
+                if not np.any(at_edge):
+                    break
             _check_optimize_result("lbfgs", res)
             theta_opt, func_min = res.x, res.fun
         else:
