@@ -1,0 +1,232 @@
+"""Shared machinery of the relevance vector machines: active design rows, MacKay M-step, SSEM loop.
+
+Quiñonero-Candela & Winther, *Incremental Gaussian Processes* (the SSEM paper). An extended linear
+model ``y(x) = sum_j w_j phi_j(x)`` (eq. 1) with one basis function per candidate training input,
+``phi_j(x) = k(x, x_j)``, and optionally a constant one (the bias ``alpha_0`` of eq. 4), has a
+Gaussian prior ``w_j ~ N(0, 1 / alpha_j)``. The hyperparameters ``alpha`` are learned by EM with
+MacKay's update (eq. 12); a basis function whose ``alpha`` reaches ``L`` (``alpha_max``) is
+pruned (``alpha = infinity``).
+
+- :class:`ActiveDesign` stores the rows ``phi_j(X)`` of the active basis functions (``M x n``)
+  in preallocated storage: adding one writes a row, pruning compresses rows. O(n M) memory.
+- :func:`mackay_update` is eq. (12) for ``alpha``.
+- :func:`run_subspace_em` is Figure 1: "ssem" starts with every ``alpha = L``, adds one basis
+  function per EM step (eq. 13) and switches to batch EM on the active set once all are visited;
+  "batch_em" starts from all basis functions with finite ``alpha``. Both stop when the relative
+  likelihood increase drops below ``tol``.
+"""
+
+import time
+
+import numpy as np
+
+from .kernels import iter_kernel
+
+__all__ = ["ALPHA_FLOOR", "ActiveDesign", "basis_rows", "mackay_update", "run_subspace_em"]
+
+# Smallest alpha the M-step returns: keeps A^-1/2 finite.
+ALPHA_MIN = 1e-12
+# alpha_j is kept >= ALPHA_FLOOR * (data precision of w_j alone), e.g. G_jj / s2 in regression:
+# a prior at most 1e12 times wider than the likelihood keeps cond(B) <= 1 + 1e12 M. Without it
+# nearly collinear basis functions (wide kernels, noise-free targets) drive alpha -> 0, weights
+# to +-1e5 that cancel, and the E-step to round-off garbage.
+ALPHA_FLOOR = 1e-12
+
+
+def basis_rows(kernel, X, centers, bias_mask, *, chunk_size=None):
+    """Rows ``phi_j(X)`` of the basis functions ``j``: ``k(X, c_j)`` or ones for the bias.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The (fixed) kernel that shapes the basis functions.
+    X : ndarray of shape (n, d)
+        Where the basis functions are evaluated.
+    centers : ndarray of shape (m, d)
+        Centres ``c_j`` (rows for the bias are ignored).
+    bias_mask : ndarray of bool, shape (m,)
+        Which rows are the constant basis function.
+
+    Returns
+    -------
+    rows : ndarray of shape (m, n)
+        ``rows[j, i] = phi_j(x_i)``.
+    """
+    m = centers.shape[0]
+    rows = np.ones((m, X.shape[0]))
+    kern = np.flatnonzero(~bias_mask)
+    if kern.size:
+        for sl, K in iter_kernel(kernel, centers[kern], X, chunk_size=chunk_size):
+            rows[kern[sl]] = K
+    return rows
+
+
+class ActiveDesign:
+    """Design rows of the active basis functions in growable storage.
+
+    Attributes
+    ----------
+    size : int
+        Number ``M`` of active basis functions.
+    rows : ndarray of shape (M, n)
+        View of the active rows ``phi_j(x_i)``.
+    index : ndarray of shape (M,)
+        Library entries of the active basis functions.
+    alpha : ndarray of shape (M,)
+        Their prior precisions.
+    """
+
+    def __init__(self, n, capacity=16):
+        self.n = n
+        self.size = 0
+        self._rows = np.empty((max(capacity, 1), n))
+        self._index = np.empty(max(capacity, 1), dtype=np.intp)
+        self._alpha = np.empty(max(capacity, 1))
+
+    @property
+    def rows(self):
+        return self._rows[: self.size]
+
+    @property
+    def index(self):
+        return self._index[: self.size]
+
+    @property
+    def alpha(self):
+        return self._alpha[: self.size]
+
+    @alpha.setter
+    def alpha(self, value):
+        self._alpha[: self.size] = value
+
+    def _reserve(self, m):
+        cap = self._rows.shape[0]
+        if m <= cap:
+            return
+        new = max(m, 2 * cap)
+        rows = np.empty((new, self.n))
+        rows[: self.size] = self._rows[: self.size]
+        self._rows = rows
+        self._index = np.resize(self._index, new)
+        self._alpha = np.resize(self._alpha, new)
+
+    def append(self, rows, index, alpha):
+        """Append ``k`` basis functions (rows ``(k, n)``) with precisions ``alpha``."""
+        rows = np.atleast_2d(rows)
+        k = rows.shape[0]
+        self._reserve(self.size + k)
+        sl = slice(self.size, self.size + k)
+        self._rows[sl] = rows
+        self._index[sl] = index
+        self._alpha[sl] = alpha
+        self.size += k
+
+    def keep(self, mask):
+        """Keep only the active basis functions where ``mask`` is true (order preserved)."""
+        mask = np.asarray(mask, dtype=bool)
+        k = int(mask.sum())
+        if k == self.size:
+            return
+        self._rows[:k] = self._rows[: self.size][mask]
+        self._index[:k] = self._index[: self.size][mask]
+        self._alpha[:k] = self._alpha[: self.size][mask]
+        self.size = k
+
+
+def mackay_update(gamma, mu, floor=None):
+    """MacKay's update, SSEM paper eq. (12): ``alpha_j = gamma_j / mu_j^2``.
+
+    ``gamma_j = 1 - alpha_j Sigma_jj`` is how well the data determine ``w_j``. A weight with
+    ``mu_j = 0`` gets ``alpha = inf`` (it is pruned); ``alpha`` is kept >= ``ALPHA_MIN`` and
+    >= ``ALPHA_FLOOR * floor`` where ``floor`` is the data precision of each weight alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._rvm import mackay_update
+    >>> mackay_update(np.array([0.5, 0.2]), np.array([2.0, 0.0]))
+    array([0.125,   inf])
+    """
+    gamma = np.clip(gamma, 0.0, 1.0)
+    mu2 = mu * mu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(mu2 > 0, gamma / np.where(mu2 > 0, mu2, 1.0), np.inf)
+    alpha = np.maximum(alpha, ALPHA_MIN)
+    if floor is not None:
+        alpha = np.maximum(alpha, ALPHA_FLOOR * floor)
+    return alpha
+
+
+def relative_increase(new, old):
+    """``(new - old) / |old|``, the SSEM stopping quantity (guarded near zero)."""
+    return (new - old) / max(abs(old), 1e-300)
+
+
+def run_subspace_em(model, library, *, method, alpha_init, max_iter, tol, rng, verbose=0,
+                    first=None):
+    """Train ``model`` by Subspace EM (Figure 1) or by batch EM; return the history.
+
+    Parameters
+    ----------
+    model : object
+        Has ``add(entries, alpha)`` (make library ``entries`` active with precisions
+        ``alpha``), ``em_step() -> log_likelihood`` (E-step on the active set, M-step, pruning
+        of ``alpha >= L``) and ``n_active``.
+    library : ndarray of int
+        Entries of the candidate basis functions.
+    method : {"ssem", "batch_em"}
+        "ssem": all ``alpha = L`` at first; one entry enters per EM step in random order (eq. 13),
+        then batch EM on the active set. "batch_em": all entries enter with ``alpha_init``.
+    alpha_init : float
+        Initial precision of every basis function in batch EM.
+    max_iter : int
+        Maximum number of batch EM steps (after the SSEM sweep, or in total for batch EM).
+    tol : float
+        Stop when the relative likelihood increase of one batch step is below ``tol``.
+    rng : numpy.random.RandomState
+        Order in which SSEM visits the library.
+    first : ndarray of int, optional
+        Entries SSEM visits before the shuffled rest (the bias).
+
+    Returns
+    -------
+    history : dict
+        ``log_likelihood``, ``n_active``, ``cpu_time`` (per EM step, cumulative process time),
+        ``n_sweep`` (EM steps in the SSEM sweep), ``n_iter`` (batch EM steps), ``converged``.
+    """
+    hist = {"log_likelihood": [], "n_active": [], "cpu_time": []}
+    t0 = time.process_time()
+
+    def record(ll, phase):
+        hist["log_likelihood"].append(ll)
+        hist["n_active"].append(model.n_active)
+        hist["cpu_time"].append(time.process_time() - t0)
+        if verbose > 1 or (verbose and phase == "batch"):
+            print(f"[{phase} {len(hist['log_likelihood'])}] log likelihood {ll:.6g}, "
+                  f"{model.n_active} active basis functions")
+
+    if method == "ssem":
+        order = rng.permutation(library)
+        if first is not None and len(first):
+            order = np.concatenate([first, order[~np.isin(order, first)]])
+        for j in order:
+            # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L
+            model.add(np.array([j]), None)
+            record(model.em_step(), "ssem")
+        hist["n_sweep"] = len(order)
+    else:
+        model.add(np.asarray(library), alpha_init)
+        hist["n_sweep"] = 0
+    converged = False
+    n_iter = 0
+    prev = hist["log_likelihood"][-1] if hist["log_likelihood"] else None
+    for n_iter in range(1, max_iter + 1):
+        ll = model.em_step()
+        record(ll, "batch")
+        if prev is not None and abs(relative_increase(ll, prev)) < tol:
+            converged = True
+            break
+        prev = ll
+    hist["n_iter"] = n_iter
+    hist["converged"] = converged
+    return hist
