@@ -405,7 +405,9 @@ def test_invalid_noise_bounds():
         SparseGPRegressor(max_basis=10),
         # Fixed hyperparameters must suit the checks' 10-feature data (RBF(1.0) scores < 0.5).
         SparseGPRegressor(C(1.0) * RBF(3.0), selection="random", optimizer=None, max_basis=20),
-        SparseGPRegressor(max_basis=8, n_exchange=2, selection="exact", max_iter=1),
+        SparseGPRegressor(
+            C(1.0) * RBF(3.0), max_basis=8, n_exchange=2, selection="exact", optimizer=None
+        ),
     ]
 )
 def test_sklearn_compatible(estimator, check):
