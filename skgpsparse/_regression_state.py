@@ -221,12 +221,17 @@ class RegressionState:
           s2 k_uj`` is the new column of ``Sigma^-1``; ``c_j^T Sigma_p c_j = |R^-1 (V k_j +
           s2 L^-1 k_uj)|^2`` (bordering of ``Sigma^-1 = (L R)(L R)^T``). One ``(p x n)(n x
           kappa)`` product per block of candidates.
-        - ``"info_gain"`` (after Seeger, Williams & Lawrence 2003, sec. 3): including ``j`` lets
-          ``y_j`` inform the part ``r_j`` of ``f_j`` that the basis does not explain, with prior
-          ``N(0, q_j)``, ``q_j = k_jj - |V_.j|^2``. Updating it with the residual ``mu_j`` at
-          noise ``s2`` and taking the KL divergence of new from old marginal gives
-          ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j + s2)]``,
-          ``rho_j = q_j / (q_j + s2)``: O(1) per candidate from the maintained ``q`` and ``mu``.
+        - ``"info_gain"``: the idea of Seeger, Williams & Lawrence (2003): score a candidate by
+          the information its own likelihood term would add, approximated so that only its
+          marginal changes. Our derivation for the PP model: under the current model ``y_j``
+          sees only the projection of ``f_j`` on the basis; including ``j`` lets it also inform
+          the remainder ``r_j ~ N(0, q_j)``, ``q_j = k_jj - |V_.j|^2`` (the Nystrom error).
+          Updating ``r_j`` with the residual ``mu_j`` at noise ``s2`` (new variance
+          ``(1 - rho_j) q_j``, mean ``rho_j mu_j``, ``rho_j = q_j / (q_j + s2)``) and taking
+          ``KL(new || old)`` gives ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j +
+          s2)]``. It is 0 for points the basis already represents (``q_j = 0``), grows with the
+          unexplained variance and with the residual, and costs O(1) per candidate from the
+          maintained ``q`` and ``mu`` (O(n) per step over all remaining points).
         """
         J = np.asarray(J, dtype=np.intp).reshape(-1)
         s2 = self.noise_variance

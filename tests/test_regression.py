@@ -265,6 +265,18 @@ def test_selection_strategies_beat_random_on_cost():
         assert costs[selection] < costs["random"]
 
 
+def test_selector_objects_and_weighted_sampling():
+    X, y = _data(n=200)
+    selector = GreedySelector("matching_pursuit", working_set_size=5, sampling="weighted")
+    model = SparseGPRegressor(
+        KERNEL, max_basis=10, optimizer=None, selection=selector, random_state=0
+    ).fit(X, y)
+    assert len(model.basis_indices_) == 10
+    assert model.selection is selector and model._selector is not selector  # cloned
+    plain = SparseGPRegressor(KERNEL, max_basis=10, optimizer=None, selection="random").fit(X, y)
+    assert model.cost_curve_[-1] < plain.cost_curve_[-1]
+
+
 def test_exchange_with_exact_criterion_does_not_increase_cost():
     X, y = _data(n=300, seed=3)
     kw = {
