@@ -30,6 +30,14 @@ _OPTIMIZER_MAXITER = 15
 _PATIENCE = 5
 # Bounds of the bias b (probit units) for the optimiser.
 _BIAS_BOUNDS = (-1e3, 1e3)
+# Fitted attributes of each binary model, listed per class with more than two classes.
+_PER_MODEL_ATTRIBUTES = (
+    "basis_indices_",
+    "basis_vectors_",
+    "site_precision_",
+    "site_mean_",
+    "loss_curve_",
+)
 
 
 def _make_selector(selection, working_set_size):
@@ -59,7 +67,11 @@ def _initial_bias(kernel, X, y):
 def _lbfgs(obj_func, initial_theta, bounds):
     """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
     res = minimize(
-        obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
+        obj_func,
+        initial_theta,
+        method="L-BFGS-B",
+        jac=True,
+        bounds=bounds,
         options={"maxiter": _OPTIMIZER_MAXITER},
     )
     return res.x, res.fun
@@ -402,20 +414,19 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 UserWarning,
             )
         kernel = ConstantKernel(1.0) * RBF(1.0) if self.kernel is None else self.kernel
-        params = dict(
-            kernel=kernel,
-            max_basis=max_basis,
-            selector=_make_selector(self.selection, self.working_set_size),
-            optimizer=self.optimizer,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-        )
+        params = {
+            "kernel": kernel,
+            "max_basis": max_basis,
+            "selector": _make_selector(self.selection, self.working_set_size),
+            "optimizer": self.optimizer,
+            "max_iter": self.max_iter,
+            "tol": self.tol,
+            "verbose": self.verbose,
+        }
         rng = check_random_state(self.random_state)
         if n_classes == 2:
             self._binary = _fit_binary(params, X, np.where(y_enc == 1, 1.0, -1.0), rng)
-            for name in ("kernel_", "bias_", "basis_indices_", "basis_vectors_",
-                         "site_precision_", "site_mean_", "n_iter_", "loss_curve_"):
+            for name in ("kernel_", "bias_", "n_iter_", *_PER_MODEL_ATTRIBUTES):
                 setattr(self, name, getattr(self._binary, name))
             return self
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
@@ -426,8 +437,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.kernels_ = [est.kernel_ for est in self.estimators_]
         self.bias_ = np.array([est.bias_ for est in self.estimators_])
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
-        for name in ("basis_indices_", "basis_vectors_", "site_precision_", "site_mean_",
-                     "loss_curve_"):
+        for name in _PER_MODEL_ATTRIBUTES:
             setattr(self, name, [getattr(est, name) for est in self.estimators_])
         return self
 

@@ -242,8 +242,9 @@ def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     clf = SparseGPClassifier(max_basis=10, optimizer=optimizer, max_iter=4, random_state=0)
     clf.fit(X, y)
     y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
-    nlp = nlp_loss(clf.kernel_, X, y_pm, clf.bias_, clf.basis_indices_, clf.site_mean_,
-                   clf.site_precision_)
+    nlp = nlp_loss(
+        clf.kernel_, X, y_pm, clf.bias_, clf.basis_indices_, clf.site_mean_, clf.site_precision_
+    )
     np.testing.assert_allclose(nlp, min(clf.loss_curve_), rtol=1e-8)
     assert clf.n_iter_ == len(clf.loss_curve_)
     np.testing.assert_array_equal(clf.basis_vectors_, X[clf.basis_indices_])
@@ -294,10 +295,15 @@ def test_duplicates_and_huge_scale_never_nan():
         for selection in ("adaptive", "entropy", "info_gain", "nlp", "random"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                clf = SparseGPClassifier(max_basis=20, selection=selection, max_iter=2,
-                                         random_state=0).fit(Xf, yf)
-            for out in (clf.predict_proba(Xf), clf.predict_log_proba(Xf),
-                        clf.decision_function(Xf), *clf.latent_mean_and_variance(Xf)):
+                clf = SparseGPClassifier(
+                    max_basis=20, selection=selection, max_iter=2, random_state=0
+                ).fit(Xf, yf)
+            for out in (
+                clf.predict_proba(Xf),
+                clf.predict_log_proba(Xf),
+                clf.decision_function(Xf),
+                *clf.latent_mean_and_variance(Xf),
+            ):
                 assert np.all(np.isfinite(out))
 
 
@@ -345,9 +351,11 @@ def test_one_class_and_unsupported_values_raise():
     X, y = make_moons(n_samples=20, random_state=0)
     with pytest.raises(ValueError, match="requires 2 or more distinct classes; got 1 class"):
         SparseGPClassifier().fit(X, np.zeros(20))
-    for params, name in (({"site_update": "optimize"}, "site_update"),
-                         ({"hyperparameter_objective": "evidence"}, "hyperparameter_objective"),
-                         ({"n_exchange": 3}, "n_exchange")):
+    for params, name in (
+        ({"site_update": "optimize"}, "site_update"),
+        ({"hyperparameter_objective": "evidence"}, "hyperparameter_objective"),
+        ({"n_exchange": 3}, "n_exchange"),
+    ):
         with pytest.raises(ValueError, match=f"`{name}`.*not supported yet"):
             SparseGPClassifier(**params).fit(X, y)
     with pytest.raises(ValueError, match="selection"):
@@ -365,10 +373,14 @@ def test_selector_instance_and_callable_optimizer():
         calls.append(initial_theta)
         return initial_theta, value
 
-    clf = SparseGPClassifier(max_basis=6, selection=selector, optimizer=optimizer, max_iter=3,
-                             random_state=0).fit(X, y)
-    assert selector.get_params() == {"criterion": "entropy", "working_set_size": 5,
-                                     "sampling": "uniform"}
+    clf = SparseGPClassifier(
+        max_basis=6, selection=selector, optimizer=optimizer, max_iter=3, random_state=0
+    ).fit(X, y)
+    assert selector.get_params() == {
+        "criterion": "entropy",
+        "working_set_size": 5,
+        "sampling": "uniform",
+    }
     assert len(calls) == clf.n_iter_ == 3  # [theta..., b] is 2 kernel + 1 bias long
     assert calls[0].shape == (3,)
 
@@ -384,8 +396,7 @@ def test_verbose_prints_one_line_per_outer_iteration(capsys):
 
 def _check_configs():
     for selection in ("random", "entropy", "info_gain", "nlp", "adaptive"):
-        yield SparseGPClassifier(max_basis=15, selection=selection, optimizer=None,
-                                 random_state=0)
+        yield SparseGPClassifier(max_basis=15, selection=selection, optimizer=None, random_state=0)
     yield SparseGPClassifier(max_basis=15, max_iter=2, random_state=0)
 
 
