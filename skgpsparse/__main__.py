@@ -1,0 +1,8 @@
+"""Entry point of ``python -m skgpsparse``: the sparse-versus-full GP report."""
+
+import sys
+
+from skgpsparse._demo import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""scikit-learn's estimator checks over every estimator skgpsparse exports, in several setups."""
+
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+
+def _classifiers():
+    # Small bases and short outer loops keep the ~50 checks per setup fast.
+    common = dict(max_basis=15, max_iter=2, random_state=0)
+    yield SparseGPClassifier(**common)  # adaptive selection, learned hyperparameters
+    for selection in ("random", "entropy", "info_gain", "nlp"):
+        yield SparseGPClassifier(selection=selection, **common)
+    yield SparseGPClassifier(optimizer=None, kernel=ConstantKernel(2.0) * RBF(1.5),
+                             max_basis=15, random_state=0)
+
+
+def _regressors():
+    common = dict(max_basis=15, max_iter=2, random_state=0)
+    yield SparseGPRegressor(**common)  # matching pursuit, learned hyperparameters
+    for selection in ("random", "exact", "info_gain"):
+        yield SparseGPRegressor(selection=selection, **common)
+    yield SparseGPRegressor(n_exchange=5, **common)
+    # Fixed hyperparameters must suit the checks' data (10 standardised features, 1 informative).
+    yield SparseGPRegressor(optimizer=None, kernel=ConstantKernel(1.0) * RBF(5.0),
+                            noise_variance=0.1, max_basis=15, random_state=0)
+
+
+@parametrize_with_checks(list(_classifiers()) + list(_regressors()))
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
