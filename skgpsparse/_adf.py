@@ -22,6 +22,7 @@ Likelihood: probit with bias, ``p(y | f) = Phi(y (f + b))`` (``lambda = 1``), ``
 import warnings
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from .kernels import iter_kernel
@@ -130,6 +131,10 @@ class ADFState:
         Capacity: the largest basis size this state can hold.
     chunk_size : int, default=None
         Rows per kernel block when scoring working sets (see :func:`skgpsparse.kernels.iter_kernel`).
+    site_update : {"moment_matching", "optimize"}, default="moment_matching"
+        Sites of an added point by moment matching (eq. (2)) or by NLP minimisation
+        (additive-model paper §3, :func:`skgpsparse._site_optimization.optimize_sites`); with
+        ``"optimize"`` the ``"nlp"``/``"nlp_all"`` scores are those of the optimised sites.
 
     Examples
     --------
@@ -143,8 +148,12 @@ class ADFState:
     (2, True)
     """
 
-    def __init__(self, kernel, X, y, bias, max_basis, *, chunk_size=None):
+    def __init__(
+        self, kernel, X, y, bias, max_basis, *, chunk_size=None, site_update="moment_matching"
+    ):
         self.kernel = kernel
+        self.site_update = site_update
+        self._site_cache = {}  # candidate -> optimised (p, m) from the last score() call
         self.X = X
         self.y = np.asarray(y, dtype=float)
         self.bias = float(bias)
@@ -195,6 +204,8 @@ class ADFState:
         elif criterion == "info_gain":
             lam = 1.0 - nu * a  # A'_jj / A_jj
             scores = -0.5 * (-np.log(lam) + lam - 1.0 + alpha**2 * a)
+        elif criterion in ("nlp", "nlp_all") and self.site_update == "optimize":
+            scores = self._optimized_nlp(J, all_points=criterion == "nlp_all")
         elif criterion in ("nlp", "nlp_all"):
             scores = self._tentative_nlp(J, alpha, nu, all_points=criterion == "nlp_all")
         else:
@@ -233,6 +244,36 @@ class ADFState:
             return total / self.n_samples
         return total / max(self.n_samples - p - 1, 1)
 
+    def posterior_columns(self, J):
+        """Columns ``A_.J = K_.J - M^T M_.J`` of the posterior covariance, shape (n, len(J))."""
+        J = np.asarray(J, dtype=np.intp).reshape(-1)
+        p = self.size
+        T = np.empty((self.n_samples, J.size))
+        for rows, K in iter_kernel(self.kernel, self.X, self.X[J], chunk_size=self.chunk_size):
+            own = (J >= rows.start) & (J < rows.stop)
+            K[J[own] - rows.start, np.flatnonzero(own)] = self.k_diag[J[own]]
+            T[rows] = K - self.M[:p, rows].T @ self.M[:p, J] if p else K
+        return T
+
+    def _optimized_nlp(self, J, *, all_points):
+        """Eq. (5) / eq. (4) after adding each ``j in J`` with its NLP-optimised site (§3)."""
+        from ._site_optimization import optimize_sites
+
+        T = self.posterior_columns(J)
+        n, p = self.n_samples, self.size
+        if all_points:
+            weights = np.full((n, 1), 1.0 / n)
+        else:
+            weights = np.repeat((~self.in_basis)[:, None] / max(n - p - 1, 1), J.size, axis=1)
+            weights[J, np.arange(J.size)] = 0.0
+        a = np.maximum(self.diag_A[J], 0.0)
+        p0, shift, _, _ = moment_matching(self.f_hat[J], a, self.y[J], self.bias)
+        prec, mean, loss = optimize_sites(
+            T, self.f_hat, self.diag_A, self.y, self.bias, J, p0, self.f_hat[J] + shift, weights
+        )
+        self._site_cache = {int(j): (pj, mj) for j, pj, mj in zip(J, prec, mean)}
+        return loss
+
     # ------------------------------------------------------------------ updates
     def add(self, j, site_precision=None, site_mean=None):
         """Add training point ``j`` to the basis; sites by moment matching unless given.
@@ -245,7 +286,11 @@ class ADFState:
             raise ValueError(f"The basis is full (max_basis={self.max_basis}).")
         if self.in_basis[j]:
             raise ValueError(f"Point {j} is already in the basis.")
-        if site_precision is None:
+        if site_precision is None and self.site_update == "optimize":
+            if j not in self._site_cache:  # chosen without an NLP score: optimise eq. (5)
+                self._optimized_nlp(np.array([j]), all_points=True)
+            pj, mj = self._site_cache[j]
+        elif site_precision is None:
             a_j = max(self.diag_A[j], 0.0)
             prec, shift, _, _ = moment_matching(
                 self.f_hat[j : j + 1], np.array([a_j]), self.y[j : j + 1], self.bias
@@ -277,6 +322,7 @@ class ADFState:
         self.site_mean[p] = mj
         self.in_basis[j] = True
         self.size = p + 1
+        self._site_cache = {}
 
     def remove(self, k):
         """Delete the basis vector at position ``k`` (sites of the others unchanged). O(n p).
@@ -293,6 +339,7 @@ class ADFState:
         rotations.apply(self.M, overwrite=True)
         rotations.apply(self.beta, overwrite=True)
         r = self.M[p - 1]
+        # the departing contribution: A' = K - M'^T M' = A + r r^T, f' = M'^T beta' = f - r beta_p
         self.diag_A += r * r
         self.f_hat -= self.beta[p - 1] * r
         r[:] = 0.0
@@ -302,6 +349,41 @@ class ADFState:
             arr[k : p - 1] = arr[k + 1 : p].copy()
             arr[p - 1] = 0
         self.size = p - 1
+        self._site_cache = {}
+
+    def deletion_scores(self):
+        """NLP_a eq. (5) after deleting each basis vector (others' sites fixed), batched.
+
+        Removing site ``k`` from ``A = (K^-1 + Pi)^-1`` is the rank-one update
+        ``A' = A + p_k A_.k A_k.^T / (1 - p_k A_kk)``, ``f' = f + p_k (f_k - m_k) A_.k /
+        (1 - p_k A_kk)``. With ``B = I + S K_uu S`` one has ``A_.u S = M^T L^-1``, so the rows of
+        ``G = L^-T M`` are ``sqrt(p_k) A_k.``: one triangular solve scores all ``p`` deletions,
+        O(n p^2), no kernel evaluation.
+
+        Returns
+        -------
+        scores : ndarray of shape (size,)
+            NLP_a after deleting the basis vector at each position (lower is better).
+        """
+        p, n = self.size, self.n_samples
+        if not p:
+            return np.zeros(0)
+        G = solve_triangular(self.L[:p, :p], self.M[:p], lower=True, trans="T")
+        s = np.sqrt(self.site_precision[:p])
+        u = self.basis[:p]
+        # 1 - p_k A_kk = 1 / (1 + p_k A^(-k)_kk) > 0 in exact arithmetic
+        den = np.maximum(1.0 - s * G[np.arange(p), u], np.finfo(float).eps)
+        coef_f = s * (self.f_hat[u] - self.site_mean[:p]) / den
+        total = np.zeros(p)
+        step = max(1, self.chunk_size or 2048)
+        for start in range(0, n, step):
+            cols = slice(start, min(start + step, n))
+            Gc = G[:, cols]
+            var = self.diag_A[cols] + Gc * Gc / den[:, None]
+            f_new = self.f_hat[cols] + coef_f[:, None] * Gc
+            z = self.y[cols] * (f_new + self.bias) / np.sqrt(1.0 + np.maximum(var, 0.0))
+            total -= log_ndtr(z).sum(axis=1)
+        return total / n
 
     def _clip_variances(self):
         low = float(np.min(self.diag_A))

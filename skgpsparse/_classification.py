@@ -1,15 +1,12 @@
 """SparseGPClassifier: sparse ADF Gaussian process classification with NLP-based design."""
 
 import numbers
-import time
 import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.optimize import minimize
-from scipy.special import log_ndtr, logsumexp, ndtr, ndtri
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from scipy.special import log_ndtr, logsumexp, ndtr
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
@@ -17,19 +14,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._adf import ADFState
-from ._selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
-from .kernels import iter_kernel
+from ._classification_binary import _BinarySparseGPClassifier, _make_selector
+from ._selection import BaseSelector
 
 __all__ = ["SparseGPClassifier"]
 
-# L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
-# with the basis fixed, then re-selects the basis (§2.5).
-_OPTIMIZER_MAXITER = 15
-# The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
-_PATIENCE = 5
-# Bounds of the bias b (probit units) for the optimiser.
-_BIAS_BOUNDS = (-1e3, 1e3)
 # Fitted attributes of each binary model, listed per class with more than two classes.
 _PER_MODEL_ATTRIBUTES = (
     "basis_indices_",
@@ -37,163 +26,8 @@ _PER_MODEL_ATTRIBUTES = (
     "site_precision_",
     "site_mean_",
     "loss_curve_",
+    "exchange_loss_curve_",
 )
-
-
-def _make_selector(selection, working_set_size):
-    """Map the `selection` parameter to a selector (a user's selector is cloned, used as is)."""
-    if isinstance(selection, BaseSelector):
-        return clone(selection)
-    if selection == "random":
-        return RandomSelector()
-    if selection in ("entropy", "info_gain"):
-        # O(n) per step over all non-basis points (IVM; Seeger et al.)
-        return GreedySelector(selection, check_working_set_size(working_set_size, None))
-    if selection == "nlp":
-        # validation paper §2.5: uniform working set of kappa = 59, NLP eq. (4)
-        return GreedySelector("nlp", check_working_set_size(working_set_size, 59))
-    # additive-model paper eqs. (10)-(11): adaptive sampling, kappa = 2, NLP_a eq. (5)
-    return GreedySelector(
-        "nlp_all", check_working_set_size(working_set_size, 2), sampling="weighted"
-    )
-
-
-def _initial_bias(kernel, X, y):
-    """Bias with Phi(b / sqrt(1 + k(x, x))) = fraction of positives: the prior's class balance."""
-    frac = np.clip(np.mean(y > 0), 0.01, 0.99)
-    return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
-
-
-def _lbfgs(obj_func, initial_theta, bounds):
-    """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
-    res = minimize(
-        obj_func,
-        initial_theta,
-        method="L-BFGS-B",
-        jac=True,
-        bounds=bounds,
-        options={"maxiter": _OPTIMIZER_MAXITER},
-    )
-    return res.x, res.fun
-
-
-class _BinarySparseGPClassifier:
-    """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
-
-    def __init__(self, kernel, max_basis, selector, optimizer, max_iter, tol, verbose):
-        self.kernel = kernel
-        self.max_basis = max_basis
-        self.selector = selector
-        self.optimizer = optimizer
-        self.max_iter = max_iter
-        self.tol = tol
-        self.verbose = verbose
-
-    def _select(self, kernel, X, y, bias, rng):
-        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
-        state = ADFState(kernel, X, y, bias, self.max_basis)
-        while state.size < self.max_basis:
-            if not state.candidates().size:
-                warnings.warn(
-                    f"Basis selection stopped at {state.size} basis vectors (max_basis="
-                    f"{self.max_basis}): every remaining point has zero posterior variance "
-                    "(duplicates of basis points or a degenerate kernel).",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-                break
-            state.add(self.selector.select(state, rng))
-        return state
-
-    def fit(self, X, y, rng):
-        kernel = clone(self.kernel)
-        bias = _initial_bias(kernel, X, y)
-        self.loss_curve_ = []
-        best = None
-        since_best = 0
-        for it in range(self.max_iter):
-            tic = time.perf_counter()
-            state = self._select(kernel, X, y, bias, rng)
-            basis = state.basis_indices.copy()
-            prec = state.site_precision[: state.size].copy()
-            mean = state.site_mean[: state.size].copy()
-            if self.optimizer is None:
-                loss = state.nlp()
-            else:
-                # Algorithm 1, step 6: theta and b by NLP eq. (4), basis and sites fixed
-                kernel, bias, loss = self._optimize(kernel, bias, X, y, basis, prec, mean)
-            self.loss_curve_.append(float(loss))
-            if best is None or loss < best[0]:
-                since_best = 0 if best is None or loss < best[0] - self.tol else since_best + 1
-                best = (loss, kernel, bias, basis, prec, mean)
-            else:
-                since_best += 1
-            if self.verbose:
-                print(
-                    f"[SparseGPClassifier] iter {it + 1:3d}  NLP {loss:.6f}  basis {state.size}"
-                    f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
-                )
-            if self.optimizer is None or since_best >= _PATIENCE:
-                break
-        self.n_iter_ = it + 1
-        # additive-model paper §5: keep the best model by training NLP
-        _, self.kernel_, self.bias_, self.basis_indices_, prec, mean = best
-        self.site_precision_, self.site_mean_ = prec, mean
-        self.basis_vectors_ = X[self.basis_indices_]
-        self._set_predictive_factors()
-        return self
-
-    def _optimize(self, kernel, bias, X, y, basis, prec, mean):
-        from ._classification_loss import nlp_loss
-
-        def obj_func(theta, eval_gradient=True):
-            k = kernel.clone_with_theta(theta[:-1])
-            out = nlp_loss(k, X, y, theta[-1], basis, mean, prec, eval_gradient=eval_gradient)
-            value = out[0] if eval_gradient else out
-            if not np.isfinite(value):  # keep the line search away, never return NaN
-                value = np.finfo(float).max / 1e10
-                out = (value, np.zeros(theta.shape)) if eval_gradient else value
-            return out
-
-        theta0 = np.append(kernel.theta, bias)
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
-        if self.optimizer == "fmin_l_bfgs_b":
-            theta, loss = _lbfgs(obj_func, theta0, bounds)
-        else:
-            theta, loss = self.optimizer(obj_func, theta0, bounds)
-        theta = np.asarray(theta, dtype=float)
-        loss = float(loss)
-        if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
-            theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
-        return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
-
-    def _set_predictive_factors(self):
-        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |L^-1 S k_u*|^2``.
-
-        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel; ``B >= I``.
-        """
-        s = np.sqrt(self.site_precision_)
-        K_uu = self.kernel_(self.basis_vectors_)
-        B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
-        self._L = cholesky(B, lower=True)
-        self._sqrt_pi = s
-        self._w = s * cho_solve((self._L, True), s * self.site_mean_)
-
-    def latent_mean_and_variance(self, X):
-        """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
-        mean = np.empty(X.shape[0])
-        var = self.kernel_.diag(X).astype(float)
-        for rows, K in iter_kernel(self.kernel_, X, self.basis_vectors_):
-            mean[rows] = K @ self._w + self.bias_
-            V = solve_triangular(self._L, (K * self._sqrt_pi).T, lower=True)
-            var[rows] -= np.einsum("ij,ij->j", V, V)
-        np.maximum(var, 0.0, out=var)
-        return mean, var
-
-    def moderated_margin(self, X):
-        """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
-        mean, var = self.latent_mean_and_variance(X)
-        return mean / np.sqrt(1.0 + var)
 
 
 def _normalised_log_proba(e):
@@ -243,11 +77,18 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     working_set_size : int, default=None
         Candidates scored per step (``kappa``); ``None`` means the default of ``selection``
         (all remaining points for "entropy" and "info_gain"). Ignored by "random".
-    site_update : {"moment_matching"}, default="moment_matching"
-        Site parameters by ADF moment matching (eq. (2)). ``"optimize"`` is reserved for NLP_a
-        site optimisation and not supported yet.
+    site_update : {"moment_matching", "optimize"}, default="moment_matching"
+        Site parameters ``(p_j, m_j)`` of an added basis vector: ADF moment matching (eq. (2)),
+        or ``"optimize"``: minimise the NLP over ``(log p_j, m_j)`` for every working-set
+        candidate, with the bound that keeps the posterior variances non-negative
+        (additive-model paper §3; a bounded number of L-BFGS-B evaluations, vectorised over the
+        working set). The candidates are then compared at their optimised sites; the objective
+        is the selection's own (NLP_a eq. (5) for "adaptive", eq. (4) for "nlp"; eq. (5) for the
+        other selections).
     n_exchange : int, default=0
-        Backward-deletion exchange steps; only ``0`` is supported for now.
+        Exchange steps after each forward selection: delete the basis vector whose deletion
+        raises NLP_a (eq. (5)) least, all deletions scored in one batched computation, then add
+        a replacement with ``selection``. Each deletion is O(n max_basis) by Givens rotations.
     optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
         Minimiser of the NLP over ``[kernel.theta..., b]``, scikit-learn's contract: a callable
         ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)`` where
@@ -255,8 +96,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         runs a few L-BFGS-B iterations per outer iteration. ``None`` keeps the kernel's
         hyperparameters and the initial bias, ``b = sqrt(1 + mean k(x, x)) Phi^-1(fraction of
         positives)`` (so that the prior predicts the class balance), and fits once.
-    hyperparameter_objective : {"nlp"}, default="nlp"
-        Objective of the hyperparameters: NLP eq. (4). ``"evidence"`` is not supported yet.
+    hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
+        Objective of the hyperparameters ``[theta, b]`` with the basis and sites fixed: the NLP
+        over the non-basis points (eq. (4)), or ``"evidence"``: minus the approximate log
+        marginal likelihood of the ADF model on its basis (EP's GPML eq. (3.65) restricted to
+        the basis sites, as in the IVM). The outer loop keeps the model with the lowest value of
+        the chosen objective.
     max_iter : int, default=20
         Largest number of outer iterations (basis selection + hyperparameter step).
     tol : float, default=1e-4
@@ -284,7 +129,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
     loss_curve_ : list of float, or list of such lists
-        Training NLP (eq. (4)) after each outer iteration.
+        Objective (NLP eq. (4), or minus the log evidence) after each outer iteration.
+    exchange_loss_curve_ : list of float, or list of such lists
+        NLP_a (eq. (5)) of the kept model's basis before the first exchange step and after each
+        exchange step (just the first value when ``n_exchange=0``).
     estimators_ : list
         The binary one-vs-rest models (more than two classes).
     n_features_in_ : int
@@ -362,20 +210,6 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_supported(self):
-        for name, value, supported in (
-            ("site_update", self.site_update, "'moment_matching'"),
-            ("hyperparameter_objective", self.hyperparameter_objective, "'nlp'"),
-        ):
-            if value != supported.strip("'"):
-                raise ValueError(
-                    f"`{name}`={value!r} is not supported yet; supported for now: {supported}."
-                )
-        if self.n_exchange != 0:
-            raise ValueError(
-                f"`n_exchange`={self.n_exchange!r} is not supported yet; supported for now: 0."
-            )
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the sparse GP classifier.
@@ -392,7 +226,6 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
-        self._check_supported()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()
@@ -419,6 +252,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             "max_basis": max_basis,
             "selector": _make_selector(self.selection, self.working_set_size),
             "optimizer": self.optimizer,
+            "site_update": self.site_update,
+            "n_exchange": self.n_exchange,
+            "hyperparameter_objective": self.hyperparameter_objective,
             "max_iter": self.max_iter,
             "tol": self.tol,
             "verbose": self.verbose,

@@ -1,0 +1,223 @@
+"""The binary sparse ADF GP classifier: two-loop design, site updates, exchange, objectives."""
+
+import time
+import warnings
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.optimize import minimize
+from scipy.special import ndtri
+from sklearn.base import clone
+
+from ._adf import ADFState
+from ._classification_evidence import negative_log_evidence
+from ._classification_loss import nlp_loss
+from ._selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
+from .kernels import iter_kernel
+
+# L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
+# with the basis fixed, then re-selects the basis (§2.5).
+_OPTIMIZER_MAXITER = 15
+# The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
+_PATIENCE = 5
+# Bounds of the bias b (probit units) for the optimiser.
+_BIAS_BOUNDS = (-1e3, 1e3)
+
+
+def _make_selector(selection, working_set_size):
+    """Map the `selection` parameter to a selector (a user's selector is cloned, used as is)."""
+    if isinstance(selection, BaseSelector):
+        return clone(selection)
+    if selection == "random":
+        return RandomSelector()
+    if selection in ("entropy", "info_gain"):
+        # O(n) per step over all non-basis points (IVM; Seeger et al.)
+        return GreedySelector(selection, check_working_set_size(working_set_size, None))
+    if selection == "nlp":
+        # validation paper §2.5: uniform working set of kappa = 59, NLP eq. (4)
+        return GreedySelector("nlp", check_working_set_size(working_set_size, 59))
+    # additive-model paper eqs. (10)-(11): adaptive sampling, kappa = 2, NLP_a eq. (5)
+    return GreedySelector(
+        "nlp_all", check_working_set_size(working_set_size, 2), sampling="weighted"
+    )
+
+
+def _initial_bias(kernel, X, y):
+    """Bias with Phi(b / sqrt(1 + k(x, x))) = fraction of positives: the prior's class balance."""
+    frac = np.clip(np.mean(y > 0), 0.01, 0.99)
+    return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
+
+
+def _lbfgs(obj_func, initial_theta, bounds):
+    """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
+    res = minimize(
+        obj_func,
+        initial_theta,
+        method="L-BFGS-B",
+        jac=True,
+        bounds=bounds,
+        options={"maxiter": _OPTIMIZER_MAXITER},
+    )
+    return res.x, res.fun
+
+
+class _BinarySparseGPClassifier:
+    """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
+
+    def __init__(
+        self,
+        kernel,
+        max_basis,
+        selector,
+        optimizer,
+        max_iter,
+        tol,
+        verbose,
+        site_update="moment_matching",
+        n_exchange=0,
+        hyperparameter_objective="nlp",
+    ):
+        self.kernel = kernel
+        self.site_update = site_update
+        self.n_exchange = n_exchange
+        self.hyperparameter_objective = hyperparameter_objective
+        self.max_basis = max_basis
+        self.selector = selector
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    def _select(self, kernel, X, y, bias, rng):
+        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
+        state = ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update)
+        while state.size < self.max_basis:
+            if not state.candidates().size:
+                warnings.warn(
+                    f"Basis selection stopped at {state.size} basis vectors (max_basis="
+                    f"{self.max_basis}): every remaining point has zero posterior variance "
+                    "(duplicates of basis points or a degenerate kernel).",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                break
+            state.add(self.selector.select(state, rng))
+        self._exchange(state, rng)
+        return state
+
+    def _exchange(self, state, rng):
+        """Backward deletion by least NLP_a increase, then forward re-selection (n_exchange)."""
+        curve = [state.nlp(all_points=True)]
+        for _ in range(self.n_exchange):
+            if state.size < 1:
+                break
+            state.remove(int(np.argmin(state.deletion_scores())))
+            if not state.candidates().size:
+                break
+            state.add(self.selector.select(state, rng))
+            curve.append(state.nlp(all_points=True))
+        self._last_exchange_curve = curve
+
+    def fit(self, X, y, rng):
+        kernel = clone(self.kernel)
+        bias = _initial_bias(kernel, X, y)
+        self.loss_curve_ = []
+        best = None
+        since_best = 0
+        for it in range(self.max_iter):
+            tic = time.perf_counter()
+            state = self._select(kernel, X, y, bias, rng)
+            basis = state.basis_indices.copy()
+            prec = state.site_precision[: state.size].copy()
+            mean = state.site_mean[: state.size].copy()
+            if self.optimizer is None and self.hyperparameter_objective == "nlp":
+                loss = state.nlp()
+            elif self.optimizer is None:
+                loss = self._objective(kernel, bias, X, y, basis, prec, mean)
+            else:
+                # Algorithm 1, step 6: theta and b by NLP eq. (4) (or the evidence), basis and
+                # sites fixed
+                kernel, bias, loss = self._optimize(kernel, bias, X, y, basis, prec, mean)
+            self.loss_curve_.append(float(loss))
+            if best is None or loss < best[0]:
+                since_best = 0 if best is None or loss < best[0] - self.tol else since_best + 1
+                best = (loss, kernel, bias, basis, prec, mean, self._last_exchange_curve)
+            else:
+                since_best += 1
+            if self.verbose:
+                print(
+                    f"[SparseGPClassifier] iter {it + 1:3d}  {self._loss_name} {loss:.6f}  basis {state.size}"
+                    f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+                )
+            if self.optimizer is None or since_best >= _PATIENCE:
+                break
+        self.n_iter_ = it + 1
+        # additive-model paper §5: keep the best model by training NLP
+        _, self.kernel_, self.bias_, self.basis_indices_, prec, mean, curve = best
+        self.exchange_loss_curve_ = [float(v) for v in curve]
+        self.site_precision_, self.site_mean_ = prec, mean
+        self.basis_vectors_ = X[self.basis_indices_]
+        self._set_predictive_factors()
+        return self
+
+    def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
+        """NLP eq. (4), or minus the approximate log evidence, with basis and sites fixed."""
+        if self.hyperparameter_objective == "evidence":
+            return negative_log_evidence(
+                kernel, X[basis], y[basis], bias, mean, prec, eval_gradient=eval_gradient
+            )
+        return nlp_loss(kernel, X, y, bias, basis, mean, prec, eval_gradient=eval_gradient)
+
+    def _optimize(self, kernel, bias, X, y, basis, prec, mean):
+        def obj_func(theta, eval_gradient=True):
+            k = kernel.clone_with_theta(theta[:-1])
+            out = self._objective(k, theta[-1], X, y, basis, prec, mean, eval_gradient)
+            value = out[0] if eval_gradient else out
+            if not np.isfinite(value):  # keep the line search away, never return NaN
+                value = np.finfo(float).max / 1e10
+                out = (value, np.zeros(theta.shape)) if eval_gradient else value
+            return out
+
+        theta0 = np.append(kernel.theta, bias)
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
+        if self.optimizer == "fmin_l_bfgs_b":
+            theta, loss = _lbfgs(obj_func, theta0, bounds)
+        else:
+            theta, loss = self.optimizer(obj_func, theta0, bounds)
+        theta = np.asarray(theta, dtype=float)
+        loss = float(loss)
+        if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
+            theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
+        return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
+
+    @property
+    def _loss_name(self):
+        return "-logZ" if self.hyperparameter_objective == "evidence" else "NLP"
+
+    def _set_predictive_factors(self):
+        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |L^-1 S k_u*|^2``.
+
+        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel; ``B >= I``.
+        """
+        s = np.sqrt(self.site_precision_)
+        K_uu = self.kernel_(self.basis_vectors_)
+        B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
+        self._L = cholesky(B, lower=True)
+        self._sqrt_pi = s
+        self._w = s * cho_solve((self._L, True), s * self.site_mean_)
+
+    def latent_mean_and_variance(self, X):
+        """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
+        mean = np.empty(X.shape[0])
+        var = self.kernel_.diag(X).astype(float)
+        for rows, K in iter_kernel(self.kernel_, X, self.basis_vectors_):
+            mean[rows] = K @ self._w + self.bias_
+            V = solve_triangular(self._L, (K * self._sqrt_pi).T, lower=True)
+            var[rows] -= np.einsum("ij,ij->j", V, V)
+        np.maximum(var, 0.0, out=var)
+        return mean, var
+
+    def moderated_margin(self, X):
+        """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
+        mean, var = self.latent_mean_and_variance(X)
+        return mean / np.sqrt(1.0 + var)
