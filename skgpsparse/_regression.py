@@ -147,7 +147,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse._regression import SparseGPRegressor
+    >>> from skgpsparse import SparseGPRegressor
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (200, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
     >>> model = SparseGPRegressor(max_basis=15, random_state=0).fit(X, y)
@@ -495,10 +495,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Returns
         -------
         y_mean : ndarray of shape (n_samples,)
+            Predictive mean ``k_u(x)^T alpha_`` (plus the target mean with ``normalize_y``).
         y_std : ndarray of shape (n_samples,)
-            Only if ``return_std``.
+            Latent standard deviation (add ``noise_variance_`` to the variance for the noisy
+            targets). Only if ``return_std``.
         y_cov : ndarray of shape (n_samples, n_samples)
-            Only if ``return_cov``.
+            Latent covariance. Only if ``return_cov``.
+
+        Raises
+        ------
+        RuntimeError
+            If both ``return_std`` and ``return_cov`` are requested (as scikit-learn's
+            ``GaussianProcessRegressor``).
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
