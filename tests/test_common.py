@@ -14,6 +14,9 @@ def _classifiers():
         yield SparseGPClassifier(selection=selection, **common)
     yield SparseGPClassifier(optimizer=None, kernel=ConstantKernel(2.0) * RBF(1.5),
                              max_basis=15, random_state=0)
+    yield SparseGPClassifier(site_update="optimize", **common)
+    yield SparseGPClassifier(hyperparameter_objective="evidence", **common)
+    yield SparseGPClassifier(n_exchange=3, **common)
 
 
 def _regressors():
@@ -22,6 +25,8 @@ def _regressors():
     for selection in ("random", "exact", "info_gain"):
         yield SparseGPRegressor(selection=selection, **common)
     yield SparseGPRegressor(n_exchange=5, **common)
+    yield SparseGPRegressor(ConstantKernel(1.0) * RBF(3.0), max_basis=8, n_exchange=2,
+                            selection="exact", optimizer=None)
     # Fixed hyperparameters must suit the checks' data (10 standardised features, 1 informative).
     yield SparseGPRegressor(optimizer=None, kernel=ConstantKernel(1.0) * RBF(5.0),
                             noise_variance=0.1, max_basis=15, random_state=0)

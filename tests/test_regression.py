@@ -11,7 +11,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skgpsparse._regression import SparseGPRegressor
 from skgpsparse._regression_likelihood import dtc_log_marginal_likelihood
@@ -410,17 +409,3 @@ def test_invalid_noise_bounds():
     X, y = _data()
     with pytest.raises(ValueError, match="noise_variance_bounds"):
         SparseGPRegressor(noise_variance_bounds=(1.0, 0.1)).fit(X, y)
-
-
-@parametrize_with_checks(
-    [
-        SparseGPRegressor(max_basis=10),
-        # Fixed hyperparameters must suit the checks' 10-feature data (RBF(1.0) scores < 0.5).
-        SparseGPRegressor(C(1.0) * RBF(3.0), selection="random", optimizer=None, max_basis=20),
-        SparseGPRegressor(
-            C(1.0) * RBF(3.0), max_basis=8, n_exchange=2, selection="exact", optimizer=None
-        ),
-    ]
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
