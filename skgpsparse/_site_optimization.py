@@ -13,7 +13,7 @@ held-out NLP of eq. (4)) over ``tau_j = log p_j`` and ``m_j``. Keeping ``diag(A)
 on the updated diagonal, ``A_ll - eta a_lj^2 >= 0``). The objective is separable over
 candidates, so one bounded L-BFGS-B run on all ``2 kappa`` variables optimises every candidate of
 the working set at once, starting from the moment-matching sites; each candidate keeps the better
-of its start and its optimum.
+of its starts and optima (two starts, see :func:`optimize_sites`).
 """
 
 import numpy as np
@@ -24,20 +24,17 @@ from ._adf import _inverse_mills
 
 __all__ = ["optimize_sites"]
 
-# Bounds of the site precision p = exp(tau): moment matching gives p <= 1 for the probit.
+# Bounds of the site precision p: moment matching gives p <= 1 for the probit.
 _MIN_PRECISION = 1e-8
 _MAX_PRECISION = 1e4
 # Function/gradient evaluations per working set (the paper bounds them to keep O(n) per call).
 _MAX_FUN = 30
 
 
-def _objective(x, T, f, diag_A, y, bias, a_J, f_J, weights):
-    """Per-candidate weighted NLP and its gradient w.r.t. ``(tau, m)``."""
+def _objective(x, T, f, diag_A, y, bias, a_J, weights):
+    """Per-candidate weighted NLP and its gradient w.r.t. ``(eta, alpha)``."""
     k = a_J.size
-    tau, m = x[:k], x[k:]
-    p = np.exp(tau)
-    eta = p / (1.0 + p * a_J)
-    alpha = eta * (m - f_J)
+    eta, alpha = x[:k], x[k:]
     # eq. (7): the candidate's update of the variances and means at all n points
     new_var = diag_A[:, None] - eta * T * T
     free = new_var > 0.0
@@ -50,10 +47,7 @@ def _objective(x, T, f, diag_A, y, bias, a_J, f_J, weights):
     d_alpha = -np.sum(w_r * y[:, None] * T / sd, axis=0)
     d_eta = -np.sum(np.where(free, w_r * z * T * T / (2.0 * s2), 0.0), axis=0)
     values = np.sum(weights * loss, axis=0)
-    deta_dtau = eta * (1.0 - eta * a_J)  # = p / (1 + p A_jj)^2
-    grad_tau = (d_eta + d_alpha * (m - f_J)) * deta_dtau
-    grad_m = d_alpha * eta
-    return values, np.concatenate([grad_tau, grad_m])
+    return values, np.concatenate([d_eta, d_alpha])
 
 
 def _upper_precision(T, diag_A, a_J):
@@ -111,10 +105,21 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
     f_J = f[J]
     weights = np.broadcast_to(weights, T.shape)
     p_max = _upper_precision(T, diag_A, a_J)
-    tau0 = np.log(np.clip(p0, _MIN_PRECISION, p_max))
-    x0 = np.concatenate([tau0, np.asarray(m0, dtype=float)])
-    args = (T, f, diag_A, y, bias, a_J, f_J, weights)
-    start_values, _ = _objective(x0, *args)
+    p0 = np.clip(p0, _MIN_PRECISION, p_max)
+    # eq. (7)'s own variables: eta_j in [eta(p_min), eta(p_max)] and alpha_j = eta_j (m_j - f_j).
+    # In (eta, alpha) the box is the variance bound and the objective is well conditioned; in
+    # (log p, m) it is flat as p -> 0 or p -> inf and the optimiser stalls in those plateaus.
+    k = J.size
+    eta_lo = _MIN_PRECISION / (1.0 + _MIN_PRECISION * a_J)
+    eta_hi = p_max / (1.0 + p_max * a_J)
+    eta0 = p0 / (1.0 + p0 * a_J)
+    alpha0 = eta0 * (np.asarray(m0, dtype=float) - f_J)
+    # The objective is not convex in (eta, alpha): a mean shift with little variance reduction
+    # (eta -> 0) and a pinned site (eta -> eta_max) are separate basins. Two starts per
+    # candidate, moment matching and the largest eta, run in the same batched L-BFGS-B call.
+    starts = np.concatenate([eta0, eta_hi, alpha0, alpha0])
+    args = (np.hstack([T, T]), f, diag_A, y, bias, np.tile(a_J, 2), np.hstack([weights] * 2))
+    start_values, _ = _objective(starts, *args)
 
     def total(x):
         values, grad = _objective(x, *args)
@@ -123,17 +128,25 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
             return np.finfo(float).max / 1e10, np.zeros_like(x)
         return value, grad
 
-    k = J.size
-    bounds = [(np.log(_MIN_PRECISION), float(np.log(hi))) for hi in p_max] + [(None, None)] * k
+    bounds = list(zip(np.tile(eta_lo, 2), np.tile(eta_hi, 2))) + [(None, None)] * (2 * k)
     res = minimize(
         total,
-        x0,
+        starts,
         jac=True,
         method="L-BFGS-B",
         bounds=bounds,
         options={"maxfun": max_fun, "maxiter": max_fun},
     )
     end_values, _ = _objective(res.x, *args)
-    better = np.isfinite(end_values) & (end_values < start_values)
-    x = np.where(np.concatenate([better, better]), res.x, x0)
-    return np.exp(x[:k]), x[k:], np.where(better, end_values, start_values)
+    # per start keep the better of start and end, per candidate the better start; the moment
+    # matching start comes first, so the result is never worse than moment matching
+    use_end = np.isfinite(end_values) & (end_values < start_values)
+    values = np.where(use_end, end_values, start_values)
+    x = np.where(np.tile(use_end, 2), res.x, starts)
+    eta, alpha = x[: 2 * k].reshape(2, k), x[2 * k :].reshape(2, k)
+    pick = np.argmin(values.reshape(2, k), axis=0)
+    cols = np.arange(k)
+    eta, alpha = eta[pick, cols], alpha[pick, cols]
+    values = values.reshape(2, k)[pick, cols]
+    p = np.clip(eta / np.maximum(1.0 - eta * a_J, 1e-300), _MIN_PRECISION, p_max)
+    return p, f_J + alpha / eta, values

@@ -1,0 +1,267 @@
+"""Tests for the classifier's site optimisation, evidence objective and exchange steps."""
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+from scipy.special import log_ndtr
+from scipy.stats import multivariate_normal, norm
+from sklearn.datasets import make_moons
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+from skgpsparse._adf import ADFState
+from skgpsparse._classification import SparseGPClassifier
+from skgpsparse._classification_evidence import negative_log_evidence
+from skgpsparse._site_optimization import _objective, optimize_sites
+
+C = ConstantKernel
+
+
+def _problem(n=30, d=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.where(X[:, 0] + 0.4 * rng.randn(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _dense_posterior(kernel, X, basis, site_precision, site_mean):
+    """f = A Pi m and A = (K^-1 + Pi)^-1 with sites only on the basis (dense, O(n^3))."""
+    n = X.shape[0]
+    K = kernel(X)
+    pi, m = np.zeros(n), np.zeros(n)
+    pi[basis], m[basis] = site_precision, site_mean
+    s = np.sqrt(pi)
+    B = np.eye(n) + s[:, None] * K * s[None, :]
+    A = K - K @ (s[:, None] * np.linalg.solve(B, s[:, None] * K))
+    return A @ (pi * m), A
+
+
+def _nlp_all(f, A_diag, y, bias):
+    return float(np.mean(-norm.logcdf(y * (f + bias) / np.sqrt(1.0 + A_diag))))
+
+
+def _grown_state(n=30, p=6, seed=0, bias=0.1, **kwargs):
+    X, y = _problem(n=n, seed=seed)
+    state = ADFState(C(1.5) * RBF(0.9), X, y, bias, max_basis=p + 3, **kwargs)
+    for j in np.random.RandomState(seed).choice(n, p, replace=False):
+        state.add(j)
+    return state
+
+
+# ----------------------------------------------------------------------- site optimisation
+def test_site_objective_gradient_matches_finite_differences():
+    state = _grown_state(seed=1)
+    J = state.candidates()[:3]
+    T = state.posterior_columns(J)
+    weights = np.full(T.shape, 1.0 / state.n_samples)
+    args = (T, state.f_hat, state.diag_A, state.y, state.bias, state.diag_A[J], weights)
+    x = np.array([0.3, 0.4, 0.05, 0.5, -1.0, 2.0])  # (eta, alpha) of three candidates
+    _, grad = _objective(x, *args)
+    eps = 1e-6
+    num = [
+        (np.sum(_objective(x + eps * e, *args)[0]) - np.sum(_objective(x - eps * e, *args)[0]))
+        / (2 * eps)
+        for e in np.eye(x.size)
+    ]
+    np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-9)
+
+
+def test_optimized_sites_beat_moment_matching_and_match_the_dense_update():
+    state = _grown_state(seed=2, site_update="optimize")
+    mm = _grown_state(seed=2)
+    J = state.candidates()[:5]
+    opt_scores = state.score("nlp_all", J)
+    assert np.all(opt_scores <= mm.score("nlp_all", J) + 1e-12)
+    assert np.any(opt_scores < mm.score("nlp_all", J) - 1e-4)
+    j = int(J[np.argmin(opt_scores)])
+    p_j, m_j = state._site_cache[j]
+    state.add(j)  # uses the cached optimised site
+    assert state.site_precision[state.size - 1] == p_j
+    assert state.site_mean[state.size - 1] == m_j
+    f, A = _dense_posterior(
+        state.kernel,
+        state.X,
+        state.basis_indices,
+        state.site_precision[: state.size],
+        state.site_mean[: state.size],
+    )
+    np.testing.assert_allclose(state.f_hat, f, atol=1e-8)
+    np.testing.assert_allclose(state.diag_A, np.diag(A), atol=1e-8)
+    assert np.isclose(_nlp_all(f, np.diag(A), state.y, state.bias), opt_scores.min(), rtol=1e-9)
+
+
+def test_optimized_site_agrees_with_an_independent_optimiser():
+    state = _grown_state(n=25, seed=3)
+    j = int(state.candidates()[0])
+    T = state.posterior_columns([j])
+    w = np.full((25, 1), 1.0 / 25)
+    p0, m0 = np.array([0.5]), np.array([state.f_hat[j]])
+    _, _, loss = optimize_sites(
+        T, state.f_hat, state.diag_A, state.y, state.bias, [j], p0, m0, w, max_fun=200
+    )
+
+    def dense(x):  # the same NLP_a through the dense posterior with the new site
+        basis = np.append(state.basis_indices, j)
+        # p within the optimiser's box (huge p makes the dense solve inaccurate)
+        prec = np.append(state.site_precision[: state.size], np.exp(np.clip(x[0], -18, 9)))
+        mean = np.append(state.site_mean[: state.size], x[1])
+        f, A = _dense_posterior(state.kernel, state.X, basis, prec, mean)
+        return _nlp_all(f, np.diag(A), state.y, state.bias)
+
+    ref = min(
+        minimize(dense, [t, m0[0]], method="Nelder-Mead", options={"xatol": 1e-8}).fun
+        for t in (-6.0, np.log(0.5), 2.0)
+    )
+    assert loss[0] <= ref + 1e-5
+
+
+def test_precision_bound_keeps_variances_non_negative():
+    X = np.linspace(-1, 1, 12)[:, None]
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    state = ADFState(C(4.0) * RBF(3.0), X, y, 0.0, max_basis=6, site_update="optimize")
+    for _ in range(4):
+        J = state.candidates()
+        scores = state.score("nlp_all", J)
+        state.add(J[np.argmin(scores)])
+        assert state.diag_A.min() >= 0.0
+        assert np.all(np.isfinite(state.f_hat))
+
+
+# ----------------------------------------------------------------------- deletion / exchange
+def test_deletion_scores_equal_brute_force():
+    state = _grown_state(n=35, p=7, seed=4, bias=-0.3)
+    scores = state.deletion_scores()
+    brute = []
+    for k in range(state.size):
+        s = copy.deepcopy(state)
+        s.remove(k)
+        brute.append(s.nlp(all_points=True))
+    np.testing.assert_allclose(scores, brute, rtol=1e-9, atol=1e-12)
+
+
+def test_add_then_delete_restores_the_state():
+    state = _grown_state(n=30, p=5, seed=5)
+    before = copy.deepcopy(state)
+    j = int(state.candidates()[3])
+    state.add(j)
+    state.remove(state.size - 1)
+    np.testing.assert_allclose(state.f_hat, before.f_hat, atol=1e-12)
+    np.testing.assert_allclose(state.diag_A, before.diag_A, atol=1e-12)
+    np.testing.assert_allclose(state.L, before.L, atol=1e-12)
+    np.testing.assert_allclose(state.M, before.M, atol=1e-12)
+    np.testing.assert_array_equal(state.in_basis, before.in_basis)
+    # deleting a middle position then re-adding that point with its old site: same posterior
+    k = 2
+    j, p_j, m_j = state.basis[k], state.site_precision[k], state.site_mean[k]
+    state.remove(k)
+    state.add(j, p_j, m_j)
+    np.testing.assert_allclose(state.f_hat, before.f_hat, atol=1e-10)
+    np.testing.assert_allclose(state.diag_A, before.diag_A, atol=1e-10)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(0, 1000), min_size=4, max_size=14), st.integers(0, 100))
+def test_mixed_additions_and_deletions_equal_dense_posterior(ops, seed):
+    X, y = _problem(n=20, seed=seed)
+    state = ADFState(C(1.3) * RBF(1.1) + WhiteKernel(1e-3), X, y, 0.2, max_basis=8)
+    rng = np.random.RandomState(seed)
+    for op in ops:
+        if state.size and (op % 3 == 0 or state.size == state.max_basis):
+            state.remove(op % state.size)
+        else:
+            state.add(int(rng.choice(state.candidates())), rng.uniform(0.05, 2), rng.randn())
+    p = state.size
+    f, A = _dense_posterior(
+        state.kernel, X, state.basis_indices, state.site_precision[:p], state.site_mean[:p]
+    )
+    np.testing.assert_allclose(state.f_hat, f, atol=1e-8)
+    np.testing.assert_allclose(state.diag_A, np.diag(A), atol=1e-8)
+
+
+def test_exchange_records_the_loss_and_keeps_the_basis_size():
+    X, y = make_moons(n_samples=120, noise=0.3, random_state=0)
+    clf = SparseGPClassifier(max_basis=10, n_exchange=4, optimizer=None, random_state=0)
+    clf.fit(X, y)
+    curve = clf.exchange_loss_curve_
+    assert len(curve) == 5 and len(clf.basis_indices_) == 10
+    assert len(set(clf.basis_indices_)) == 10
+    # the last value is NLP_a of the kept basis with its sites
+    f, A = _dense_posterior(
+        clf.kernel_, X, clf.basis_indices_, clf.site_precision_, clf.site_mean_
+    )
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    assert np.isclose(curve[-1], _nlp_all(f, np.diag(A), y_pm, clf.bias_), rtol=1e-9)
+    assert clf.score(X, y) > 0.8
+    plain = SparseGPClassifier(max_basis=10, optimizer=None, random_state=0).fit(X, y)
+    assert plain.exchange_loss_curve_ == [curve[0]]
+
+
+# ----------------------------------------------------------------------- evidence
+def _dense_log_evidence(kernel, X_u, y_u, bias, m, prec):
+    """sum_i [log Phi(z_i) - log N(mu_i | m_i, v_i + 1/p_i)] + log N(m | 0, K + Pi^-1)."""
+    K = kernel(X_u)
+    Sig = np.linalg.inv(np.linalg.inv(K) + np.diag(prec))
+    mu_post = Sig @ (prec * m)
+    total = multivariate_normal(np.zeros(m.size), K + np.diag(1.0 / prec)).logpdf(m)
+    for i in range(m.size):
+        v = 1.0 / (1.0 / Sig[i, i] - prec[i])
+        mu = v * (mu_post[i] / Sig[i, i] - prec[i] * m[i])
+        total += norm.logcdf(y_u[i] * (mu + bias) / np.sqrt(1 + v))
+        total -= norm.logpdf(mu, m[i], np.sqrt(v + 1.0 / prec[i]))
+    return total
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_evidence_value_and_gradient(seed):
+    rng = np.random.RandomState(seed)
+    p = 7
+    X_u, y_u = rng.randn(p, 3), np.sign(rng.randn(p))
+    m, prec, bias = 2 * rng.randn(p), rng.uniform(0.05, 1.0, p), rng.randn()
+    kernel = C(1.5) * RBF([0.8, 1.2, 2.0]) + WhiteKernel(0.01)
+    value, grad = negative_log_evidence(kernel, X_u, y_u, bias, m, prec, eval_gradient=True)
+    assert np.isclose(value, -_dense_log_evidence(kernel, X_u, y_u, bias, m, prec), rtol=1e-9)
+    theta = np.append(kernel.theta, bias)
+    eps = 1e-6
+
+    def f(t):
+        return negative_log_evidence(kernel.clone_with_theta(t[:-1]), X_u, y_u, t[-1], m, prec)
+
+    num = [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-7)
+
+
+def test_evidence_of_the_first_site_is_its_adf_normaliser():
+    # one basis point: the cavity is the prior N(0, k), so log Z = log Phi(y b / sqrt(1 + k))
+    X_u, y_u = np.array([[0.3]]), np.array([1.0])
+    k = C(2.0) * RBF(1.0)
+    value = negative_log_evidence(k, X_u, y_u, 0.4, np.array([1.7]), np.array([0.6]))
+    assert np.isclose(-value, log_ndtr(0.4 / np.sqrt(3.0)), rtol=1e-12)
+
+
+def test_evidence_objective_fit_keeps_its_best_value():
+    X, y = make_moons(n_samples=100, noise=0.25, random_state=1)
+    clf = SparseGPClassifier(
+        max_basis=12, hyperparameter_objective="evidence", max_iter=3, random_state=0
+    ).fit(X, y)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    u = clf.basis_indices_
+    value = negative_log_evidence(
+        clf.kernel_, X[u], y_pm[u], clf.bias_, clf.site_mean_, clf.site_precision_
+    )
+    assert np.isclose(value, min(clf.loss_curve_), rtol=1e-8)
+    assert clf.score(X, y) > 0.8
+
+
+def test_optimize_sites_fit_uses_optimised_sites():
+    X, y = make_moons(n_samples=80, noise=0.25, random_state=2)
+    common = {"max_basis": 8, "optimizer": None, "random_state": 0}
+    opt = SparseGPClassifier(site_update="optimize", **common).fit(X, y)
+    mm = SparseGPClassifier(**common).fit(X, y)
+    assert not np.allclose(opt.site_precision_, mm.site_precision_)
+    assert np.all(opt.site_precision_ > 0) and np.all(np.isfinite(opt.predict_proba(X)))
+    assert opt.score(X, y) > 0.8
+    again = SparseGPClassifier(site_update="optimize", **common).fit(X, y)
+    np.testing.assert_array_equal(again.basis_indices_, opt.basis_indices_)
