@@ -55,6 +55,12 @@ def probit_site(yc, V, t, s2):
     return logz, tau, dtau
 
 
+def _slope(V, dtau, s2):
+    """``1 + V tau'``, which is ``>= s2 / (V + s2)`` (probit: ``tau' >= -1 / (V + s2)``);
+    kept there when rounding (huge naive-mean-field ``V``) would push it to 0 or below."""
+    return np.maximum(1.0 + V * dtau, s2 / (V + s2))
+
+
 class _MeanFieldEM:
     """Mean-field E-step (SSEM paper §4, eqs. 16-19) and MacKay M-step of the binary RVM.
 
@@ -104,7 +110,7 @@ class _MeanFieldEM:
         for _ in range(50):
             _, tau, dtau = probit_site(y, V, self.t, self.s2)
             g = y + V * tau - h
-            y = y - g / (1.0 + V * dtau)
+            y = y - g / _slope(V, dtau, self.s2)
             if np.max(np.abs(g)) < 1e-12 * (1.0 + np.max(np.abs(h))):
                 break
         return y
@@ -138,7 +144,7 @@ class _MeanFieldEM:
         _, self.yc, logz, tau, dtau, F = self._evaluate(mu, V)
         for _ in range(_MAX_NEWTON):
             self.n_newton += 1
-            omega = -dtau / (1.0 + V * dtau)  # eq. (18) and below
+            omega = -dtau / _slope(V, dtau, self.s2)  # eq. (18) and below
             L = self._factor(omega)
             dmu = d * cho_solve((L, True), d * F, check_finite=False)  # eq. (19)
             if float(F @ dmu) < _NEWTON_TOL:  # Newton decrement
