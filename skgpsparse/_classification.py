@@ -100,8 +100,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Objective of the hyperparameters ``[theta, b]`` with the basis and sites fixed: the NLP
         over the non-basis points (eq. (4)), or ``"evidence"``: minus the approximate log
         marginal likelihood of the ADF model on its basis (EP's GPML eq. (3.65) restricted to
-        the basis sites, as in the IVM). The outer loop keeps the model with the lowest value of
-        the chosen objective.
+        the basis sites, as in the IVM); with the evidence, ``b`` stays at its class-balance
+        start (learned from the basis points alone it feeds back into the selection). The
+        outer loop keeps the model with the lowest value of the chosen objective.
     max_iter : int, default=20
         Largest number of outer iterations (basis selection + hyperparameter step).
     tol : float, default=1e-4

@@ -179,7 +179,11 @@ class _BinarySparseGPClassifier:
             return out
 
         theta0 = np.append(kernel.theta, bias)
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
+        # With the evidence, b stays at its class-balance start: the evidence of the basis
+        # points alone, learned jointly with an entropy-selected basis, feeds back (a basis of
+        # one class -> b towards that class -> the next basis from the other class ...).
+        bias_bounds = (bias, bias) if self.hyperparameter_objective == "evidence" else _BIAS_BOUNDS
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), bias_bounds])
         if self.optimizer == "fmin_l_bfgs_b":
             theta, loss = _lbfgs(obj_func, theta0, bounds)
         else:

@@ -253,6 +253,10 @@ def test_evidence_objective_fit_keeps_its_best_value():
     )
     assert np.isclose(value, min(clf.loss_curve_), rtol=1e-8)
     assert clf.score(X, y) > 0.8
+    # b stays at its class-balance start, Phi(b / sqrt(1 + k(x, x))) = fraction of positives,
+    # with k(x, x) = 1 for the default kernel
+    frac = np.mean(y == 1)
+    assert np.isclose(norm.cdf(clf.bias_ / np.sqrt(1.0 + 1.0)), frac, rtol=1e-9)
 
 
 def test_optimize_sites_fit_uses_optimised_sites():
