@@ -267,8 +267,8 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     max_iter : int, default=200
         Maximum number of batch EM steps (after the SSEM sweep, or in total for batch EM).
     tol : float, default=1e-5
-        Stop when one batch EM step increases the log marginal likelihood by less than
-        ``tol`` times its magnitude.
+        Stop when 5 consecutive batch EM steps each increase the log marginal likelihood by
+        less than ``tol`` times its magnitude.
     random_state : int, RandomState instance or None, default=None
         Order in which SSEM visits the basis functions, and the draw of ``n_basis_functions``.
     verbose : int, default=0
