@@ -31,6 +31,8 @@ ALPHA_MIN = 1e-12
 # nearly collinear basis functions (wide kernels, noise-free targets) drive alpha -> 0, weights
 # to +-1e5 that cancel, and the E-step to round-off garbage.
 ALPHA_FLOOR = 1e-12
+# Batch EM stops after this many consecutive steps with a relative gain below `tol`.
+PATIENCE = 5
 
 
 def basis_rows(kernel, X, centers, bias_mask, *, chunk_size=None):
@@ -182,7 +184,8 @@ def run_subspace_em(model, library, *, method, alpha_init, max_iter, tol, rng, v
     max_iter : int
         Maximum number of batch EM steps (after the SSEM sweep, or in total for batch EM).
     tol : float
-        Stop when the relative likelihood increase of one batch step is below ``tol``.
+        Stop when the relative likelihood increase of ``PATIENCE`` consecutive batch steps is
+        below ``tol``.
     rng : numpy.random.RandomState
         Order in which SSEM visits the library.
     first : ndarray of int, optional
@@ -218,12 +221,14 @@ def run_subspace_em(model, library, *, method, alpha_init, max_iter, tol, rng, v
         model.add(np.asarray(library), alpha_init)
         hist["n_sweep"] = 0
     converged = False
-    n_iter = 0
+    n_iter = quiet = 0
     prev = hist["log_likelihood"][-1] if hist["log_likelihood"] else None
     for n_iter in range(1, max_iter + 1):
         ll = model.em_step()
         record(ll, "batch")
-        if prev is not None and abs(relative_increase(ll, prev)) < tol:
+        # the gain can dip while alphas still fall from L: wait for PATIENCE small steps
+        quiet = quiet + 1 if prev is not None and abs(relative_increase(ll, prev)) < tol else 0
+        if quiet >= PATIENCE:
             converged = True
             break
         prev = ll
