@@ -24,22 +24,22 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-from sklearn.decomposition import PCA  # noqa: E402
-from sklearn.gaussian_process.kernels import RBF  # noqa: E402
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.gaussian_process.kernels import RBF
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _data import load_dataset  # noqa: E402
+from _data import load_dataset
 
-from skgpsparse._rvm_classification import RelevanceVectorClassifier  # noqa: E402
+from skgpsparse._rvm_classification import RelevanceVectorClassifier
 
 HERE = Path(__file__).resolve().parent
 
@@ -77,8 +77,13 @@ def main():
         for cavity in cavities:
             for method in ("ssem", "batch_em"):
                 est = RelevanceVectorClassifier(
-                    kernel, method=method, cavity_variance=cavity, n_basis_functions=n_basis,
-                    max_iter=100, tol=1e-4, random_state=0,
+                    kernel,
+                    method=method,
+                    cavity_variance=cavity,
+                    n_basis_functions=n_basis,
+                    max_iter=100,
+                    tol=1e-4,
+                    random_state=0,
                 )
                 t0 = time.process_time()
                 est.fit(Xd, yd)
@@ -87,16 +92,28 @@ def main():
                 train_err = float(np.mean(est.predict(Xd) != yd))
                 b = est.estimators_[0]
                 nrv = len(b.relevance_indices_) + int(np.isfinite(b.alpha_bias_))
-                row = dict(digit=digit, cavity=cavity, method=method, n=len(yd), cpu=cpu,
-                           err=err, train_err=train_err, nrv=nrv,
-                           ll=b.log_marginal_likelihood_value_, n_iter=b.n_iter_)
+                row = {
+                    "digit": digit,
+                    "cavity": cavity,
+                    "method": method,
+                    "n": len(yd),
+                    "cpu": cpu,
+                    "err": err,
+                    "train_err": train_err,
+                    "nrv": nrv,
+                    "ll": b.log_marginal_likelihood_value_,
+                    "n_iter": b.n_iter_,
+                }
                 rows.append(row)
                 if digit == digits[0] and cavity == "tap":
                     curves[method] = b
-                print(f"digit {digit} {cavity:7s} {method:8s} n={len(yd)} cpu={cpu:7.1f}s "
-                      f"test err={100 * err:.2f}% train err={100 * train_err:.2f}% "
-                      f"basis functions={nrv} approx log evidence={row['ll']:.2f} "
-                      f"batch steps={b.n_iter_}", flush=True)
+                print(
+                    f"digit {digit} {cavity:7s} {method:8s} n={len(yd)} cpu={cpu:7.1f}s "
+                    f"test err={100 * err:.2f}% train err={100 * train_err:.2f}% "
+                    f"basis functions={nrv} approx log evidence={row['ll']:.2f} "
+                    f"batch steps={b.n_iter_}",
+                    flush=True,
+                )
     write(rows, curves, digits, n_basis, length, args)
 
 
@@ -111,17 +128,23 @@ def write(rows, curves, digits, n_basis, length, args):
     lines = [
         "# SSEM vs batch EM: RVM classification, one USPS digit against the rest",
         "",
-        f"{stamp}; {machine}; single-threaded BLAS, CPU = process time; "
-        f"`python benchmarks/rvm_usps.py{' --quick' if args.quick else ''}`.",
+        (
+            f"{stamp}; {machine}; single-threaded BLAS, CPU = process time; "
+            f"`python benchmarks/rvm_usps.py{' --quick' if args.quick else ''}`."
+        ),
         "",
-        f"PCA to 16 dimensions; training set: all training images of the digit plus as many "
-        f"random others; {n_basis} random candidate basis functions (the paper: 800 on MNIST); "
-        f"RBF length scale {length:.3f} (median distance, fixed); probit, mean-field E-step; "
-        f"max 100 batch steps, tol 1e-4. Test error on all 2007 USPS test images (digit vs "
-        f"rest).",
+        (
+            f"PCA to 16 dimensions; training set: all training images of the digit plus as many "
+            f"random others; {n_basis} random candidate basis functions (the paper: 800 on MNIST); "
+            f"RBF length scale {length:.3f} (median distance, fixed); probit, mean-field E-step; "
+            f"max 100 batch steps, tol 1e-4. Test error on all 2007 USPS test images (digit vs "
+            f"rest)."
+        ),
         "",
-        "| digit | n train | E-step | method | test error | train error | basis functions | "
-        "CPU (s) | approx. log evidence | batch steps |",
+        (
+            "| digit | n train | E-step | method | test error | train error | basis functions | "
+            "CPU (s) | approx. log evidence | batch steps |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -130,8 +153,13 @@ def write(rows, curves, digits, n_basis, length, args):
             f"{100 * r['err']:.2f}% | {100 * r['train_err']:.2f}% | {r['nrv']} | "
             f"{r['cpu']:.1f} | {r['ll']:.2f} | {r['n_iter']} |"
         )
-    lines += ["", "SSEM relative to batch EM:", "",
-              "| digit | E-step | CPU batch / CPU SSEM | test error SSEM / batch |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "SSEM relative to batch EM:",
+        "",
+        "| digit | E-step | CPU batch / CPU SSEM | test error SSEM / batch |",
+        "|---|---|---|---|",
+    ]
     for digit in digits:
         for cavity in ("tap", "laplace"):
             pair = {r["method"]: r for r in rows if r["digit"] == digit and r["cavity"] == cavity}
@@ -139,9 +167,14 @@ def write(rows, curves, digits, n_basis, length, args):
                 s, b = pair["ssem"], pair["batch_em"]
                 ratio = s["err"] / b["err"] if b["err"] > 0 else float("nan")
                 lines.append(f"| {digit} | {cavity} | {b['cpu'] / s['cpu']:.2f} | {ratio:.2f} |")
-    lines += ["", "The paper (MNIST ones vs rest, 13484 training images, 800 basis functions): "
-              "test error 0.74% SSEM vs 0.66% batch EM, 55 vs 186 minutes, 28 vs 31 basis "
-              "functions."]
+    lines += [
+        "",
+        (
+            "The paper (MNIST ones vs rest, 13484 training images, 800 basis functions): "
+            "test error 0.74% SSEM vs 0.66% batch EM, 55 vs 186 minutes, 28 vs 31 basis "
+            "functions."
+        ),
+    ]
     out = HERE / "results" / "rvm_usps.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
@@ -152,10 +185,16 @@ def write(rows, curves, digits, n_basis, length, args):
             label = "SSEM" if method == "ssem" else "batch EM"
             axes[0].plot(b.cpu_time_curve_, b.log_marginal_likelihood_curve_, label=label)
             axes[1].plot(b.cpu_time_curve_, b.n_relevance_curve_, label=label)
-        axes[0].set(xlabel="CPU time (s)", ylabel="approx. log evidence",
-                    title=f"USPS digit {digits[0]} vs rest (TAP)")
-        axes[1].set(xlabel="CPU time (s)", ylabel="active basis functions",
-                    title="Number of basis functions vs CPU time")
+        axes[0].set(
+            xlabel="CPU time (s)",
+            ylabel="approx. log evidence",
+            title=f"USPS digit {digits[0]} vs rest (TAP)",
+        )
+        axes[1].set(
+            xlabel="CPU time (s)",
+            ylabel="active basis functions",
+            title="Number of basis functions vs CPU time",
+        )
         for a in axes:
             a.legend()
         fig.tight_layout()

@@ -29,18 +29,18 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from skgpsparse._rvm_regression import RelevanceVectorRegressor  # noqa: E402
+from skgpsparse._rvm_regression import RelevanceVectorRegressor
 
 HERE = Path(__file__).resolve().parent
 N_TEST = 5804
@@ -49,8 +49,8 @@ N_LAGS, SPACING, HORIZON = 16, 6, 6
 
 def mackey_glass(n, *, tau=17.0, a=0.2, b=0.1, dt=0.1, z0=1.2, transient=1000):
     """``n`` unit-time samples of the Mackey-Glass series (Heun's method, step ``dt``)."""
-    per_unit = int(round(1.0 / dt))
-    lag = int(round(tau / dt))
+    per_unit = round(1.0 / dt)
+    lag = round(tau / dt)
     total = (n + transient) * per_unit
     z = np.empty(total + lag + 1)
     z[: lag + 1] = z0
@@ -68,8 +68,9 @@ def mackey_glass(n, *, tau=17.0, a=0.2, b=0.1, dt=0.1, z0=1.2, transient=1000):
 def embed(z):
     """Inputs ``[z(k-6), ..., z(k-96)]`` and targets ``z(k)`` (six steps ahead)."""
     start = N_LAGS * SPACING
-    X = np.stack([z[start - SPACING * (j + 1) : len(z) - SPACING * (j + 1)]
-                  for j in range(N_LAGS)], axis=1)
+    X = np.stack(
+        [z[start - SPACING * (j + 1) : len(z) - SPACING * (j + 1)] for j in range(N_LAGS)], axis=1
+    )
     return X, z[start:]
 
 
@@ -83,10 +84,17 @@ def run_one(method, X, y, Xte, yte, seed):
     mse = float(np.mean((est.predict(Xte) - yte) ** 2))
     ll = est.log_marginal_likelihood_curve_
     rel = np.diff(ll) / np.abs(ll[:-1])
-    return dict(mse=mse, nrv=len(est.relevance_indices_) + np.isfinite(est.alpha_bias_),
-                cpu=cpu, ll=est.log_marginal_likelihood_value_, n_iter=est.n_iter_,
-                n_decrease=int(np.sum(rel < -1e-9)), worst=float(rel.min()) if len(rel) else 0,
-                fallbacks=est.n_em_fallbacks_, est=est)
+    return {
+        "mse": mse,
+        "nrv": len(est.relevance_indices_) + np.isfinite(est.alpha_bias_),
+        "cpu": cpu,
+        "ll": est.log_marginal_likelihood_value_,
+        "n_iter": est.n_iter_,
+        "n_decrease": int(np.sum(rel < -1e-9)),
+        "worst": float(rel.min()) if len(rel) else 0,
+        "fallbacks": est.n_em_fallbacks_,
+        "est": est,
+    }
 
 
 def main():
@@ -105,17 +113,20 @@ def main():
         for r in range(repeats):
             perm = np.random.RandomState(1000 * n + r).permutation(len(y))
             tr, te = perm[:n], perm[n : n + N_TEST]
-            for method in res:
+            for method in ("ssem", "batch_em"):
                 out = run_one(method, X[tr], y[tr], X[te], y[te], seed=r)
                 if n == 400 and r == 0:
                     curves = curves or {}
                     curves[method] = out["est"]
                 del out["est"]
                 res[method].append(out)
-                print(f"n={n:5d} rep={r} {method:8s} cpu={out['cpu']:8.2f}s "
-                      f"nrv={out['nrv']:4d} test mse={out['mse']:.3g} ll={out['ll']:.2f} "
-                      f"batch steps={out['n_iter']} decreases={out['n_decrease']} "
-                      f"(worst {out['worst']:.1e}) EM fallbacks={out['fallbacks']}", flush=True)
+                print(
+                    f"n={n:5d} rep={r} {method:8s} cpu={out['cpu']:8.2f}s "
+                    f"nrv={out['nrv']:4d} test mse={out['mse']:.3g} ll={out['ll']:.2f} "
+                    f"batch steps={out['n_iter']} decreases={out['n_decrease']} "
+                    f"(worst {out['worst']:.1e}) EM fallbacks={out['fallbacks']}",
+                    flush=True,
+                )
         rows.append((n, res))
     write(rows, curves, repeats, var_y, args)
 
@@ -135,16 +146,22 @@ def write(rows, curves, repeats, var_y, args):
     lines = [
         "# SSEM vs batch EM: RVM regression on Mackey-Glass (SSEM paper Figure 3, left)",
         "",
-        f"{stamp}; {machine}; single-threaded BLAS, CPU = process time; "
-        f"`python benchmarks/ssem_mackey_glass.py{' --quick' if args.quick else ''}`.",
+        (
+            f"{stamp}; {machine}; single-threaded BLAS, CPU = process time; "
+            f"`python benchmarks/ssem_mackey_glass.py{' --quick' if args.quick else ''}`."
+        ),
         "",
-        f"16 lags spaced 6, six steps ahead, Gaussian basis of variance 10, {N_TEST} test "
-        f"cases, {repeats} random partitions per size (the paper: 10). Means over partitions. "
-        f"Test error is the mean squared error (target variance {var_y:.4f}). Both methods use "
-        "MacKay's update (eq. 12) with the EM fallback, max 200 batch steps, tol 1e-5.",
+        (
+            f"16 lags spaced 6, six steps ahead, Gaussian basis of variance 10, {N_TEST} test "
+            f"cases, {repeats} random partitions per size (the paper: 10). Means over partitions. "
+            f"Test error is the mean squared error (target variance {var_y:.4f}). Both methods use "
+            "MacKay's update (eq. 12) with the EM fallback, max 200 batch steps, tol 1e-5."
+        ),
         "",
-        "| N train | test MSE SSEM | test MSE batch | RVs SSEM | RVs batch | CPU SSEM (s) | "
-        "CPU batch (s) | E_te ratio | N_RV ratio | CPU ratio | log-lik SSEM | log-lik batch |",
+        (
+            "| N train | test MSE SSEM | test MSE batch | RVs SSEM | RVs batch | CPU SSEM (s) | "
+            "CPU batch (s) | E_te ratio | N_RV ratio | CPU ratio | log-lik SSEM | log-lik batch |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
@@ -159,16 +176,28 @@ def write(rows, curves, repeats, var_y, args):
             f"{_mean(b, 'nrv'):.1f} | {_mean(s, 'cpu'):.2f} | {_mean(b, 'cpu'):.2f} | "
             f"{re:.2f} | {rn:.2f} | {rt:.2f} | {_mean(s, 'll'):.1f} | {_mean(b, 'll'):.1f} |"
         )
-    dec = [(n, sum(o["n_decrease"] for o in res[m]), min(o["worst"] for o in res[m]),
-            sum(o["fallbacks"] for o in res[m])) for n, res in rows for m in ("ssem",)]
+    dec = [
+        (
+            n,
+            sum(o["n_decrease"] for o in res[m]),
+            min(o["worst"] for o in res[m]),
+            sum(o["fallbacks"] for o in res[m]),
+        )
+        for n, res in rows
+        for m in ("ssem",)
+    ]
     lines += [
         "",
-        "Ratios are SSEM / batch EM (the paper's E_te^growth / E_te^batch etc.), the mean of "
-        "the per-partition ratios.",
+        (
+            "Ratios are SSEM / batch EM (the paper's E_te^growth / E_te^batch etc.), the mean of "
+            "the per-partition ratios."
+        ),
         "",
-        "Monotonicity of SSEM's log marginal likelihood (EM steps with a relative decrease "
-        "below -1e-9, summed over partitions; worst relative change; MacKay steps redone "
-        "with the EM update):",
+        (
+            "Monotonicity of SSEM's log marginal likelihood (EM steps with a relative decrease "
+            "below -1e-9, summed over partitions; worst relative change; MacKay steps redone "
+            "with the EM update):"
+        ),
         "",
         "| N train | decreasing steps | worst relative change | EM fallbacks |",
         "|---|---|---|---|",
@@ -196,10 +225,16 @@ def write(rows, curves, repeats, var_y, args):
             axes[0].plot(est.cpu_time_curve_, est.log_marginal_likelihood_curve_, label=label)
             axes[1].plot(est.cpu_time_curve_, est.n_relevance_curve_, label=label)
         axes[0].set_ylim(bottom=min(0.0, curves["ssem"].log_marginal_likelihood_curve_.min()))
-        axes[0].set(xlabel="CPU time (s)", ylabel="log marginal likelihood",
-                    title="Likelihood vs CPU time (N = 400)")
-        axes[1].set(xlabel="CPU time (s)", ylabel="number of RVs",
-                    title="Number of RVs vs CPU time (N = 400)")
+        axes[0].set(
+            xlabel="CPU time (s)",
+            ylabel="log marginal likelihood",
+            title="Likelihood vs CPU time (N = 400)",
+        )
+        axes[1].set(
+            xlabel="CPU time (s)",
+            ylabel="number of RVs",
+            title="Number of RVs vs CPU time (N = 400)",
+        )
         for a in axes:
             a.legend()
         fig.tight_layout()

@@ -164,8 +164,9 @@ def relative_increase(new, old):
     return (new - old) / max(abs(old), 1e-300)
 
 
-def run_subspace_em(model, library, *, method, alpha_init, max_iter, tol, rng, verbose=0,
-                    first=None):
+def run_subspace_em(
+    model, library, *, method, alpha_init, max_iter, tol, rng, verbose=0, first=None
+):
     """Train ``model`` by Subspace EM (Figure 1) or by batch EM; return the history.
 
     Parameters
@@ -205,8 +206,10 @@ def run_subspace_em(model, library, *, method, alpha_init, max_iter, tol, rng, v
         hist["n_active"].append(model.n_active)
         hist["cpu_time"].append(time.process_time() - t0)
         if verbose > 1 or (verbose and phase == "batch"):
-            print(f"[{phase} {len(hist['log_likelihood'])}] log likelihood {ll:.6g}, "
-                  f"{model.n_active} active basis functions")
+            print(
+                f"[{phase} {len(hist['log_likelihood'])}] log likelihood {ll:.6g}, "
+                f"{model.n_active} active basis functions"
+            )
 
     if method == "ssem":
         order = rng.permutation(library)

@@ -130,7 +130,7 @@ class _MeanFieldEM:
         return np.sum(F * F / self.design.alpha)  # |D F|^2
 
     def _factor(self, omega):
-        d = self.design.alpha ** -0.5
+        d = self.design.alpha**-0.5
         P = self.design.rows * d[:, None]
         B = (P * omega) @ P.T
         B[np.diag_indices_from(B)] += 1.0
@@ -140,8 +140,8 @@ class _MeanFieldEM:
         """Newton-Raphson on ``mu`` for fixed cavity variances ``V`` (eq. 19), with step
         halving on the merit; returns ``mu``, the factor ``L`` of ``B`` and ``Omega`` there,
         and ``ln Z``."""
-        d = self.design.alpha ** -0.5
-        _, self.yc, logz, tau, dtau, F = self._evaluate(mu, V)
+        d = self.design.alpha**-0.5
+        _, self.yc, logz, _, dtau, F = self._evaluate(mu, V)
         for _ in range(_MAX_NEWTON):
             self.n_newton += 1
             omega = -dtau / _slope(V, dtau, self.s2)  # eq. (18) and below
@@ -157,7 +157,7 @@ class _MeanFieldEM:
                     break
                 step *= 0.5
             mu = mu + step * dmu
-            _, self.yc, logz, tau, dtau, F = out
+            _, self.yc, logz, _tau, dtau, F = out
         return mu, L, omega, logz
 
     def e_step(self):
@@ -185,8 +185,7 @@ class _MeanFieldEM:
             if self.cavity != "tap":
                 break
             # adaptive TAP: V_i = s_i / (1 - Omega_i s_i), s_i = [Phi Sigma Phi^T]_ii, damped
-            S = solve_triangular(L, self.design.rows * d[:, None], lower=True,
-                                 check_finite=False)
+            S = solve_triangular(L, self.design.rows * d[:, None], lower=True, check_finite=False)
             s = np.einsum("ij,ij->j", S, S)
             V_new = s / np.maximum(1.0 - omega * s, 1e-12)
             change = np.max(np.abs(V_new - self.V)) / (1.0 + np.max(self.V))
@@ -217,8 +216,19 @@ class _MeanFieldEM:
 class _BinaryRVC:
     """One binary probit RVM (labels +-1); holds what prediction needs."""
 
-    def __init__(self, kernel, cavity_variance, probit_variance, method, alpha_max, bias,
-                 n_basis_functions, max_iter, tol, verbose):
+    def __init__(
+        self,
+        kernel,
+        cavity_variance,
+        probit_variance,
+        method,
+        alpha_max,
+        bias,
+        n_basis_functions,
+        max_iter,
+        tol,
+        verbose,
+    ):
         self.kernel, self.cavity_variance = kernel, cavity_variance
         self.probit_variance, self.method, self.alpha_max = probit_variance, method, alpha_max
         self.bias, self.n_basis_functions = bias, n_basis_functions
@@ -235,16 +245,32 @@ class _BinaryRVC:
         first = np.array([n]) if self.bias else None
         if self.bias:
             library = np.append(library, n)
-        model = _MeanFieldEM(self.kernel, X, t, centers, bias_mask, self.cavity_variance,
-                             self.probit_variance, self.alpha_max)
-        hist = run_subspace_em(model, library, method=self.method, alpha_init="auto",
-                               max_iter=self.max_iter, tol=self.tol, rng=rng,
-                               verbose=self.verbose, first=first)
+        model = _MeanFieldEM(
+            self.kernel,
+            X,
+            t,
+            centers,
+            bias_mask,
+            self.cavity_variance,
+            self.probit_variance,
+            self.alpha_max,
+        )
+        hist = run_subspace_em(
+            model,
+            library,
+            method=self.method,
+            alpha_init="auto",
+            max_iter=self.max_iter,
+            tol=self.tol,
+            rng=rng,
+            verbose=self.verbose,
+            first=first,
+        )
         self.log_marginal_likelihood_value_ = model.e_step()  # final posterior for final alpha
         idx = model.design.index.copy()
         is_bias = idx == n
         self._centers, self._bias_mask = centers[idx], is_bias
-        self._d = model.design.alpha ** -0.5
+        self._d = model.design.alpha**-0.5
         self._L, self._mu = model.L.copy(), model.mu.copy()
         self.relevance_indices_ = idx[~is_bias]
         self.coef_ = self._mu[~is_bias]
@@ -376,9 +402,21 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, kernel=None, *, method="ssem", cavity_variance="tap",
-                 probit_variance=1.0, alpha_max=1e9, bias=True, n_basis_functions=None,
-                 max_iter=100, tol=1e-4, random_state=None, verbose=0):
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        method="ssem",
+        cavity_variance="tap",
+        probit_variance=1.0,
+        alpha_max=1e9,
+        bias=True,
+        n_basis_functions=None,
+        max_iter=100,
+        tol=1e-4,
+        random_state=None,
+        verbose=0,
+    ):
         self.kernel = kernel
         self.method = method
         self.cavity_variance = cavity_variance
@@ -423,9 +461,18 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         self.estimators_ = []
         for k in targets:
             t = np.where(codes == k, 1.0, -1.0)
-            est = _BinaryRVC(self.kernel_, self.cavity_variance, self.probit_variance,
-                             self.method, self.alpha_max, self.bias, self.n_basis_functions,
-                             self.max_iter, self.tol, self.verbose)
+            est = _BinaryRVC(
+                self.kernel_,
+                self.cavity_variance,
+                self.probit_variance,
+                self.method,
+                self.alpha_max,
+                self.bias,
+                self.n_basis_functions,
+                self.max_iter,
+                self.tol,
+                self.verbose,
+            )
             self.estimators_.append(est.fit(X, t, rng))
         idx = np.unique(np.concatenate([e.relevance_indices_ for e in self.estimators_]))
         self.relevance_indices_ = idx

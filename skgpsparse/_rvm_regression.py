@@ -45,8 +45,9 @@ class _RegressionEM:
     EM step (O(M^3), the paper's cost of an E-step), after pruning, on the smaller set.
     """
 
-    def __init__(self, kernel, X, t, centers, bias_mask, noise_variance, learn_noise,
-                 alpha_max, noise_floor):
+    def __init__(
+        self, kernel, X, t, centers, bias_mask, noise_variance, learn_noise, alpha_max, noise_floor
+    ):
         n = X.shape[0]
         self.kernel, self.X, self.t = kernel, X, t
         self.centers, self.bias_mask = centers, bias_mask
@@ -81,8 +82,7 @@ class _RegressionEM:
             alpha = self.alpha_max
         elif isinstance(alpha, str):  # "auto"
             # prior variance of y(x_i) sum_j phi_j(x_i)^2 / alpha ~ var(t) on average
-            alpha = np.einsum("ij,ij->", rows, rows) / (len(self.t) * max(np.var(self.t),
-                                                                          self.s2))
+            alpha = np.einsum("ij,ij->", rows, rows) / (len(self.t) * max(np.var(self.t), self.s2))
         M, k = self.design.size, len(entries)
         self._reserve(M + k)
         G = self._G
@@ -94,7 +94,7 @@ class _RegressionEM:
         self.design.append(rows, entries, alpha)
         if k == 1 and M > 0:
             # one new row of the factor of B: O(M^2), no refactorisation
-            d = self.design.alpha ** -0.5
+            d = self.design.alpha**-0.5
             b = d[:M] * G[:M, M] * d[M] / self.s2
             c = 1.0 + G[M, M] * d[M] ** 2 / self.s2
             try:
@@ -123,7 +123,7 @@ class _RegressionEM:
         """``L L^T = B = I + D G D / s2`` for the current ``alpha`` and ``s2``."""
         M = self.design.size
         if M:
-            self._L[:M, :M] = self._factor(self._G[:M, :M], self.design.alpha ** -0.5, self.s2)
+            self._L[:M, :M] = self._factor(self._G[:M, :M], self.design.alpha**-0.5, self.s2)
 
     @property
     def L(self):
@@ -149,7 +149,7 @@ class _RegressionEM:
     def posterior(self):
         """Mean, ``w`` and residual of the current model (see ``_solve``)."""
         M = self.design.size
-        return self._solve(self.L, self.design.alpha ** -0.5, self._h[:M], self.s2)
+        return self._solve(self.L, self.design.alpha**-0.5, self._h[:M], self.s2)
 
     def log_likelihood(self, w, resid, L=None, s2=None):
         """Eq. (11): ``log N(t | 0, s2 I + Phi A^-1 Phi^T)`` as
@@ -179,8 +179,9 @@ class _RegressionEM:
             alpha = mackay_update(gamma, mu, floor=floor)
         else:  # EM: alpha_j = 1 / (mu_j^2 + Sigma_jj), Sigma_jj = (B^-1)_jj / alpha_j
             sigma_diag = binv_diag / self.design.alpha
-            alpha = np.maximum(1.0 / (mu * mu + sigma_diag), np.maximum(ALPHA_MIN,
-                                                                          ALPHA_FLOOR * floor))
+            alpha = np.maximum(
+                1.0 / (mu * mu + sigma_diag), np.maximum(ALPHA_MIN, ALPHA_FLOOR * floor)
+            )
         return alpha, s2
 
     def em_step(self):
@@ -191,7 +192,7 @@ class _RegressionEM:
         likelihood (rarely; mostly when the ``ALPHA_FLOOR`` binds); then the step is redone with
         the EM update of §2, which cannot.
         """
-        M, n = self.design.size, len(self.t)
+        M, _n = self.design.size, len(self.t)
         mu, w, resid = self.posterior()
         ll0 = self.log_likelihood(w, resid)
         if M:
@@ -319,10 +320,11 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
     >>> from skgpsparse._rvm_regression import RelevanceVectorRegressor
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, size=(80, 1)); y = np.sin(X[:, 0]) + 0.05 * rng.randn(80)
-    >>> rvm = RelevanceVectorRegressor(random_state=0).fit(X, y)
+    >>> rvm = RelevanceVectorRegressor(RBF(1.0), random_state=0).fit(X, y)
     >>> len(rvm.relevance_vectors_) < 20
     True
     >>> mean, std = rvm.predict(X[:2], return_std=True)
@@ -344,9 +346,21 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, kernel=None, *, method="ssem", alpha_max=1e9, noise_variance=None,
-                 learn_noise=True, bias=True, n_basis_functions=None, max_iter=200, tol=1e-5,
-                 random_state=None, verbose=0):
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        method="ssem",
+        alpha_max=1e9,
+        noise_variance=None,
+        learn_noise=True,
+        bias=True,
+        n_basis_functions=None,
+        max_iter=200,
+        tol=1e-5,
+        random_state=None,
+        verbose=0,
+    ):
         self.kernel = kernel
         self.method = method
         self.alpha_max = alpha_max
@@ -390,16 +404,34 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         first = np.array([n]) if self.bias else None
         if self.bias:
             library = np.append(library, n)
-        model = _RegressionEM(self.kernel_, X, y, centers, bias_mask, s2, self.learn_noise,
-                              self.alpha_max, _NOISE_FLOOR * scale)
-        hist = run_subspace_em(model, library, method=self.method, alpha_init="auto",
-                               max_iter=self.max_iter, tol=self.tol, rng=rng,
-                               verbose=self.verbose, first=first)
+        model = _RegressionEM(
+            self.kernel_,
+            X,
+            y,
+            centers,
+            bias_mask,
+            s2,
+            self.learn_noise,
+            self.alpha_max,
+            _NOISE_FLOOR * scale,
+        )
+        hist = run_subspace_em(
+            model,
+            library,
+            method=self.method,
+            alpha_init="auto",
+            max_iter=self.max_iter,
+            tol=self.tol,
+            rng=rng,
+            verbose=self.verbose,
+            first=first,
+        )
         if model.noise_clipped:
             warnings.warn(
                 f"The noise variance reached its floor {_NOISE_FLOOR:g} * var(y) = "
                 f"{model.noise_floor:.3g} and was clipped there; the targets look noise-free "
-                f"for this kernel.", UserWarning,
+                f"for this kernel.",
+                UserWarning,
             )
         self._store(model, hist, X, n)
         return self
@@ -410,7 +442,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         is_bias = idx == n
         self._centers = np.vstack([X, np.zeros((1, X.shape[1]))])[idx]
         self._bias_mask = is_bias
-        self._d = model.design.alpha ** -0.5
+        self._d = model.design.alpha**-0.5
         self._L = model.L.copy()
         mu, w, resid = model.posterior()
         self.relevance_indices_ = idx[~is_bias]
@@ -468,8 +500,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             return mean
         if len(self._d):
             # eq. (10): Phi Sigma Phi^T = |L^-1 D Phi^T|^2 per column
-            V = solve_triangular(self._L, self._d[:, None] * Phi_T, lower=True,
-                                 check_finite=False)
+            V = solve_triangular(self._L, self._d[:, None] * Phi_T, lower=True, check_finite=False)
             var = self.noise_variance_ + np.einsum("ij,ij->j", V, V)
         else:
             var = np.full(X.shape[0], self.noise_variance_)

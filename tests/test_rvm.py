@@ -60,8 +60,9 @@ def test_log_marginal_likelihood_equals_dense_formula():
     Sigma = np.linalg.inv(np.diag(alpha) + Phi.T @ Phi / est.noise_variance_)
     mu = Sigma @ Phi.T @ y / est.noise_variance_
     np.testing.assert_allclose(est.sigma_, Sigma, rtol=1e-7, atol=1e-12)
-    np.testing.assert_allclose(np.append(est.coef_, est.intercept_)[: len(mu)], mu,
-                               rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(
+        np.append(est.coef_, est.intercept_)[: len(mu)], mu, rtol=1e-7, atol=1e-10
+    )
     Xq = np.linspace(-4, 4, 7)[:, None]
     Pq = _design(kernel, Xq, est.relevance_vectors_)
     if np.isfinite(est.alpha_bias_):
@@ -88,7 +89,8 @@ def test_one_basis_function_equals_closed_form():
     assert est.coef_[0] == pytest.approx(mu, rel=1e-10)
     C = s2 * np.eye(len(y)) + np.outer(phi, phi) / a
     assert est.log_marginal_likelihood_value_ == pytest.approx(
-        multivariate_normal(np.zeros(len(y)), C).logpdf(y), rel=1e-10)
+        multivariate_normal(np.zeros(len(y)), C).logpdf(y), rel=1e-10
+    )
     # and at convergence alpha, s2 are MacKay's fixed point (eq. 12)
     gamma = 1 - a * Sigma
     assert a == pytest.approx(gamma / mu**2, rel=1e-3)
@@ -151,7 +153,8 @@ def _tiny_classification(n=8, seed=0):
     return X, t
 
 
-def _mean_field_model(X, t, cavity, entries, alpha, kernel=RBF(1.0)):
+def _mean_field_model(X, t, cavity, entries, alpha):
+    kernel = RBF(1.0)
     n = len(X)
     centers = np.vstack([X, np.zeros((1, X.shape[1]))])
     bias_mask = np.zeros(n + 1, dtype=bool)
@@ -159,8 +162,7 @@ def _mean_field_model(X, t, cavity, entries, alpha, kernel=RBF(1.0)):
     model = _MeanFieldEM(kernel, X, t, centers, bias_mask, cavity, 1.0, 1e9)
     model.add(np.asarray(entries), np.asarray(alpha, dtype=float))
     model.e_step()
-    return model, np.vstack([kernel(X, X[[j]])[:, 0] if j < n else np.ones(n)
-                             for j in entries]).T
+    return model, np.vstack([kernel(X, X[[j]])[:, 0] if j < n else np.ones(n) for j in entries]).T
 
 
 def test_probit_site_derivatives():
@@ -200,7 +202,7 @@ def test_tap_mean_field_matches_brute_force_posterior():
     # mean and variance are close to the exact posterior's (quadrature); Laplace is not
     X, t = _tiny_classification(8, 2)
     w = np.linspace(-12, 12, 40001)
-    logp = -w**2 / 4 + sum(log_ndtr(ti * w) for ti in t)
+    logp = -(w**2) / 4 + sum(log_ndtr(ti * w) for ti in t)
     p = np.exp(logp - logp.max())
     p /= p.sum()
     mean = np.sum(w * p)
@@ -233,8 +235,14 @@ def test_classifier_probabilities_and_labels(method):
     X = rng.randn(90, 2)
     y = np.array(["left", "mid", "right"])[np.digitize(X[:, 0], [-0.5, 0.5])]
     cavity = "tap" if method == "ssem" else "laplace"
-    clf = RelevanceVectorClassifier(RBF(1.0), method=method, cavity_variance=cavity,
-                                    n_basis_functions=40, random_state=0, max_iter=20)
+    clf = RelevanceVectorClassifier(
+        RBF(1.0),
+        method=method,
+        cavity_variance=cavity,
+        n_basis_functions=40,
+        random_state=0,
+        max_iter=20,
+    )
     clf.fit(X, y)
     assert list(clf.classes_) == ["left", "mid", "right"]
     assert len(clf.estimators_) == 3  # one-vs-rest
@@ -245,8 +253,9 @@ def test_classifier_probabilities_and_labels(method):
     assert set(clf.predict(X)) <= set(clf.classes_)
     # binary: eq. (15) by hand from the fitted binary model
     yb = np.where(X[:, 0] + X[:, 1] > 0, "yes", "no")
-    clf = RelevanceVectorClassifier(RBF(1.0), method=method, cavity_variance=cavity,
-                                    n_basis_functions=40, random_state=0).fit(X, yb)
+    clf = RelevanceVectorClassifier(
+        RBF(1.0), method=method, cavity_variance=cavity, n_basis_functions=40, random_state=0
+    ).fit(X, yb)
     b = clf.estimators_[0]
     mean, var = b.latent(X)
     np.testing.assert_allclose(clf.predict_proba(X)[:, 1], ndtr(mean / np.sqrt(1.0 + var)))
@@ -260,9 +269,13 @@ def test_classifier_ssem_close_to_batch_em():
     y = (X[:, 0] ** 2 + X[:, 1] ** 2 < 1.2).astype(int)
     Xt = rng.randn(500, 2)
     yt = (Xt[:, 0] ** 2 + Xt[:, 1] ** 2 < 1.2).astype(int)
-    err = {m: 1 - RelevanceVectorClassifier(RBF(1.0), method=m, n_basis_functions=60,
-                                            random_state=0).fit(X, y).score(Xt, yt)
-           for m in ("ssem", "batch_em")}
+    err = {
+        m: 1
+        - RelevanceVectorClassifier(RBF(1.0), method=m, n_basis_functions=60, random_state=0)
+        .fit(X, y)
+        .score(Xt, yt)
+        for m in ("ssem", "batch_em")
+    }
     assert err["ssem"] < 0.1 and err["batch_em"] < 0.1
     assert abs(err["ssem"] - err["batch_em"]) < 0.04
 
@@ -275,10 +288,16 @@ def _estimators():
     yield RelevanceVectorRegressor(random_state=0)
     yield RelevanceVectorRegressor(method="batch_em", bias=False, max_iter=20, random_state=0)
     yield RelevanceVectorClassifier(n_basis_functions=10, max_iter=3, random_state=0)
-    yield RelevanceVectorClassifier(method="batch_em", cavity_variance="laplace",
-                                    n_basis_functions=15, max_iter=5, random_state=0)
-    yield RelevanceVectorClassifier(cavity_variance="naive", n_basis_functions=10, max_iter=3,
-                                    random_state=0)
+    yield RelevanceVectorClassifier(
+        method="batch_em",
+        cavity_variance="laplace",
+        n_basis_functions=15,
+        max_iter=5,
+        random_state=0,
+    )
+    yield RelevanceVectorClassifier(
+        cavity_variance="naive", n_basis_functions=10, max_iter=3, random_state=0
+    )
 
 
 @parametrize_with_checks(list(_estimators()))
