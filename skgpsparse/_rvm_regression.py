@@ -42,7 +42,9 @@ class _RegressionEM:
     column per added basis function (O(n M)) and a lower Cholesky factor ``L L^T = B``. Adding a
     basis function appends one row to ``L`` (:func:`skgpsparse.linalg.cholesky_append`,
     O(M^2)); the M-step changes every ``alpha`` and ``s2``, so ``L`` is refactorised once per
-    EM step (O(M^3), the paper's cost of an E-step), after pruning, on the smaller set.
+    EM step (O(M^3), the paper's cost of an E-step), after pruning, on the smaller set. Pruning
+    drops rows and columns of ``G`` and ``h`` before that refactorisation: a Givens deletion
+    (:func:`skgpsparse.linalg.cholesky_delete`) would only update a factor about to be replaced.
     """
 
     def __init__(
