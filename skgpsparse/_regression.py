@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from ._regression_likelihood import dtc_log_marginal_likelihood
 from ._regression_state import RELATIVE_JITTER, RegressionState
@@ -28,6 +29,10 @@ _INIT_SUBSET = 100
 # Half-width (in log space) of the first hyperparameter search box around the start.
 _TRUST_LOG = 2.0
 _TRUST_ROUNDS = 20
+# BLAS threads during basis selection. Its products are matrix-vector ones over the p x n
+# factor (memory bound); a second BLAS thread gains little for them and, on a loaded
+# machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md).
+_SELECTION_BLAS_THREADS = 1
 
 
 def _make_selector(selection, working_set_size):
@@ -38,8 +43,14 @@ def _make_selector(selection, working_set_size):
         return RandomSelector()
     if selection == "info_gain":
         return GreedySelector("info_gain", None)
-    if selection in ("exact", "matching_pursuit"):
+    if selection == "exact":
         return GreedySelector(selection, working_set_size or _DEFAULT_WORKING_SET)
+    if selection == "matching_pursuit":
+        # Keerthi & Chu's kept working set: one new kernel column per step (the state caches
+        # the columns of its last working set).
+        return GreedySelector(
+            selection, working_set_size or _DEFAULT_WORKING_SET, keep_working_set=True
+        )
     raise ValueError(
         "`selection` must be 'random', 'exact', 'matching_pursuit', 'info_gain' or a "
         f"BaseSelector instance, got {selection!r}."
@@ -336,6 +347,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
         state = RegressionState(kernel, X, y, s2, p, jitter=_jitter(kernel, X))
         curve = []
+        with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
+            return self._select_into(state, curve, p, rng)
+
+    def _select_into(self, state, curve, p, rng):
         while state.n_basis < p and self._forward_step(state, rng, curve):
             pass
         if state.n_basis < p:

@@ -40,6 +40,9 @@ RELATIVE_JITTER = 1e-8
 
 # Kernel blocks K(X, X_J) are computed for at most this many entries at a time.
 _BLOCK_ENTRIES = 1 << 22
+# Working sets of at most this many kernel entries (n kappa) are scored through the column
+# cache (512 MB of float64: n = 1,000,000 with the default kappa = 59 fits).
+_CACHE_ENTRIES = 1 << 26
 
 CRITERIA = ("exact", "matching_pursuit", "info_gain")
 
@@ -123,6 +126,7 @@ class RegressionState:
         self.excluded = np.zeros(n, dtype=bool)
         self.q = np.clip(self.kdiag, 0.0, None)
         self.yy = float(self.y @ self.y)
+        self._cache_K = self._cache_sq = self._cache_idx = None
         self._refresh()
 
     # ------------------------------------------------------------------ views
@@ -155,20 +159,39 @@ class RegressionState:
         return self._D[: self.p].copy()
 
     def _refresh(self):
-        """Recompute ``w``, ``alpha``, the residual and the cost from ``beta``: O(n p)."""
+        """Recompute ``w`` and ``alpha`` from ``beta`` (O(p^2)); the residual is lazy."""
         p = self.p
         if p == 0:
             self.w = np.zeros(0)
             self.alpha = np.zeros(0)
-            self.residual = self.y.copy()
         else:
             self.w = _solve_lower(self.R, self._beta[:p], trans=1)
             self.alpha = _solve_lower(self.L, self.w, trans=1)
-            self.residual = self.y - self.w @ self.V
-        # Cost (2) at its minimum: 1/2 |mu|^2 + s2/2 alpha^T Q_p alpha = ... + s2/2 |w|^2.
-        self.cost = 0.5 * float(self.residual @ self.residual) + 0.5 * self.noise_variance * float(
-            self.w @ self.w
-        )
+        # The residual costs a pass over V (O(n p)); only the selection criteria that need it
+        # (and the user) compute it, on demand.
+        self._residual = None
+
+    @property
+    def residual(self):
+        """``mu = y - K_p alpha_p = y - V^T w`` (computed on first access after a change)."""
+        if self._residual is None:
+            self._residual = self.y - self.w @ self.V if self.p else self.y.copy()
+        return self._residual
+
+    @property
+    def cost(self):
+        """Minimum of cost (2), ``1/2 |mu|^2 + s2/2 |w|^2``, from the factors in O(p).
+
+        ``|mu|^2 = |y|^2 - 2 w^T V y + w^T V V^T w`` with ``V y = R beta`` and ``V V^T = R R^T -
+        s2 I`` gives ``pi = (|y|^2 - |beta|^2) / 2``. When that difference cancels (the fit
+        is nearly exact) the residual is computed instead.
+        """
+        b2 = float(self._beta[: self.p] @ self._beta[: self.p])
+        fast = 0.5 * (self.yy - b2)
+        if self._residual is None and fast > 1e-6 * self.yy:
+            return fast
+        mu = self.residual
+        return 0.5 * float(mu @ mu) + 0.5 * self.noise_variance * float(self.w @ self.w)
 
     def log_marginal_likelihood(self):
         """GPML eq. (8.17) on the current basis, O(p) from the factors.
@@ -246,22 +269,64 @@ class RegressionState:
                 f"Unknown selection criterion {criterion!r}; the regressor knows "
                 f"{', '.join(map(repr, CRITERIA))}."
             )
+        if len(J) * self.n <= _CACHE_ENTRIES:
+            slot_of_J = self._cache_columns(J)
+            # Scored in slot order on the whole cache (no n x kappa copy), returned in J's.
+            out = self._decrease_block(criterion, self._cache_idx, self._cache_K, self._cache_sq)
+            return out[slot_of_J]
         out = np.empty(len(J))
-        p = self.p
         for sl, Jb in self._blocks(J):
             K_J = self.kernel_columns(Jb)  # n x kappa
-            K_uJ = K_J[self._idx[:p]]  # p x kappa
-            g = self.residual @ K_J - s2 * (self.alpha @ K_uJ)
-            d = np.einsum("ij,ij->j", K_J, K_J) + s2 * (self.kdiag[Jb] + self.jitter)
-            if criterion == "exact" and p:
-                C = self.V @ K_J  # the batched (p x n)(n x kappa) product
-                C += s2 * _solve_lower(self.L, K_uJ)
-                C = _solve_lower(self.R, C)
-                d = d - np.einsum("ij,ij->j", C, C)
-                # The Schur complement is >= s2 * jitter in exact arithmetic.
-                d = np.maximum(d, s2 * self.jitter)
-            out[sl] = 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+            sq = np.einsum("ij,ij->j", K_J, K_J)
+            out[sl] = self._decrease_block(criterion, Jb, K_J, sq)
         return out
+
+    def _decrease_block(self, criterion, J, K_J, sq):
+        """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
+        s2 = self.noise_variance
+        p = self.p
+        K_uJ = K_J[self._idx[:p]]  # p x kappa
+        g = self.residual @ K_J - s2 * (self.alpha @ K_uJ)
+        d = sq + s2 * (self.kdiag[J] + self.jitter)
+        if criterion == "exact" and p:
+            C = self.V @ K_J  # the batched (p x n)(n x kappa) product
+            C += s2 * _solve_lower(self.L, K_uJ)
+            C = _solve_lower(self.R, C)
+            d = d - np.einsum("ij,ij->j", C, C)
+            # The Schur complement is >= s2 * jitter in exact arithmetic.
+            d = np.maximum(d, s2 * self.jitter)
+        return 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+
+    def _cache_columns(self, J):
+        """Put ``K(X, X_J)`` in a cache of kernel columns; return each column's slot.
+
+        The cache holds the columns of the last scored working set, in slots of an
+        ``n x kappa`` Fortran-ordered array (a column is contiguous) with their squared norms.
+        Columns of ``J`` already cached are reused in place; only the new ones are computed,
+        into the slots of the columns that left. With a working set kept across steps (see
+        :class:`~skgpsparse._selection.GreedySelector`'s ``keep_working_set``) that is one new
+        kernel column per step instead of ``kappa`` (Keerthi & Chu 2005, section 4). ``J``
+        must not repeat indices.
+        """
+        m = len(J)
+        if self._cache_K is None or self._cache_K.shape[1] != m:
+            self._cache_K = np.empty((self.n, m), order="F")
+            self._cache_sq = np.empty(m)
+            self._cache_idx = np.full(m, -1, dtype=np.intp)
+        ci = self._cache_idx
+        order = np.argsort(ci)
+        pos = np.searchsorted(ci[order], J).clip(0, m - 1)
+        hit = ci[order][pos] == J
+        slot_of_J = np.where(hit, order[pos], -1)
+        free = np.setdiff1d(np.arange(m), slot_of_J[hit], assume_unique=True)
+        new = np.flatnonzero(~hit)
+        slot_of_J[new] = free[: len(new)]
+        if len(new):
+            K_new = self.kernel_columns(J[new])
+            self._cache_K[:, slot_of_J[new]] = K_new
+            self._cache_sq[slot_of_J[new]] = np.einsum("ij,ij->j", K_new, K_new)
+            ci[slot_of_J[new]] = J[new]
+        return slot_of_J
 
     def deletion_scores(self):
         """Increase of the cost if each basis vector left: exchange paper eq. (4)-(5).

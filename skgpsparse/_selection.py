@@ -92,6 +92,12 @@ class GreedySelector(BaseSelector):
     sampling : {"uniform", "weighted"}, default="uniform"
         How the working set is drawn: uniformly without replacement, or with probabilities
         proportional to ``state.sampling_weights`` (adaptive sampling).
+    keep_working_set : bool, default=False
+        Keep the working set across steps (Keerthi & Chu 2005, section 4): the candidates of
+        the previous step that are still candidates stay, and only the ones that left (the
+        chosen one, redundant points) are replaced by fresh draws. A state that caches the
+        kernel columns of its last working set (the regressor's) then computes one new
+        kernel column per step instead of ``working_set_size``.
 
     Examples
     --------
@@ -106,10 +112,13 @@ class GreedySelector(BaseSelector):
     6
     """
 
-    def __init__(self, criterion, working_set_size=None, sampling="uniform"):
+    def __init__(
+        self, criterion, working_set_size=None, sampling="uniform", keep_working_set=False
+    ):
         self.criterion = criterion
         self.working_set_size = working_set_size
         self.sampling = sampling
+        self.keep_working_set = keep_working_set
 
     def _validate(self):
         kappa = self.working_set_size
@@ -131,14 +140,34 @@ class GreedySelector(BaseSelector):
         kappa = self.working_set_size
         if kappa is None or kappa >= len(candidates):
             return candidates
+        kept = np.zeros(0, dtype=candidates.dtype)
+        previous = getattr(self, "_kept", None) if self.keep_working_set else None
+        if previous is not None and len(previous):
+            # state.candidates() is sorted (flatnonzero), so membership is a binary search.
+            at = np.searchsorted(candidates, previous).clip(0, len(candidates) - 1)
+            kept = previous[candidates[at] == previous][:kappa]
+        J = np.concatenate([kept, self._draw(state, rng, candidates, kept, kappa - len(kept))])
+        if self.keep_working_set:
+            self._kept = J
+        return J
+
+    def _draw(self, state, rng, candidates, kept, size):
+        """``size`` candidates not in ``kept``, uniformly or by the state's weights."""
+        if size <= 0:
+            return np.zeros(0, dtype=candidates.dtype)
+        free = np.ones(len(candidates), dtype=bool)
+        if len(kept):
+            free[np.searchsorted(candidates, kept)] = False
         if self.sampling == "uniform":
-            return rng.choice(candidates, size=kappa, replace=False)
+            if not len(kept):
+                return rng.choice(candidates, size=size, replace=False)
+            return rng.choice(candidates[free], size=size, replace=False)
         weights = np.asarray(state.sampling_weights(candidates), dtype=float)
-        weights = np.where(np.isfinite(weights) & (weights > 0), weights, 0.0)
+        weights = np.where(free & np.isfinite(weights) & (weights > 0), weights, 0.0)
         n_positive = np.count_nonzero(weights)
         if n_positive == 0:
-            return rng.choice(candidates, size=kappa, replace=False)
-        size = min(kappa, n_positive)
+            return rng.choice(candidates[free], size=size, replace=False)
+        size = min(size, n_positive)
         return rng.choice(candidates, size=size, replace=False, p=weights / weights.sum())
 
     def select(self, state, rng):
