@@ -21,10 +21,22 @@ Each (selection, protocol, exchange) result is stored in ``results/kin40k_runs.j
 be split across invocations (``--selection``); the markdown table ``results/kin40k.md`` and the
 plot ``kin40k.png`` are rebuilt from all stored results after every invocation.
 
-Usage::
+Usage (``OPENBLAS_NUM_THREADS=1`` was much faster on the shared 2-core machine)::
 
-    nice python benchmarks/kin40k.py --quick              # small p, two strategies
-    nice python benchmarks/kin40k.py --selection exact --protocol fixed
+    nice python benchmarks/kin40k.py --quick --verify     # p=100, two strategies, ~2 min
+    # the runs behind results/kin40k.md, each a few minutes:
+    nice python benchmarks/kin40k.py --protocol fixed --selection random
+    nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit
+    nice python benchmarks/kin40k.py --protocol fixed --selection exact
+    nice python benchmarks/kin40k.py --protocol fixed --selection info_gain
+    nice python benchmarks/kin40k.py --protocol learned --selection matching_pursuit \
+        --exchange 0 --max-iter 2                         # then --exchange 300, and exact
+    nice python benchmarks/kin40k.py --protocol fixed --selection exact --exchange 0 \
+        --max-basis 1000                                  # and the diagnostics:
+    nice python benchmarks/kin40k.py --protocol fixed --selection exact --exchange 0 \
+        --noise-scale 0.25
+    nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit \
+        --exchange 0 --n-subset 1000
     nice python benchmarks/kin40k.py --table-only         # rebuild table and plot
 """
 
@@ -429,7 +441,7 @@ def write_table(hyper_all):
                 f"- {r['selection']} {r['max_basis']} + {r['n_exchange']}: `{r['kernel']}`"
             )
     findings = RESULTS / "kin40k_findings.md"  # hand-written reading of the numbers
-    if findings.exists():
+    if findings.exists() and TABLE_FILE.name == "kin40k.md":
         lines += ["", findings.read_text().rstrip()]
     TABLE_FILE.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -442,11 +454,11 @@ def plot():
     import matplotlib.pyplot as plt
 
     runs = [r for r in load_runs() if r["n_train"] == 10000]
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    styles = ["-o", "--s", ":d", "-.v", "-x"]
+    fig, ax = plt.subplots(figsize=(9.5, 4.6))
+    styles = ["-o", "--s", ":d", "-.v", "-x", "--^"]
     protocols = sorted({r["protocol"] for r in runs})
     for protocol, style in zip(protocols, styles):
-        for selection in SELECTIONS:
+        for color, selection in enumerate(SELECTIONS):
             rows = sorted(
                 (r for r in runs if r["selection"] == selection and r["protocol"] == protocol),
                 key=lambda r: (r["max_basis"], r["n_exchange"]),
@@ -455,13 +467,15 @@ def plot():
                 pts = [(r["n_exchange"], r["test_nmse"]) for r in rows if r["max_basis"] == p]
                 if pts:
                     xs, ys = zip(*pts)
-                    ax.plot(xs, ys, style, label=f"{selection}, {protocol}, p={p}")
+                    ax.plot(
+                        xs, ys, style, color=f"C{color}", label=f"{selection}, {protocol}, p={p}"
+                    )
     ax.plot(list(PAPER), [v[0] for v in PAPER.values()], "k:^", label="paper (DMAX, fixed)")
     ax.set_xlabel("exchange steps")
     ax.set_ylabel("test NMSE")
     ax.set_yscale("log")
     ax.set_title("KIN40K, 10000 train / 30000 test")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(PLOT_FILE, dpi=110)
     plt.close(fig)
@@ -472,7 +486,11 @@ def plot():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="p=100, exchange 0/50, 2 strategies")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="p=100, exchange 0/50, 2 strategies; writes results/kin40k_quick.md",
+    )
     parser.add_argument("--selection", nargs="+", choices=SELECTIONS)
     parser.add_argument("--protocol", nargs="+", choices=PROTOCOLS)
     parser.add_argument("--max-basis", type=int, default=500)
@@ -498,7 +516,11 @@ def main(argv=None):
         "--verify", action="store_true", help="check the recorded path against a direct fit"
     )
     args = parser.parse_args(argv)
-    if args.quick:
+    if args.quick:  # separate files, so a quick run never mixes into the full table
+        global RUNS_FILE, TABLE_FILE, PLOT_FILE
+        RUNS_FILE = RESULTS / "kin40k_quick_runs.json"
+        TABLE_FILE = RESULTS / "kin40k_quick.md"
+        PLOT_FILE = HERE / "kin40k_quick.png"
         args.max_basis, args.exchange = 100, [0, 50]
         args.selection = args.selection or ["random", "matching_pursuit"]
     selections = args.selection or SELECTIONS
