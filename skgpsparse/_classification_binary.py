@@ -154,6 +154,15 @@ class _BinarySparseGPClassifier:
         self.n_iter_ = it + 1
         # additive-model paper §5: keep the best model by training NLP
         _, self.kernel_, self.bias_, self.basis_indices_, prec, mean, curve = best
+        if self.hyperparameter_objective == "evidence" and self.optimizer is not None:
+            # IVM practice: end with a selection under the final hyperparameters. The evidence
+            # of the basis alone does not measure the predictions of stale sites (sites from a
+            # previous kernel can have a high evidence under the new one and classify badly).
+            state = self._select(self.kernel_, X, y, self.bias_, rng)
+            self.basis_indices_ = state.basis_indices.copy()
+            prec = state.site_precision[: state.size].copy()
+            mean = state.site_mean[: state.size].copy()
+            curve = self._last_exchange_curve
         self.exchange_loss_curve_ = [float(v) for v in curve]
         self.site_precision_, self.site_mean_ = prec, mean
         self.basis_vectors_ = X[self.basis_indices_]

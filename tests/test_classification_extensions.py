@@ -247,12 +247,23 @@ def test_evidence_objective_fit_keeps_its_best_value():
         max_basis=12, hyperparameter_objective="evidence", max_iter=3, random_state=0
     ).fit(X, y)
     y_pm = np.where(y == 1, 1.0, -1.0)
-    u = clf.basis_indices_
-    value = negative_log_evidence(
-        clf.kernel_, X[u], y_pm[u], clf.bias_, clf.site_mean_, clf.site_precision_
-    )
-    assert np.isclose(value, min(clf.loss_curve_), rtol=1e-8)
     assert clf.score(X, y) > 0.8
+    # the final basis is selected under the kept hyperparameters: its sites are the moment
+    # matching sites of an ADF pass under kernel_ and bias_ in the same order
+    state = ADFState(clf.kernel_, X, y_pm, clf.bias_, max_basis=12)
+    for j in clf.basis_indices_:
+        state.add(j)
+    np.testing.assert_allclose(state.site_precision, clf.site_precision_, rtol=1e-10)
+    np.testing.assert_allclose(state.site_mean, clf.site_mean_, rtol=1e-10)
+    # with fixed hyperparameters the loss is the evidence of the fitted basis
+    fixed = SparseGPClassifier(
+        max_basis=12, hyperparameter_objective="evidence", optimizer=None, random_state=0
+    ).fit(X, y)
+    u = fixed.basis_indices_
+    value = negative_log_evidence(
+        fixed.kernel_, X[u], y_pm[u], fixed.bias_, fixed.site_mean_, fixed.site_precision_
+    )
+    assert np.isclose(value, fixed.loss_curve_[0], rtol=1e-10)
     # b stays at its class-balance start, Phi(b / sqrt(1 + k(x, x))) = fraction of positives,
     # with k(x, x) = 1 for the default kernel
     frac = np.mean(y == 1)
