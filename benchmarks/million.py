@@ -1,0 +1,139 @@
+"""Fit and prediction at scale: 1,000,000 rows x 20 features, max_basis=500, fixed hyperparameters.
+
+Each estimator runs in its own subprocess (default selection: matching_pursuit for the
+regressor, adaptive for the classifier; ``optimizer=None``) so that its peak resident memory
+(``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``) is its own. Records fit and prediction
+wall and CPU time and the peak memory next to the O(n p) estimate of the memory formula
+(``docs/parallel.rst``): ``8 n (p + kappa + d + c)`` bytes for the regressor.
+
+Goal of the performance issue: fit in under 2 minutes, peak memory under 8 GB, predictions on
+1,000,000 rows in seconds.
+
+Usage::
+
+    python benchmarks/million.py                       # both estimators, n = 1,000,000
+    python benchmarks/million.py --n 200000 --quick    # smaller
+    python benchmarks/million.py --only regressor
+
+Writes ``benchmarks/results/million.md``.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def child(estimator, n, d, p, seed):
+    """Run one estimator in this process and print a JSON line of timings."""
+    sys.path.insert(0, str(ROOT))
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+    from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, (n, d))
+    f = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3]
+    kernel = C(1.0) * RBF(np.sqrt(d))
+    if estimator == "regressor":
+        y = f + 0.1 * rng.standard_normal(n)
+        model = SparseGPRegressor(kernel, noise_variance=0.01, max_basis=p, optimizer=None,
+                                  random_state=0)
+    else:
+        y = (f + 0.3 * rng.standard_normal(n) > np.median(f)).astype(int)
+        model = SparseGPClassifier(kernel, max_basis=p, optimizer=None, random_state=0)
+    out = {"estimator": estimator}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w, c = time.perf_counter(), time.process_time()
+        model.fit(X, y)
+        out["fit_wall"], out["fit_cpu"] = time.perf_counter() - w, time.process_time() - c
+        w, c = time.perf_counter(), time.process_time()
+        if estimator == "regressor":
+            pred = model.predict(X, return_std=True)[0]
+            out["quality"] = f"train R^2 {1 - np.mean((pred - y) ** 2) / np.var(y):.4f}"
+        else:
+            proba = model.predict_proba(X)
+            out["quality"] = f"train error {np.mean(proba.argmax(1) != y):.4f}"
+        out["predict_wall"] = time.perf_counter() - w
+        out["predict_cpu"] = time.process_time() - c
+    out["n_basis"] = int(len(model.basis_vectors_)) if hasattr(model, "basis_vectors_") else p
+    out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--d", type=int, default=20)
+    parser.add_argument("--p", type=int, default=500)
+    parser.add_argument("--only", choices=["regressor", "classifier"])
+    parser.add_argument("--quick", action="store_true", help="n = 100,000")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--timeout", type=float, default=1500.0)
+    args = parser.parse_args()
+    if args.quick:
+        args.n = 100_000
+    if args.child:
+        child(args.child, args.n, args.d, args.p, seed=0)
+        return
+    rows = []
+    for est in [args.only] if args.only else ["regressor", "classifier"]:
+        cmd = [sys.executable, __file__, "--child", est, "--n", str(args.n), "--d", str(args.d),
+               "--p", str(args.p)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            if not line:
+                print(proc.stdout[-2000:], proc.stderr[-2000:])
+                rows.append({"estimator": est, "quality": "failed"})
+                continue
+            r = json.loads(line[0][7:])
+        except subprocess.TimeoutExpired:
+            r = {"estimator": est, "quality": f"timed out after {args.timeout:.0f} s"}
+        kappa = 59 if est == "regressor" else 0
+        r["estimate_gb"] = 8 * args.n * (args.p + kappa + args.d + 4) / 1024**3
+        rows.append(r)
+        print(r, flush=True)
+
+    def fmt(r, key):
+        return f"{r[key]:.1f}" if key in r else "-"
+
+    header = (
+        f"# One million rows\n\nMachine: {platform.node()} ({platform.machine()}, "
+        f"{os.cpu_count()} cores), load average {os.getloadavg()[0]:.1f} (shared machine). "
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.\n\n"
+        f"n = {args.n}, d = {args.d}, max_basis = {args.p}, fixed hyperparameters "
+        "(optimizer=None), default selection; one run each, in its own process. Peak memory is "
+        "the child's maximum resident set size; 'estimate' is the memory formula "
+        "8 n (p + kappa + d + 4) bytes.\n\n"
+        "| estimator | fit wall (s) | fit CPU (s) | predict wall (s) | predict CPU (s) | "
+        "peak memory (GB) | estimate (GB) | result |\n|---|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    body = "".join(
+        f"| {r['estimator']} | {fmt(r, 'fit_wall')} | {fmt(r, 'fit_cpu')} | "
+        f"{fmt(r, 'predict_wall')} | {fmt(r, 'predict_cpu')} | {fmt(r, 'peak_rss_gb')} | "
+        f"{r['estimate_gb']:.1f} | {r.get('quality', '')} |\n"
+        for r in rows
+    )
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("million.md" if args.n == 1_000_000 else f"million_n{args.n}.md")
+    out.write_text(header + body)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
