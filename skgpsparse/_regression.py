@@ -311,9 +311,20 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.log_marginal_likelihood_value_ = float(state.log_marginal_likelihood())
         self.cost_curve_ = np.asarray(curve)
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
-        # all of it); prediction uses the basis, alpha_ and the two p x p factors.
+        # all of it); prediction uses the basis, alpha_ and the two p x p factors. The data are
+        # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
         return self
+
+    def __getstate__(self):
+        """Pickle without the training data: a fitted model stores what prediction needs.
+
+        ``log_marginal_likelihood(theta)`` on an unpickled model raises and asks for a refit.
+        """
+        state = super().__getstate__()
+        state.pop("_X_train", None)
+        state.pop("_y_train", None)
+        return state
 
     def _noise_bounds(self):
         bounds = self.noise_variance_bounds
@@ -467,6 +478,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             The approximate log marginal likelihood.
         log_likelihood_gradient : ndarray of shape (kernel_.n_dims + 1,)
             Only if ``eval_gradient`` is True.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` is given on a model restored from a pickle: the training data are
+            not pickled, so refit the model first.
         """
         check_is_fitted(self)
         if theta is None:
@@ -478,6 +495,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"`theta` must have length kernel_.n_dims + 1 = {self.kernel_.n_dims + 1} "
                 f"(kernel theta, then log noise variance), got shape {theta.shape}."
+            )
+        if getattr(self, "_X_train", None) is None:
+            raise ValueError(
+                "log_marginal_likelihood(theta) needs the training data, which a pickled "
+                "model does not keep (it stores only what prediction needs). Refit the model "
+                "on (X, y) to evaluate the likelihood at another theta."
             )
         kernel = self.kernel_.clone_with_theta(theta[:-1])
         return self._lml(
