@@ -409,3 +409,78 @@ def test_invalid_noise_bounds():
     X, y = _data()
     with pytest.raises(ValueError, match="noise_variance_bounds"):
         SparseGPRegressor(noise_variance_bounds=(1.0, 0.1)).fit(X, y)
+
+
+def test_pickle_drops_training_data_and_lml_theta_asks_for_refit():
+    import pickle
+
+    X, y = _data(n=2000)
+    model = SparseGPRegressor(KERNEL, max_basis=8, optimizer=None, random_state=0).fit(X, y)
+    theta = np.append(model.kernel_.theta, np.log(model.noise_variance_))
+    expected = model.log_marginal_likelihood(theta)
+    blob = pickle.dumps(model)
+    # The pickle holds the p basis rows, not the n training rows.
+    assert len(blob) < X.nbytes / 4
+    restored = pickle.loads(blob)
+    assert getattr(restored, "_X_train", None) is None
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    assert restored.log_marginal_likelihood() == model.log_marginal_likelihood_value_
+    with pytest.raises(ValueError, match="Refit"):
+        restored.log_marginal_likelihood(theta)
+    # The unpickled model can be refitted and then evaluates theta again.
+    assert restored.fit(X, y).log_marginal_likelihood(theta) == pytest.approx(expected)
+
+
+def test_kernel_column_cache_scores_equal_fresh_scores():
+    # The cache reuses columns of the previous working set; the scores must equal those of a
+    # state without history for every criterion, whatever the overlap of the working sets.
+    X, y = _data(n=120)
+    rng = np.random.RandomState(0)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=10)
+    for j in (3, 50, 90):
+        state.append(j)
+    J = rng.choice(state.candidates(), 15, replace=False)
+    for criterion in ("matching_pursuit", "exact"):
+        first = state.score(criterion, J)
+        J2 = np.concatenate([J[5:][::-1], rng.choice(np.setdiff1d(state.candidates(), J), 7)])
+        second = state.score(criterion, J2)
+        fresh = RegressionState(KERNEL, X, y, S2, max_basis=10)
+        for j in state.basis:
+            fresh.append(j)
+        K = KERNEL(X, X[J2])
+        mu = y - KERNEL(X, X[state.basis]) @ state.alpha
+        g = K.T @ mu - S2 * (K[state.basis].T @ state.alpha)
+        if criterion == "matching_pursuit":
+            d = (K * K).sum(0) + S2 * (KERNEL.diag(X[J2]) + state.jitter)
+            np.testing.assert_allclose(second, -0.5 * g**2 / d, rtol=1e-9)
+        np.testing.assert_allclose(second, fresh.score(criterion, J2), rtol=1e-9)
+        np.testing.assert_allclose(first, fresh.score(criterion, J), rtol=1e-9)
+
+
+def test_kept_working_set_replaces_only_what_left():
+    X, y = _data(n=200)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=6)
+    selector = GreedySelector("matching_pursuit", 20, keep_working_set=True)
+    rng = np.random.RandomState(0)
+    previous = None
+    for _ in range(5):
+        J = selector.working_set(state, rng)
+        assert len(J) == 20 and len(np.unique(J)) == 20
+        assert not np.any(state.in_basis[J])
+        if previous is not None:
+            # All previous candidates but the chosen one are kept.
+            assert len(np.intersect1d(J, previous)) == 19
+        chosen = int(J[np.argmin(state.score("matching_pursuit", J))])
+        state.append(chosen)
+        previous = J
+
+
+def test_cost_from_factors_equals_cost_from_residual():
+    X, y = _data(n=100)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=10)
+    for j in range(0, 100, 12):
+        state.append(j)
+        fast = state.cost  # residual not computed yet: from |y|^2 - |beta|^2
+        mu = state.residual
+        exact = 0.5 * mu @ mu + 0.5 * S2 * state.w @ state.w
+        assert fast == pytest.approx(exact, rel=1e-10)
