@@ -132,18 +132,20 @@ def main():
 
 
 NOTES = [
-    "Notes. The series is noise-free, so the learned noise variance falls to ~3e-5 * var(t) "
-    "and the wide basis (variance 10 on inputs in [0.4, 1.3]^16) makes the basis functions "
-    "nearly collinear: the evidence then favours weights of +-100s that cancel. The M-step "
-    "keeps alpha_j >= 1e-12 * G_jj / s2 (skgpsparse._rvm.ALPHA_FLOOR) so that the E-step stays "
-    "accurate; at N >= 1600 this floor binds for most active basis functions (at N = 2400 the "
-    "median alpha of SSEM's 1021 relevance vectors is 5.4e-5, about the floor), the models "
-    "keep hundreds of basis functions, and SSEM's O(M^3) E-step per added basis function "
-    "makes it slower than batch EM there. The few relative decreases of SSEM's log "
-    "likelihood at N >= 800 (<= 1e-5 relative) are of the size of the round-off of the "
-    "log likelihood in this ill-conditioned regime (checked against a dense evaluation at "
-    "N = 1000: differences up to ~1e-1 absolute); on well-conditioned problems the curve is "
-    "monotone (tests/test_rvm.py).",
+    (
+        "Notes. The series is noise-free, so the learned noise variance falls to ~3e-5 * var(t) "
+        "and the wide basis (variance 10 on inputs in [0.4, 1.3]^16) makes the basis functions "
+        "nearly collinear: the evidence then favours weights of +-100s that cancel. The M-step "
+        "keeps alpha_j >= 1e-12 * G_jj / s2 (skgpsparse._rvm.ALPHA_FLOOR) so that the E-step stays "
+        "accurate; at N >= 1600 this floor binds for most active basis functions (at N = 2400 the "
+        "median alpha of SSEM's 1021 relevance vectors is 5.4e-5, about the floor), the models "
+        "keep hundreds of basis functions, and SSEM's O(M^3) E-step per added basis function "
+        "makes it slower than batch EM there. The few relative decreases of SSEM's log "
+        "likelihood at N >= 800 (<= 1e-5 relative) are of the size of the round-off of the "
+        "log likelihood in this ill-conditioned regime (checked against a dense evaluation at "
+        "N = 1000: differences up to ~1e-1 absolute); on well-conditioned problems the curve is "
+        "monotone (tests/test_rvm.py)."
+    ),
 ]
 
 
