@@ -105,8 +105,10 @@ def test_optimized_site_agrees_with_an_independent_optimiser():
 
     def dense(x):  # the same NLP_a through the dense posterior with the new site
         basis = np.append(state.basis_indices, j)
-        # p within the optimiser's box (huge p makes the dense solve inaccurate)
-        prec = np.append(state.site_precision[: state.size], np.exp(np.clip(x[0], -18, 9)))
+        # p within the optimiser's box [1e-3, 1e2]
+        prec = np.append(
+            state.site_precision[: state.size], np.exp(np.clip(x[0], np.log(1e-3), np.log(1e2)))
+        )
         mean = np.append(state.site_mean[: state.size], x[1])
         f, A = _dense_posterior(state.kernel, state.X, basis, prec, mean)
         return _nlp_all(f, np.diag(A), state.y, state.bias)
