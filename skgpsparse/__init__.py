@@ -2,6 +2,8 @@
 
 from skgpsparse._classification import SparseGPClassifier
 from skgpsparse._regression import SparseGPRegressor
+from skgpsparse._rvm_classification import RelevanceVectorClassifier
+from skgpsparse._rvm_regression import RelevanceVectorRegressor
 from skgpsparse._selection import BaseSelector, GreedySelector, RandomSelector
 
 __version__ = "0.1.0.dev0"
@@ -10,6 +12,8 @@ __all__ = [
     "BaseSelector",
     "GreedySelector",
     "RandomSelector",
+    "RelevanceVectorClassifier",
+    "RelevanceVectorRegressor",
     "SparseGPClassifier",
     "SparseGPRegressor",
     "__version__",

@@ -3,7 +3,12 @@
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skgpsparse import SparseGPClassifier, SparseGPRegressor
+from skgpsparse import (
+    RelevanceVectorClassifier,
+    RelevanceVectorRegressor,
+    SparseGPClassifier,
+    SparseGPRegressor,
+)
 
 
 def _classifiers():
@@ -32,6 +37,18 @@ def _regressors():
                             noise_variance=0.1, max_basis=15, random_state=0)
 
 
-@parametrize_with_checks(list(_classifiers()) + list(_regressors()))
+def _relevance_vector_machines():
+    # Small libraries and few batch steps keep the checks fast; the naive mean field shares
+    # the API path with TAP (its fixed point is tested in test_rvm.py).
+    yield RelevanceVectorRegressor(random_state=0)
+    yield RelevanceVectorRegressor(method="batch_em", bias=False, max_iter=20, random_state=0)
+    yield RelevanceVectorClassifier(n_basis_functions=10, max_iter=3, random_state=0)
+    yield RelevanceVectorClassifier(method="batch_em", cavity_variance="laplace",
+                                    n_basis_functions=15, max_iter=5, random_state=0)
+
+
+@parametrize_with_checks(
+    list(_classifiers()) + list(_regressors()) + list(_relevance_vector_machines())
+)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -6,7 +6,6 @@ from scipy.optimize import minimize
 from scipy.special import log_ndtr, ndtr
 from scipy.stats import multivariate_normal
 from sklearn.gaussian_process.kernels import RBF
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skgpsparse._rvm import mackay_update
 from skgpsparse._rvm_classification import (
@@ -278,26 +277,3 @@ def test_classifier_ssem_close_to_batch_em():
     }
     assert err["ssem"] < 0.1 and err["batch_em"] < 0.1
     assert abs(err["ssem"] - err["batch_em"]) < 0.04
-
-
-# ------------------------------------------------------------------------------ sklearn API
-
-
-def _estimators():
-    # small libraries and few batch steps keep the ~55 checks per setup fast; the naive mean
-    # field shares the API path with TAP and is checked by test_mean_field_fixed_point
-    yield RelevanceVectorRegressor(random_state=0)
-    yield RelevanceVectorRegressor(method="batch_em", bias=False, max_iter=20, random_state=0)
-    yield RelevanceVectorClassifier(n_basis_functions=10, max_iter=3, random_state=0)
-    yield RelevanceVectorClassifier(
-        method="batch_em",
-        cavity_variance="laplace",
-        n_basis_functions=15,
-        max_iter=5,
-        random_state=0,
-    )
-
-
-@parametrize_with_checks(list(_estimators()))
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
