@@ -105,7 +105,7 @@ def _fit_timed(model, X, y):
     return time.perf_counter() - start
 
 
-def _evaluate(task, model, X_train, y_train, X_test, y_test):
+def _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift=0.0, y_scale=1.0):
     """Fit one model and return its row of the report."""
     from sklearn.metrics import accuracy_score, log_loss, mean_squared_error
 
@@ -119,12 +119,13 @@ def _evaluate(task, model, X_train, y_train, X_test, y_test):
         row["accuracy"] = accuracy_score(y_test, model.classes_[np.argmax(proba, axis=1)])
         row["nlp"] = log_loss(y_test, proba, labels=model.classes_)
     else:
+        # Targets were standardised by the caller (y_scale); report in the original units.
         mean, std = model.predict(X_test, return_std=True)
-        noise = getattr(model, "noise_variance_", None)
-        if noise is None:  # sklearn's GPR with a WhiteKernel: std already includes the noise
-            noise = 0.0
+        # sklearn's GPR with a WhiteKernel: std already includes the noise.
+        noise = getattr(model, "noise_variance_", 0.0)
+        mean, std = mean * y_scale + y_shift, np.sqrt(std**2 + noise) * y_scale
         row["rmse"] = float(np.sqrt(mean_squared_error(y_test, mean)))
-        row["nlpd"] = _nlpd(y_test, mean, np.sqrt(std**2 + noise))
+        row["nlpd"] = _nlpd(y_test, mean, std)
     return row
 
 
@@ -138,11 +139,9 @@ def _models(task, max_basis, random_state):
         sparse = SparseGPClassifier(max_basis=max_basis, random_state=random_state)
         full = GaussianProcessClassifier(ConstantKernel() * RBF(), random_state=random_state)
     else:
-        sparse = SparseGPRegressor(max_basis=max_basis, normalize_y=True,
-                                   random_state=random_state)
+        sparse = SparseGPRegressor(max_basis=max_basis, random_state=random_state)
         full = GaussianProcessRegressor(
-            ConstantKernel() * RBF() + WhiteKernel(0.1), normalize_y=True,
-            random_state=random_state,
+            ConstantKernel() * RBF() + WhiteKernel(0.1), random_state=random_state,
         )
     return [("skgpsparse", sparse), ("scikit-learn full GP", full)]
 
@@ -157,8 +156,13 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
         raise DataError(f"cannot split the data for testing: {exc}") from None
     scaler = StandardScaler().fit(X_train)
     X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    y_shift, y_scale = 0.0, 1.0
     if task == "regression":
+        # Standardise the targets for both models (zero-mean GP priors), so that every noise
+        # variance is in the same units; metrics are reported in the original units.
         y_train, y_test = y_train.astype(float), y_test.astype(float)
+        y_shift, y_scale = float(np.mean(y_train)), float(np.std(y_train)) or 1.0
+        y_train = (y_train - y_shift) / y_scale
     basis = min(max_basis, len(X_train))
     print(f"\n{task}: {name}, {len(X_train)} training rows, {len(X_test)} test rows, "
           f"{X.shape[1]} features", file=out)
@@ -170,7 +174,7 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
     for label, model in _models(task, basis, random_state):
         if label != "skgpsparse" and not baseline:
             continue
-        row = _evaluate(task, model, X_train, y_train, X_test, y_test)
+        row = _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift, y_scale)
         if task == "classification":
             scores = f"{row['accuracy']:>10.3f}{row['nlp']:>9.3f}"
         else:
