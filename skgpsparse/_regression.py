@@ -314,6 +314,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # all of it); prediction uses the basis, alpha_ and the two p x p factors. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
+        self._jitter_value = state.jitter
         return self
 
     def __getstate__(self):
@@ -393,9 +394,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         return False
 
     # ------------------------------------------------------------------ hyperparameters
-    def _lml(self, kernel, s2, X, y, X_basis, eval_gradient=False):
+    def _lml(self, kernel, s2, X, y, X_basis, eval_gradient=False, jitter=None):
+        if jitter is None:
+            jitter = _jitter(kernel, X)
         return dtc_log_marginal_likelihood(
-            kernel, X, y, X_basis, s2, eval_gradient=eval_gradient, jitter=_jitter(kernel, X)
+            kernel, X, y, X_basis, s2, eval_gradient=eval_gradient, jitter=jitter
         )
 
     def _learn_hyperparameters(self, kernel, s2, X, y, X_basis):
@@ -408,14 +411,23 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             k = kernel.clone_with_theta(theta[:n_k])
             return k, (float(np.exp(theta[n_k])) if learn_noise else s2)
 
+        # The jitter is held at its value for the starting kernel during the search. Were it
+        # recomputed from each theta (it is relative to the prior variance, so it scales with a
+        # constant factor), the likelihood's gradient, which treats it as a constant, would
+        # disagree with the value: with an ill-conditioned K_uu (long length scales) by far
+        # more than the tolerance, and L-BFGS-B's line search ended "ABNORMAL".
+        jitter = _jitter(kernel, X)
+
         def obj_func(theta, eval_gradient=True):
             k, noise = split(np.asarray(theta, dtype=float))
             try:
                 if eval_gradient:
-                    lml, grad = self._lml(k, noise, X, y, X_basis, eval_gradient=True)
+                    lml, grad = self._lml(
+                        k, noise, X, y, X_basis, eval_gradient=True, jitter=jitter
+                    )
                     grad = grad if learn_noise else grad[:n_k]
                     return -lml, -grad
-                return -self._lml(k, noise, X, y, X_basis)
+                return -self._lml(k, noise, X, y, X_basis, jitter=jitter)
             except LinAlgError:
                 return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
 
@@ -510,6 +522,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             self._y_train,
             self.basis_vectors_,
             eval_gradient=eval_gradient,
+            # The fitted model's jitter, constant in theta, so the gradient is the value's.
+            jitter=self._jitter_value,
         )
 
     # ------------------------------------------------------------------ predict
