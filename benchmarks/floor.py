@@ -93,6 +93,7 @@ def main():
     parser.add_argument("--n-default", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--tag", default="", help="write results/floor_<tag>.md")
     parser.add_argument(
         "--skip",
         default="",
@@ -166,7 +167,8 @@ def main():
         for r in rows
     )
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("floor_quick.md" if args.quick else "floor.md")
+    name = "floor" + (f"_{args.tag}" if args.tag else "") + ("_quick" if args.quick else "")
+    out = RESULTS / f"{name}.md"
     out.write_text(header + body)
     print(f"wrote {out}")
 
