@@ -40,11 +40,11 @@ from threadpoolctl import threadpool_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sklearn.gaussian_process.kernels import RBF  # noqa: E402
-from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse import SparseGPClassifier, SparseGPRegressor  # noqa: E402
-from skgpsparse.kernels import iter_kernel  # noqa: E402
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+from skgpsparse.kernels import iter_kernel
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -111,8 +111,11 @@ def main():
 
     def add(name, wall, cpu, ref, note=""):
         rows.append((name, wall, cpu, wall / ref[0], cpu / ref[1], note))
-        print(f"{name:58s} wall {wall:8.2f}s  cpu {cpu:8.2f}s  "
-              f"x floor {wall / ref[0]:6.2f} (cpu {cpu / ref[1]:6.2f}) {note}", flush=True)
+        print(
+            f"{name:58s} wall {wall:8.2f}s  cpu {cpu:8.2f}s  "
+            f"x floor {wall / ref[0]:6.2f} (cpu {cpu / ref[1]:6.2f}) {note}",
+            flush=True,
+        )
 
     X_u = X[rng.choice(n, p, replace=False)]
     fl = timed(lambda: floor(kernel, X, X_u), args.repeats)[:2]
@@ -142,13 +145,23 @@ def main():
         if "reg_default" not in skip:
             reg = SparseGPRegressor(kernel=kernel, max_basis=p, random_state=0)
             w, c, _ = timed(lambda: reg.fit(Xd, yd), 1)
-            add("SparseGPRegressor fit (matching_pursuit + learning)", w, c, fld,
-                f"n_iter_={reg.n_iter_}")
+            add(
+                "SparseGPRegressor fit (matching_pursuit + learning)",
+                w,
+                c,
+                fld,
+                f"n_iter_={reg.n_iter_}",
+            )
         if "clf_default" not in skip:
             clf = SparseGPClassifier(kernel=kernel, max_basis=p, random_state=0)
             w, c, _ = timed(lambda: clf.fit(Xd, ld), 1)
-            add("SparseGPClassifier fit (adaptive + learning)", w, c, fld,
-                f"n_iter_={getattr(clf, 'n_iter_', '?')}")
+            add(
+                "SparseGPClassifier fit (adaptive + learning)",
+                w,
+                c,
+                fld,
+                f"n_iter_={getattr(clf, 'n_iter_', '?')}",
+            )
 
     blas = ", ".join(f"{i['internal_api']} {i['num_threads']} threads" for i in threadpool_info())
     header = (
@@ -163,8 +176,7 @@ def main():
         "|---|---:|---:|---:|---:|---|\n"
     )
     body = "".join(
-        f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} |\n"
-        for r in rows
+        f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} |\n" for r in rows
     )
     RESULTS.mkdir(exist_ok=True)
     name = "floor" + (f"_{args.tag}" if args.tag else "") + ("_quick" if args.quick else "")

@@ -50,8 +50,9 @@ def child(estimator, n, d, p, seed):
     kernel = C(1.0) * RBF(np.sqrt(d))
     if estimator == "regressor":
         y = f + 0.1 * rng.standard_normal(n)
-        model = SparseGPRegressor(kernel, noise_variance=0.01, max_basis=p, optimizer=None,
-                                  random_state=0)
+        model = SparseGPRegressor(
+            kernel, noise_variance=0.01, max_basis=p, optimizer=None, random_state=0
+        )
     else:
         y = (f + 0.3 * rng.standard_normal(n) > np.median(f)).astype(int)
         model = SparseGPClassifier(kernel, max_basis=p, optimizer=None, random_state=0)
@@ -70,7 +71,7 @@ def child(estimator, n, d, p, seed):
             out["quality"] = f"train error {np.mean(proba.argmax(1) != y):.4f}"
         out["predict_wall"] = time.perf_counter() - w
         out["predict_cpu"] = time.process_time() - c
-    out["n_basis"] = int(len(model.basis_vectors_)) if hasattr(model, "basis_vectors_") else p
+    out["n_basis"] = len(model.basis_vectors_) if hasattr(model, "basis_vectors_") else p
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -92,8 +93,18 @@ def main():
         return
     rows = []
     for est in [args.only] if args.only else ["regressor", "classifier"]:
-        cmd = [sys.executable, __file__, "--child", est, "--n", str(args.n), "--d", str(args.d),
-               "--p", str(args.p)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            est,
+            "--n",
+            str(args.n),
+            "--d",
+            str(args.d),
+            "--p",
+            str(args.p),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

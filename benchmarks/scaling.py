@@ -27,16 +27,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from floor import kernel_for, make_data  # noqa: E402
-from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
+from floor import kernel_for, make_data
+from sklearn.gaussian_process import GaussianProcessRegressor
 
-from skgpsparse import SparseGPRegressor  # noqa: E402
+from skgpsparse import SparseGPRegressor
 
 HERE = Path(__file__).resolve().parent
 
@@ -76,8 +76,9 @@ def main():
     X_all, y_all, _ = make_data(max(ns + [n_fixed]), d)
 
     def sparse(p):
-        return lambda: SparseGPRegressor(kernel, noise_variance=0.01, max_basis=p,
-                                         optimizer=None, random_state=0)
+        return lambda: SparseGPRegressor(
+            kernel, noise_variance=0.01, max_basis=p, optimizer=None, random_state=0
+        )
 
     t_n = []
     for n in ns:
@@ -89,7 +90,7 @@ def main():
         print(f"sparse n={n_fixed} p={p}: {t_p[-1]:.2f} s", flush=True)
     t_full = []
     for n in n_full:
-        full = lambda: GaussianProcessRegressor(kernel, alpha=0.01, optimizer=None)  # noqa: E731
+        full = lambda: GaussianProcessRegressor(kernel, alpha=0.01, optimizer=None)
         t_full.append(cpu_time(full, X_all[:n], y_all[:n], args.repeats))
         print(f"full GP n={n}: {t_full[-1]:.2f} s", flush=True)
     s_n, s_p = slope(np.array(ns), np.array(t_n)), slope(np.array(ps), np.array(t_p))

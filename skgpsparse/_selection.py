@@ -129,9 +129,7 @@ class GreedySelector(BaseSelector):
                 f"`working_set_size` must be a positive integer or None, got {kappa!r}."
             )
         if self.sampling not in ("uniform", "weighted"):
-            raise ValueError(
-                f"`sampling` must be 'uniform' or 'weighted', got {self.sampling!r}."
-            )
+            raise ValueError(f"`sampling` must be 'uniform' or 'weighted', got {self.sampling!r}.")
 
     def working_set(self, state, rng):
         """Draw the candidates to score this step."""
