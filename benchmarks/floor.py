@@ -121,7 +121,13 @@ def main():
     fl = timed(lambda: floor(kernel, X, X_u), args.repeats)[:2]
     add(f"floor K(X, X_u) + L^-1 K_u (n={n}, p={p})", *fl, fl)
 
-    fixed = dict(kernel=kernel, max_basis=p, selection="random", optimizer=None, random_state=0)
+    fixed = {
+        "kernel": kernel,
+        "max_basis": p,
+        "selection": "random",
+        "optimizer": None,
+        "random_state": 0,
+    }
     if "reg" not in skip:
         reg = SparseGPRegressor(noise_variance=0.01, **fixed)
         w, c, _ = timed(lambda: reg.fit(X, y), args.repeats)

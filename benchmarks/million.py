@@ -106,7 +106,9 @@ def main():
             str(args.p),
         ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=args.timeout, check=False
+            )
             line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
             if not line:
                 print(proc.stdout[-2000:], proc.stderr[-2000:])

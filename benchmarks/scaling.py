@@ -111,13 +111,19 @@ def main():
 
     lines = [
         "# Scaling of the fit time\n",
-        f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), load "
-        f"average {os.getloadavg()[0]:.1f} (shared machine). Date: "
-        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.\n",
-        f"Process CPU seconds, median of {args.repeats} fits; d = {d}; fixed hyperparameters. "
-        "Slopes: least squares on the upper half of each range.\n",
-        f"Slope in n (p = {p_fixed}): **{s_n:.2f}**; slope in p (n = {n_fixed}): "
-        f"**{s_p:.2f}**; full GP slope in n: {s_full:.2f}.\n",
+        (
+            f"Machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), load "
+            f"average {os.getloadavg()[0]:.1f} (shared machine). Date: "
+            f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.\n"
+        ),
+        (
+            f"Process CPU seconds, median of {args.repeats} fits; d = {d}; fixed "
+            "hyperparameters. Slopes: least squares on the upper half of each range.\n"
+        ),
+        (
+            f"Slope in n (p = {p_fixed}): **{s_n:.2f}**; slope in p (n = {n_fixed}): "
+            f"**{s_p:.2f}**; full GP slope in n: {s_full:.2f}.\n"
+        ),
         "| model | n | p | fit CPU (s) |\n|---|---:|---:|---:|",
     ]
     lines += [f"| sparse | {n} | {p_fixed} | {t:.2f} |" for n, t in zip(ns, t_n)]
