@@ -112,9 +112,9 @@ def main():
             line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
             if not line:
                 print(proc.stdout[-2000:], proc.stderr[-2000:])
-                rows.append({"estimator": est, "quality": "failed"})
-                continue
-            r = json.loads(line[0][7:])
+                r = {"estimator": est, "quality": "failed"}
+            else:
+                r = json.loads(line[0][7:])
         except subprocess.TimeoutExpired:
             r = {"estimator": est, "quality": f"timed out after {args.timeout:.0f} s"}
         kappa = 59 if est == "regressor" else 0
