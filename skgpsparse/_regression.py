@@ -4,7 +4,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import LinAlgError, solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
@@ -12,10 +11,10 @@ from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.optimize import _check_optimize_result
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from ._optimize import lbfgs_in_moving_box
 from ._regression_likelihood import dtc_log_marginal_likelihood
 from ._regression_state import RELATIVE_JITTER, RegressionState
 from ._selection import BaseSelector, GreedySelector, RandomSelector
@@ -26,9 +25,6 @@ __all__ = ["SparseGPRegressor"]
 _DEFAULT_WORKING_SET = 59
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
-# Half-width (in log space) of the first hyperparameter search box around the start.
-_TRUST_LOG = 2.0
-_TRUST_ROUNDS = 20
 # BLAS threads during basis selection. Its products are matrix-vector ones over the p x n
 # factor (memory bound); a second BLAS thread gains little for them and, on a loaded
 # machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md).
@@ -435,29 +431,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             theta0 = np.append(theta0, np.log(np.clip(s2, *noise_bounds)))
             bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
         if self.optimizer == "fmin_l_bfgs_b":
-            # L-BFGS-B's first step follows the raw gradient, which far from the optimum can
-            # jump to the box corners, into the basin where all of y is noise (length scales
-            # at 1e-5 or 1e5). So search within +-_TRUST_LOG of the current point and move the
-            # box until the optimum is inside it (or at a true bound).
-            theta_opt = np.clip(theta0, bounds[:, 0], bounds[:, 1])
-            for _ in range(_TRUST_ROUNDS):
-                lo = np.maximum(bounds[:, 0], theta_opt - _TRUST_LOG)
-                hi = np.minimum(bounds[:, 1], theta_opt + _TRUST_LOG)
-                res = scipy.optimize.minimize(
-                    obj_func,
-                    theta_opt,
-                    method="L-BFGS-B",
-                    jac=True,
-                    bounds=np.column_stack([lo, hi]),
-                )
-                theta_opt = res.x
-                at_edge = ((theta_opt <= lo + 1e-8) & (lo > bounds[:, 0])) | (
-                    (theta_opt >= hi - 1e-8) & (hi < bounds[:, 1])
-                )
-                if not np.any(at_edge):
-                    break
-            _check_optimize_result("lbfgs", res)
-            theta_opt, func_min = res.x, res.fun
+            theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
         else:
             theta_opt, func_min = self.optimizer(obj_func, theta0, bounds=bounds)
         theta_opt = np.asarray(theta_opt, dtype=float)
