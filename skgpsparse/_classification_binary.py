@@ -154,6 +154,10 @@ class _BinarySparseGPClassifier:
         self.n_iter_ = it + 1
         # additive-model paper §5: keep the best model by training NLP
         _, self.kernel_, self.bias_, self.basis_indices_, prec, mean, curve = best
+        if self.optimizer is not None:
+            # Tell the user when a learned hyperparameter sits at a bound (sklearn's warning:
+            # e.g. the amplitude at its upper bound makes the predictions overconfident).
+            self.kernel_._check_bounds_params()
         if self.hyperparameter_objective == "evidence" and self.optimizer is not None:
             # IVM practice: end with a selection under the final hyperparameters. The evidence
             # of the basis alone does not measure the predictions of stale sites (sites from a

@@ -38,6 +38,24 @@ class BaseSelector(BaseEstimator):
 
     Subclasses implement :meth:`select`. Parameters are set in ``__init__`` and exposed by
     ``get_params``, so a selector is cloned and tuned like any scikit-learn estimator.
+
+    Examples
+    --------
+    A selector that takes the remaining point farthest from the origin:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from skgpsparse import BaseSelector, SparseGPClassifier
+    >>> class FarthestFirst(BaseSelector):
+    ...     def __init__(self, X=None):
+    ...         self.X = X
+    ...     def select(self, state, rng):
+    ...         candidates = state.candidates()
+    ...         return int(candidates[np.argmax(np.linalg.norm(self.X[candidates], axis=1))])
+    >>> X, y = make_moons(100, noise=0.2, random_state=0)
+    >>> clf = SparseGPClassifier(max_basis=5, selection=FarthestFirst(X), optimizer=None)
+    >>> bool(np.linalg.norm(X[clf.fit(X, y).basis_indices_[0]]) == np.linalg.norm(X, axis=1).max())
+    True
     """
 
     def select(self, state, rng):

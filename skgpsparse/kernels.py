@@ -83,7 +83,24 @@ _MATERN_NU = (0.5, 1.5, 2.5, np.inf)
 
 
 class KernelGradientWarning(UserWarning):
-    """Warning issued when a kernel's gradient falls back to finite differences."""
+    """Warning issued when a kernel's gradient falls back to finite differences.
+
+    It is issued once per kernel class; filter it like any warning once the slower, less
+    accurate path is acceptable.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import ExpSineSquared
+    >>> from skgpsparse.kernels import KernelGradientWarning, kernel_gradient
+    >>> X = np.linspace(0, 1, 4).reshape(-1, 1)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", KernelGradientWarning)
+    ...     K, dK = kernel_gradient(ExpSineSquared(), X, X[:2])
+    >>> dK.shape
+    (4, 2, 2)
+    """
 
 
 # ----------------------------------------------------------------------------- input checks

@@ -137,6 +137,18 @@ class GivensRotations:
         Index ``j`` of the deleted row; the first rotation acts on rows ``(j, j + 1)``.
     cos, sin : ndarray of shape (p - j - 1,)
         Cosines and sines of the rotations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.linalg import cholesky_delete
+    >>> A = np.array([[4.0, 2.0, 1.0], [2.0, 3.0, 0.5], [1.0, 0.5, 2.0]])
+    >>> _, rot = cholesky_delete(np.linalg.cholesky(A), 0)
+    >>> rot.start, rot.size, len(rot.cos)
+    (0, 3, 2)
+    >>> Q = rot.apply(np.eye(3)).T  # the orthogonal matrix of the rotations
+    >>> np.allclose(Q.T @ Q, np.eye(3))
+    True
     """
 
     start: int

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
@@ -201,3 +202,12 @@ def test_random_small_problems_give_well_formed_predictions(
                          n_exchange=n_exchange, random_state=seed).fit(X, y * 1.5 + 0.1)
     for est in (clf, reg):
         _assert_well_formed(est, X_test)
+
+
+def test_classifier_warns_when_a_learned_hyperparameter_ends_at_a_bound():
+    X, y = _data(n=60)
+    # An amplitude bounded to a narrow, too-small range: the NLP step pushes it to the upper
+    # bound, and the user is told so (scikit-learn's ConvergenceWarning from the kernel).
+    kernel = ConstantKernel(1e-3, (1e-4, 1e-3)) * RBF(1.0)
+    with pytest.warns(ConvergenceWarning, match="k1__constant_value"):
+        _classifier(kernel=kernel, max_iter=2).fit(X, y)
