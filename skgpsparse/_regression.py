@@ -91,7 +91,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         means 59).
     n_exchange : int, default=0
         Exchange steps after forward selection: delete the basis vector whose removal increases
-        the cost least (eq. (5)), then forward-select a replacement.
+        the cost least (eq. (5)), then forward-select a replacement; a step whose replacement
+        would leave the cost higher than before is undone, so exchange never raises the cost.
     optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
         Maximiser of the approximate log marginal likelihood (GPML eq. (8.17)) over the kernel
         hyperparameters and ``log(noise_variance)``, on the selected basis; scikit-learn's
@@ -367,6 +368,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             )
         for _ in range(self.n_exchange if state.n_basis > 0 else 0):
             # Exchange paper eq. (5): delete the vector whose removal increases (2) least ...
+            cost_before = state.cost
             pos = int(np.argmin(state.deletion_scores()))
             j = state.delete(pos)
             curve.append(state.cost)
@@ -374,7 +376,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             state.excluded[j] = True
             added = self._forward_step(state, rng, curve)
             state.excluded[j] = False
-            if not added:  # nothing else could be added: put the point back
+            if added and state.cost > cost_before:
+                # The best replacement found (from a working set, or with j itself excluded)
+                # can be worse than the vector that left: undo, so that an exchange step never
+                # raises the cost (2). The step's second curve entry is then the old cost.
+                state.delete(state.n_basis - 1)
+                state.append(j)
+                curve[-1] = state.cost
+            elif not added:  # nothing else could be added: put the point back
                 state.append(j)
                 curve.append(state.cost)
         return state, curve

@@ -484,3 +484,18 @@ def test_cost_from_factors_equals_cost_from_residual():
         mu = state.residual
         exact = 0.5 * mu @ mu + 0.5 * S2 * state.w @ state.w
         assert fast == pytest.approx(exact, rel=1e-10)
+
+
+@pytest.mark.parametrize("selection", ["random", "matching_pursuit", "info_gain"])
+def test_exchange_steps_never_raise_the_cost(selection):
+    # A replacement drawn from a working set (or by a criterion that ignores the cost) can be
+    # worse than the vector that left; such an exchange is undone.
+    X, y = _data(n=200, seed=5)
+    p, steps = 8, 25
+    model = SparseGPRegressor(
+        KERNEL, max_basis=p, n_exchange=steps, optimizer=None, selection=selection,
+        random_state=0,
+    ).fit(X, y)
+    ends = model.cost_curve_[p - 1 :: 2]  # forward end, then the end of each exchange step
+    assert ends.shape == (steps + 1,)
+    assert np.all(np.diff(ends) <= 1e-9 * np.abs(ends[:-1]))
