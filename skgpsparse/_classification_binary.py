@@ -8,6 +8,7 @@ from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtri
 from sklearn.base import clone
+from threadpoolctl import threadpool_limits
 
 from ._adf import ADFState
 from ._classification_evidence import negative_log_evidence
@@ -18,6 +19,10 @@ from .kernels import iter_kernel
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
 # with the basis fixed, then re-selects the basis (§2.5).
 _OPTIMIZER_MAXITER = 15
+# BLAS threads during basis selection: its products are matrix-vector ones over the p x n
+# matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
+# p = 128 (benchmarks/results/floor.md), as for the regressor.
+_SELECTION_BLAS_THREADS = 1
 # The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
 _PATIENCE = 5
 # Bounds of the bias b (probit units) for the optimiser.
@@ -90,7 +95,13 @@ class _BinarySparseGPClassifier:
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
-        state = ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update)
+        with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
+            return self._select_into(
+                ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update), rng
+            )
+
+    def _select_into(self, state, rng):
+        """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
         while state.size < self.max_basis:
             if not state.candidates().size:
                 warnings.warn(
