@@ -46,8 +46,6 @@ Usage (``OPENBLAS_NUM_THREADS=1`` was much faster on the shared 2-core machine):
 import argparse
 import datetime
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -63,6 +61,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _data import load_dataset
+from _machine import machine
 
 RESULTS = HERE / "results"
 RUNS_FILE = RESULTS / "kin40k_runs.json"
@@ -115,21 +114,6 @@ def nlpd(y_true, mean, var):
     """Mean negative log predictive density of Gaussian predictions."""
     var = np.maximum(var, 1e-300)
     return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (y_true - mean) ** 2 / var))
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, {os.cpu_count()} logical CPUs visible (2 cores shared with other jobs), "
-        f"Python {platform.python_version()}, numpy {np.__version__}"
-    )
 
 
 # ----------------------------------------------------------------------------- hyperparameters
@@ -389,7 +373,7 @@ def write_table(hyper_all):
     lines = [
         "# KIN40K: forward selection + exchange (exchange paper, Table 1)",
         "",
-        f"Machine: {machine()}. Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Machine: {machine()} (2 cores shared with other jobs), numpy {np.__version__}. Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         "Standard split: 10000 train / 30000 test rows (the paper: 20 random 10000/30000 splits,",
         "mean +- std; here one split, one seed). NMSE = test MSE / var(test y). NLPD = mean",

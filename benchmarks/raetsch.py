@@ -39,8 +39,6 @@ the cache. Writes ``benchmarks/results/raetsch.md`` and ``benchmarks/results/rae
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 import traceback
@@ -53,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _data import load_dataset
+from _machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -284,18 +283,6 @@ def criterion(summary, datasets, methods):
                 ok = a is not None and r is not None and a[0] < r[0]
                 rows.append((ds, me, "NLP < random", a, r[0] if r else np.nan, ok))
     return rows
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def markdown(summary, crit, datasets, methods, args, realizations, wall, code):

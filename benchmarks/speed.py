@@ -22,8 +22,6 @@ Writes ``benchmarks/results/speed.md``.
 """
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
@@ -36,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _data import load_dataset
+from _machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -79,18 +78,6 @@ def timed_fits(make, X, y, X_test, y_test, repeats):
         "error": err,
         "model": model,
     }
-
-
-def machine():
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def main(argv=None):
