@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _dense_adf import binary_problem, dense_posterior
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblib import parallel_config
@@ -21,27 +22,6 @@ from skgpsparse._selection import GreedySelector
 C = ConstantKernel
 
 
-def _problem(n=30, d=2, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = np.where(X[:, 0] + 0.4 * rng.randn(n) > 0, 1.0, -1.0)
-    return X, y
-
-
-def _dense_posterior(kernel, X, basis, site_precision, site_mean):
-    """A = (K^-1 + Pi)^-1 = K - K S B^-1 S K and f = A Pi m, with S = Pi^1/2, B = I + S K S."""
-    n = X.shape[0]
-    K = kernel(X)
-    pi = np.zeros(n)
-    m = np.zeros(n)
-    pi[basis] = site_precision
-    m[basis] = site_mean
-    s = np.sqrt(pi)
-    B = np.eye(n) + s[:, None] * K * s[None, :]
-    A = K - K @ (s[:, None] * np.linalg.solve(B, s[:, None] * K))
-    return A @ (pi * m), A
-
-
 def _paper_site_update(f, a, y, b):
     """Additive-model paper eq. (2), written literally with scipy.stats.norm."""
     z = y * (f + b) / np.sqrt(1 + a)
@@ -52,7 +32,7 @@ def _paper_site_update(f, a, y, b):
 
 def _check_against_dense(state, rtol=1e-8, atol=1e-9):
     p = state.size
-    f, A = _dense_posterior(
+    f, A = dense_posterior(
         state.kernel, state.X, state.basis[:p], state.site_precision[:p], state.site_mean[:p]
     )
     np.testing.assert_allclose(state.f_hat, f, rtol=rtol, atol=atol)
@@ -77,7 +57,7 @@ def _check_against_dense(state, rtol=1e-8, atol=1e-9):
     length_scale=st.floats(0.3, 3.0),
 )
 def test_incremental_state_equals_dense_posterior(seed, n_add, bias, length_scale):
-    X, y = _problem(n=25, seed=seed)
+    X, y = binary_problem(n=25, seed=seed)
     kernel = C(1.5) * RBF(length_scale)
     state = ADFState(kernel, X, y, bias, max_basis=n_add)
     order = np.random.RandomState(seed).permutation(len(y))[:n_add]
@@ -88,7 +68,7 @@ def test_incremental_state_equals_dense_posterior(seed, n_add, bias, length_scal
 
 
 def test_site_update_matches_equation_2():
-    X, y = _problem(n=40, seed=3)
+    X, y = binary_problem(n=40, seed=3)
     state = ADFState(Matern(0.8, nu=1.5), X, y, 0.3, max_basis=10)
     for j in (0, 7, 11, 20, 33):
         f_j, a_j = state.f_hat[j], state.diag_A[j]
@@ -115,7 +95,7 @@ def test_moment_matching_extreme_margins_are_finite():
 
 
 def test_fixed_sites_and_removal_equal_dense_posterior():
-    X, y = _problem(n=30, seed=5)
+    X, y = binary_problem(n=30, seed=5)
     kernel = C(2.0) * RBF(1.2)
     rng = np.random.RandomState(0)
     basis = rng.choice(30, 8, replace=False)
@@ -136,7 +116,7 @@ def test_fixed_sites_and_removal_equal_dense_posterior():
 
 @pytest.mark.parametrize("criterion", ["entropy", "info_gain", "nlp", "nlp_all"])
 def test_batched_criteria_equal_brute_force(criterion):
-    X, y = _problem(n=35, seed=7)
+    X, y = binary_problem(n=35, seed=7)
     kernel = C(1.3) * RBF(0.9)
     state = ADFState(kernel, X, y, 0.25, max_basis=7, chunk_size=8)  # several row blocks
     for j in (1, 4, 9, 16):
@@ -161,7 +141,7 @@ def test_batched_criteria_equal_brute_force(criterion):
 
 
 def test_sampling_weights_equation_11():
-    X, y = _problem(n=20, seed=2)
+    X, y = binary_problem(n=20, seed=2)
     state = ADFState(RBF(1.0), X, y, 0.1, max_basis=3)
     state.add(0)
     J = state.candidates()
@@ -170,7 +150,7 @@ def test_sampling_weights_equation_11():
 
 
 def test_duplicate_points_give_a_regular_factor():
-    X, y = _problem(n=12, seed=1)
+    X, y = binary_problem(n=12, seed=1)
     X = np.vstack([X, X, X])
     y = np.concatenate([y, y, y])
     state = ADFState(RBF(1.0), X, y, 0.0, max_basis=20)
@@ -183,7 +163,7 @@ def test_duplicate_points_give_a_regular_factor():
 
 
 def test_white_kernel_diagonal_is_used():
-    X, y = _problem(n=20, seed=4)
+    X, y = binary_problem(n=20, seed=4)
     kernel = C(1.2) * RBF(0.8) + WhiteKernel(0.3)
     state = ADFState(kernel, X, y, 0.1, max_basis=6)
     for j in (0, 3, 8):

@@ -4,6 +4,7 @@ import copy
 
 import numpy as np
 import pytest
+from _dense_adf import binary_problem, dense_posterior
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
@@ -20,31 +21,12 @@ from skgpsparse._site_optimization import _objective, optimize_sites
 C = ConstantKernel
 
 
-def _problem(n=30, d=2, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = np.where(X[:, 0] + 0.4 * rng.randn(n) > 0, 1.0, -1.0)
-    return X, y
-
-
-def _dense_posterior(kernel, X, basis, site_precision, site_mean):
-    """f = A Pi m and A = (K^-1 + Pi)^-1 with sites only on the basis (dense, O(n^3))."""
-    n = X.shape[0]
-    K = kernel(X)
-    pi, m = np.zeros(n), np.zeros(n)
-    pi[basis], m[basis] = site_precision, site_mean
-    s = np.sqrt(pi)
-    B = np.eye(n) + s[:, None] * K * s[None, :]
-    A = K - K @ (s[:, None] * np.linalg.solve(B, s[:, None] * K))
-    return A @ (pi * m), A
-
-
 def _nlp_all(f, A_diag, y, bias):
     return float(np.mean(-norm.logcdf(y * (f + bias) / np.sqrt(1.0 + A_diag))))
 
 
 def _grown_state(n=30, p=6, seed=0, bias=0.1, **kwargs):
-    X, y = _problem(n=n, seed=seed)
+    X, y = binary_problem(n=n, seed=seed)
     state = ADFState(C(1.5) * RBF(0.9), X, y, bias, max_basis=p + 3, **kwargs)
     for j in np.random.RandomState(seed).choice(n, p, replace=False):
         state.add(j)
@@ -81,7 +63,7 @@ def test_optimized_sites_beat_moment_matching_and_match_the_dense_update():
     state.add(j)  # uses the cached optimised site
     assert state.site_precision[state.size - 1] == p_j
     assert state.site_mean[state.size - 1] == m_j
-    f, A = _dense_posterior(
+    f, A = dense_posterior(
         state.kernel,
         state.X,
         state.basis_indices,
@@ -110,7 +92,7 @@ def test_optimized_site_agrees_with_an_independent_optimiser():
             state.site_precision[: state.size], np.exp(np.clip(x[0], np.log(1e-3), np.log(1e2)))
         )
         mean = np.append(state.site_mean[: state.size], x[1])
-        f, A = _dense_posterior(state.kernel, state.X, basis, prec, mean)
+        f, A = dense_posterior(state.kernel, state.X, basis, prec, mean)
         return _nlp_all(f, np.diag(A), state.y, state.bias)
 
     ref = min(
@@ -167,7 +149,7 @@ def test_add_then_delete_restores_the_state():
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(0, 1000), min_size=4, max_size=14), st.integers(0, 100))
 def test_mixed_additions_and_deletions_equal_dense_posterior(ops, seed):
-    X, y = _problem(n=20, seed=seed)
+    X, y = binary_problem(n=20, seed=seed)
     state = ADFState(C(1.3) * RBF(1.1) + WhiteKernel(1e-3), X, y, 0.2, max_basis=8)
     rng = np.random.RandomState(seed)
     for op in ops:
@@ -176,7 +158,7 @@ def test_mixed_additions_and_deletions_equal_dense_posterior(ops, seed):
         else:
             state.add(int(rng.choice(state.candidates())), rng.uniform(0.05, 2), rng.randn())
     p = state.size
-    f, A = _dense_posterior(
+    f, A = dense_posterior(
         state.kernel, X, state.basis_indices, state.site_precision[:p], state.site_mean[:p]
     )
     np.testing.assert_allclose(state.f_hat, f, atol=1e-8)
@@ -191,9 +173,7 @@ def test_exchange_records_the_loss_and_keeps_the_basis_size():
     assert len(curve) == 5 and len(clf.basis_indices_) == 10
     assert len(set(clf.basis_indices_)) == 10
     # the last value is NLP_a of the kept basis with its sites
-    f, A = _dense_posterior(
-        clf.kernel_, X, clf.basis_indices_, clf.site_precision_, clf.site_mean_
-    )
+    f, A = dense_posterior(clf.kernel_, X, clf.basis_indices_, clf.site_precision_, clf.site_mean_)
     y_pm = np.where(y == 1, 1.0, -1.0)
     assert np.isclose(curve[-1], _nlp_all(f, np.diag(A), y_pm, clf.bias_), rtol=1e-9)
     assert clf.score(X, y) > 0.8
