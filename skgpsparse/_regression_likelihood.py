@@ -52,12 +52,10 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from sklearn.gaussian_process.kernels import Kernel
 
+from ._regression_state import RELATIVE_JITTER
 from .kernels import iter_kernel, iter_kernel_gradient, kernel_gradient
 
 __all__ = ["dtc_log_marginal_likelihood"]
-
-# Default jitter added to diag(K_uu), relative to its mean diagonal.
-_RELATIVE_JITTER = 1e-8
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -183,7 +181,7 @@ def dtc_log_marginal_likelihood(
     else:
         K_uu = kernel(X_basis, X_basis)
     if jitter is None:
-        jitter = _RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
+        jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
     K_uu_jittered = K_uu + jitter * np.eye(p)
     L = _cholesky(
         K_uu_jittered, "K_uu + jitter * I", "increase `jitter` or remove repeated basis vectors."

@@ -35,7 +35,7 @@ from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
 __all__ = ["RELATIVE_JITTER", "RegressionState"]
 
-# Jitter added to diag(Q_p), relative to the mean prior variance (as in the likelihood module).
+# Jitter added to diag(Q_p), relative to the mean prior variance; the likelihood uses it too.
 RELATIVE_JITTER = 1e-8
 
 # Kernel blocks K(X, X_J) are computed for at most this many entries at a time.
