@@ -22,7 +22,14 @@ import numpy as np
 
 from .kernels import iter_kernel
 
-__all__ = ["ALPHA_FLOOR", "ActiveDesign", "basis_rows", "mackay_update", "run_subspace_em"]
+__all__ = [
+    "ALPHA_FLOOR",
+    "ActiveDesign",
+    "basis_rows",
+    "leading_identity",
+    "mackay_update",
+    "run_subspace_em",
+]
 
 # Smallest alpha the M-step returns: keeps A^-1/2 finite.
 ALPHA_MIN = 1e-12
@@ -123,6 +130,19 @@ class ActiveDesign:
         self._alpha[sl] = alpha
         self.size += k
 
+    def take(self, order):
+        """Keep the active basis functions ``order`` (positions), in that order."""
+        order = np.asarray(order, dtype=np.intp)
+        k = order.shape[0]
+        p = leading_identity(order)
+        if p == k == self.size:
+            return
+        # rows before the first moved one stay where they are: O(n (M - p)) copying
+        self._rows[p:k] = self._rows[: self.size][order[p:]]
+        self._index[p:k] = self._index[: self.size][order[p:]]
+        self._alpha[p:k] = self._alpha[: self.size][order[p:]]
+        self.size = k
+
     def keep(self, mask):
         """Keep only the active basis functions where ``mask`` is true (order preserved)."""
         mask = np.asarray(mask, dtype=bool)
@@ -133,6 +153,12 @@ class ActiveDesign:
         self._index[:k] = self._index[: self.size][mask]
         self._alpha[:k] = self._alpha[: self.size][mask]
         self.size = k
+
+
+def leading_identity(order):
+    """Length of the prefix of ``order`` equal to ``0, 1, 2, ...``."""
+    moved = np.flatnonzero(order != np.arange(len(order)))
+    return int(moved[0]) if moved.size else len(order)
 
 
 def mackay_update(gamma, mu, floor=None):
@@ -215,10 +241,15 @@ def run_subspace_em(
         order = rng.permutation(library)
         if first is not None and len(first):
             order = np.concatenate([first, order[~np.isin(order, first)]])
-        for j in order:
+        step = getattr(model, "subspace_step", None)
+        for n, j in enumerate(order, start=1):
             # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L
             model.add(np.array([j]), None)
-            record(model.em_step(), "ssem")
+            if step is None:
+                ll = model.em_step()
+            else:  # the noise is re-estimated when n is a power of two
+                ll = step(update_noise=(n & (n - 1)) == 0)
+            record(ll, "ssem")
         hist["n_sweep"] = len(order)
     else:
         model.add(np.asarray(library), alpha_init)

@@ -16,16 +16,24 @@ from ._rvm import (
     ALPHA_MIN,
     ActiveDesign,
     basis_rows,
+    leading_identity,
     mackay_update,
     run_subspace_em,
 )
-from .linalg import cholesky_append
+from .linalg import cholesky_append, cholesky_delete, cholesky_downdate, cholesky_update
 
 __all__ = ["RelevanceVectorRegressor"]
 
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
 # the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
 _NOISE_FLOOR = 1e-10
+# SSEM sweep: an M-step change of alpha_j is applied to the factor when it exceeds this
+# relative size (|log(alpha_new / alpha_old)|); smaller changes wait for a later step.
+ALPHA_RTOL = 0.1
+# At most this many alpha changes are applied per SSEM step (each costs O((M - j)^2)).
+MAX_RANK_ONE = 4
+# A downdate keeping less than this fraction of its pivot is done as delete + append instead.
+DOWNDATE_KEEP = 1e-2
 
 
 def default_kernel():
@@ -36,15 +44,27 @@ def default_kernel():
 class _RegressionEM:
     """Exact E-step and MacKay M-step of the RVM on an active set (SSEM paper §2, eqs. 6-12).
 
-    With ``D = A^-1/2`` (active part) the posterior precision ``Sigma^-1 = A + Phi^T Phi / s2``
-    (eq. 7) is kept as the better-conditioned ``B = D Sigma^-1 D = I + D G D / s2`` (``B >= I``
-    however large ``alpha`` gets), with ``G = Phi^T Phi`` and ``h = Phi^T t`` grown one row and
-    column per added basis function (O(n M)) and a lower Cholesky factor ``L L^T = B``. Adding a
-    basis function appends one row to ``L`` (:func:`skgpsparse.linalg.cholesky_append`,
-    O(M^2)); the M-step changes every ``alpha`` and ``s2``, so ``L`` is refactorised once per
-    EM step (O(M^3), the paper's cost of an E-step), after pruning, on the smaller set. Pruning
-    drops rows and columns of ``G`` and ``h`` before that refactorisation: a Givens deletion
-    (:func:`skgpsparse.linalg.cholesky_delete`) would only update a factor about to be replaced.
+    Keeps ``G = Phi^T Phi`` and ``h = Phi^T t`` over the active basis functions (grown one row
+    and column per added function, O(n M)) and a lower Cholesky factor ``L L^T = S`` of the
+    posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. During
+    the Subspace EM sweep (:meth:`subspace_step`) the factor is never recomputed:
+
+    - adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``:
+      :func:`skgpsparse.linalg.cholesky_append`, O(M^2);
+    - the M-step's change of one ``alpha_j`` (eq. 12) is ``S + (alpha_new - alpha_old) e_j
+      e_j^T``, a rank-one update (:func:`~skgpsparse.linalg.cholesky_update`) or downdate
+      (:func:`~skgpsparse.linalg.cholesky_downdate`) of the trailing block from ``j``,
+      O((M - j)^2); a downdate that would cancel most of the pivot (``alpha_j`` falling by
+      orders of magnitude, e.g. the new function leaving ``L``) is done as a Givens deletion
+      of ``j`` and a re-append at the end instead, which is backward stable;
+    - pruning ``alpha_j >= L`` removes ``j`` by Givens rotations:
+      :func:`~skgpsparse.linalg.cholesky_delete`, O(M^2).
+
+    The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
+    change of ``S``: it is the one step that refactorises (O(M^3), LAPACK). In the sweep
+    ``s2`` is therefore updated only when the number of visited basis functions is a power of
+    two (log2 N refactorisations per sweep); batch EM (:meth:`em_step`) updates ``s2`` and all
+    ``alpha`` every step and refactorises once per step.
     """
 
     def __init__(
@@ -61,11 +81,23 @@ class _RegressionEM:
         self._L = np.zeros((16, 16))
         self.noise_clipped = False
         self.n_fallback = 0
-        self.mu = np.empty(0)
+        # how the factor changed: refactorisations, appends, rank-one updates, deletions
+        self.counts = dict.fromkeys(("refactor", "append", "rank_one", "delete", "move"), 0)
 
     @property
     def n_active(self):
         return self.design.size
+
+    @property
+    def L(self):
+        """The factor ``L L^T = A + G / s2`` of the active basis functions."""
+        M = self.design.size
+        return self._L[:M, :M]
+
+    @property
+    def G(self):
+        M = self.design.size
+        return self._G[:M, :M]
 
     def _reserve(self, m):
         cap = self._G.shape[0]
@@ -94,80 +126,88 @@ class _RegressionEM:
         G[M : M + k, M : M + k] = rows @ rows.T
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
-        if k == 1 and M > 0:
-            # one new row of the factor of B: O(M^2), no refactorisation
-            d = self.design.alpha**-0.5
-            b = d[:M] * G[:M, M] * d[M] / self.s2
-            c = 1.0 + G[M, M] * d[M] ** 2 / self.s2
+        if k == 1:
+            # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
             try:
-                cholesky_append(self._L, b, c, size=M, overwrite_L=True)
-            except np.linalg.LinAlgError:
-                self.refactor()
-        else:
-            self.refactor()
+                cholesky_append(
+                    self._L,
+                    G[:M, M] / self.s2,
+                    self.design.alpha[M] + G[M, M] / self.s2,
+                    size=M,
+                    overwrite_L=True,
+                )
+                self.counts["append"] += 1
+                return
+            except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
+                pass
+        self.refactor()
 
-    def _factor(self, G, d, s2, keep=None):
-        """Lower Cholesky factor of ``B = I + D G D / s2`` (a new array)."""
-        M = len(d)
-        B = (d[:, None] * G * d[None, :]) / s2
-        B[np.diag_indices(M)] += 1.0
+    def _factor(self, order, alpha, s2):
+        """Lower Cholesky factor of ``S = A + G / s2`` over positions ``order`` (new array)."""
+        G = self.G[np.ix_(order, order)]
+        S = G / s2
+        S[np.diag_indices_from(S)] += alpha
+        self.counts["refactor"] += 1
         try:
-            return cholesky(B, lower=True, check_finite=False)
+            return cholesky(S, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
-            # Rounding in G (nearly collinear basis functions) lost B >= I: factor
-            # B = [Psi; I]^T [Psi; I] with Psi = Phi D / s from a QR instead, O(n M^2).
-            rows = self.design.rows if keep is None else self.design.rows[keep]
-            Psi = rows.T * (d / np.sqrt(s2))
-            R = qr(np.vstack([Psi, np.eye(M)]), mode="r", check_finite=False)[0][:M]
+            # Rounding in G (nearly collinear basis functions) lost S > 0: factor
+            # S = [Phi / s; A^1/2]^T [Phi / s; A^1/2] from a QR instead, O(n M^2).
+            Psi = self.design.rows[order].T / np.sqrt(s2)
+            R = qr(np.vstack([Psi, np.diag(np.sqrt(alpha))]), mode="r", check_finite=False)[0]
+            R = R[: len(order)]
             return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
 
     def refactor(self):
-        """``L L^T = B = I + D G D / s2`` for the current ``alpha`` and ``s2``."""
+        """``L L^T = A + G / s2`` from scratch for the current ``alpha`` and ``s2``."""
         M = self.design.size
         if M:
-            self._L[:M, :M] = self._factor(self._G[:M, :M], self.design.alpha**-0.5, self.s2)
+            self._L[:M, :M] = self._factor(np.arange(M), self.design.alpha, self.s2)
 
-    @property
-    def L(self):
-        M = self.design.size
-        return self._L[:M, :M]
-
-    def _solve(self, L, d, h, s2, keep=None):
-        """Eq. (6): ``mu = Sigma Phi^T t / s2`` as ``D w / s2`` with ``w = B^-1 D h``, and the
-        residual ``t - Phi mu`` (pruned rows, ``keep`` false, have weight 0)."""
-        if len(d) == 0:
-            return np.empty(0), np.empty(0), self.t.copy()
-        u = solve_triangular(L, d * h, lower=True, check_finite=False)
-        w = solve_triangular(L, u, lower=True, trans="T", check_finite=False)
-        mu = d * w / s2
-        if keep is None:
-            resid = self.t - self.design.rows.T @ mu
-        else:
-            full = np.zeros(self.design.size)
-            full[keep] = mu
-            resid = self.t - self.design.rows.T @ full
-        return mu, w, resid
-
-    def posterior(self):
-        """Mean, ``w`` and residual of the current model (see ``_solve``)."""
-        M = self.design.size
-        return self._solve(self.L, self.design.alpha**-0.5, self._h[:M], self.s2)
-
-    def log_likelihood(self, w, resid, L=None, s2=None):
-        """Eq. (11): ``log N(t | 0, s2 I + Phi A^-1 Phi^T)`` as
-        ``-1/2 [n log 2 pi s2 + log|B| + |t - Phi mu|^2 / s2 + mu^T A mu]``."""
+    def posterior(self, L=None, order=None, s2=None):
+        """Eq. (6): ``mu = S^-1 h / s2`` over positions ``order``, and ``t - Phi mu``."""
         L = self.L if L is None else L
         s2 = self.s2 if s2 is None else s2
+        M = self.design.size
+        order = np.arange(M) if order is None else order
+        if len(order) == 0:
+            return np.empty(0), self.t.copy()
+        u = solve_triangular(L, self._h[:M][order], lower=True, check_finite=False)
+        mu = solve_triangular(L, u, lower=True, trans="T", check_finite=False) / s2
+        full = np.zeros(M)
+        full[order] = mu
+        return mu, self.t - self.design.rows.T @ full
+
+    def log_likelihood(self, mu, resid, L=None, alpha=None, s2=None):
+        """Eq. (11): ``log N(t | 0, s2 I + Phi A^-1 Phi^T)`` as ``-1/2 [n log 2 pi s2 +
+        log|S| - log|A| + |t - Phi mu|^2 / s2 + mu^T A mu]`` (determinant lemma)."""
+        L = self.L if L is None else L
+        alpha = self.design.alpha if alpha is None else alpha
+        s2 = self.s2 if s2 is None else s2
         n = len(self.t)
-        logdet = 2.0 * np.sum(np.log(np.diag(L)))
-        data = resid @ resid / s2 + (w @ w) / s2**2
+        logdet = 2.0 * np.sum(np.log(np.diag(L))) - np.sum(np.log(alpha))
+        data = resid @ resid / s2 + np.sum(alpha * mu * mu)
         return -0.5 * (n * np.log(2 * np.pi * s2) + logdet + data)
 
-    def _m_step(self, rule, mu, gamma, binv_diag, resid):
+    def e_step(self):
+        """Eqs. (6)-(7): ``mu``, the residual, ``diag(Sigma)`` and ``gamma = 1 - alpha
+        Sigma_jj``; ``Sigma = L^-T L^-1`` needs the inverse factor, O(M^3 / 3)."""
+        M = self.design.size
+        mu, resid = self.posterior()
+        if M == 0:
+            return mu, resid, np.empty(0), np.empty(0)
+        Linv, info = lapack.dtrtri(self.L, lower=1)
+        if info != 0:  # pragma: no cover - S >= A keeps L invertible
+            raise np.linalg.LinAlgError("RVM: the factor of Sigma^-1 is singular.")
+        sigma_diag = np.einsum("ij,ij->j", Linv, Linv)
+        gamma = np.clip(1.0 - self.design.alpha * sigma_diag, 0.0, 1.0)
+        return mu, resid, sigma_diag, gamma
+
+    def _m_step(self, rule, mu, gamma, sigma_diag, resid, noise=True):
         """``(alpha, s2)`` by MacKay's update (eq. 12) or by the EM update (§2)."""
         M, n = self.design.size, len(self.t)
         s2 = self.s2
-        if self.learn_noise:
+        if self.learn_noise and noise:
             if rule == "mackay":  # eq. (12): s2 = |t - Phi mu|^2 / (N - sum gamma)
                 s2 = (resid @ resid) / max(n - gamma.sum(), 1e-3)
             else:  # EM: s2 = (|t - Phi mu|^2 + s2_old sum gamma) / N
@@ -179,56 +219,143 @@ class _RegressionEM:
         floor = np.minimum(np.diag(self._G)[:M] / self.s2, self.design.alpha / ALPHA_FLOOR)
         if rule == "mackay":  # eq. (12): alpha_j = gamma_j / mu_j^2
             alpha = mackay_update(gamma, mu, floor=floor)
-        else:  # EM: alpha_j = 1 / (mu_j^2 + Sigma_jj), Sigma_jj = (B^-1)_jj / alpha_j
-            sigma_diag = binv_diag / self.design.alpha
+        else:  # EM (§2): alpha_j = 1 / (mu_j^2 + Sigma_jj)
             alpha = np.maximum(
                 1.0 / (mu * mu + sigma_diag), np.maximum(ALPHA_MIN, ALPHA_FLOOR * floor)
             )
         return alpha, s2
 
+    def _commit(self, L, order, alpha, s2, mu):
+        """Make the factor ``L`` over positions ``order`` with ``alpha`` the model's."""
+        M, k = self.design.size, len(order)
+        p = leading_identity(order)
+        if p < k or k < M:
+            # G's leading p x p block stays; the rest is permuted, O(M (M - p))
+            tail = order[p:]
+            G = self._G
+            G[p:k, :k] = G[np.ix_(tail, order)]
+            G[:p, p:k] = G[p:k, :p].T
+            self._h[p:k] = self._h[:M][tail]
+            self.design.take(order)
+        self.design.alpha = alpha
+        self._L[:k, :k] = L
+        self.s2 = s2
+        self.mu = mu
+
     def em_step(self):
-        """E-step on the active set, M-step, pruning at ``alpha >= L``; returns the log
-        marginal likelihood of the updated, pruned model.
+        """One batch EM step: E-step, M-step of every ``alpha`` and ``s2``, pruning of
+        ``alpha >= L``, one refactorisation of the pruned ``S``; returns the log marginal
+        likelihood of the updated model.
 
         The M-step is MacKay's update (eq. 12). It is not an EM step and can lower the
         likelihood (rarely; mostly when the ``ALPHA_FLOOR`` binds); then the step is redone with
         the EM update of §2, which cannot.
         """
-        M, _n = self.design.size, len(self.t)
-        mu, w, resid = self.posterior()
-        ll0 = self.log_likelihood(w, resid)
-        if M:
-            Linv, info = lapack.dtrtri(self.L, lower=1)
-            if info != 0:  # pragma: no cover - B >= I keeps L invertible
-                raise np.linalg.LinAlgError("RVM: the factor of B is singular.")
-            binv_diag = np.einsum("ij,ij->j", Linv, Linv)  # alpha_j Sigma_jj
-            gamma = np.clip(1.0 - binv_diag, 0.0, 1.0)  # gamma_j = 1 - alpha_j Sigma_jj
-        else:
-            binv_diag = gamma = np.empty(0)
+        mu, resid, sigma_diag, gamma = self.e_step()
+        ll0 = self.log_likelihood(mu, resid)
         for rule in ("mackay", "em"):
-            alpha, s2 = self._m_step(rule, mu, gamma, binv_diag, resid)
-            keep = alpha < self.alpha_max
-            d = alpha[keep] ** -0.5
-            G = self._G[:M, :M][np.ix_(keep, keep)]
-            h = self._h[:M][keep]
-            L = self._factor(G, d, s2, keep) if len(d) else np.empty((0, 0))
-            mu_new, w, resid_new = self._solve(L, d, h, s2, keep)
-            ll = self.log_likelihood(w, resid_new, L, s2)
-            if ll >= ll0 - 1e-12 * abs(ll0):
-                break
-            if rule == "em":
+            alpha, s2 = self._m_step(rule, mu, gamma, sigma_diag, resid)
+            order = np.flatnonzero(alpha < self.alpha_max)
+            L = self._factor(order, alpha[order], s2) if len(order) else np.empty((0, 0))
+            mu_new, resid_new = self.posterior(L, order, s2)
+            ll = self.log_likelihood(mu_new, resid_new, L, alpha[order], s2)
+            if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
                 break
             self.n_fallback += 1
-        # commit: prune rows with alpha >= L, store the new factor
-        k = len(d)
-        self.s2 = s2
-        self.design.alpha = alpha
-        self.design.keep(keep)
-        self._G[:k, :k] = G
-        self._h[:k] = h
-        self._L[:k, :k] = L
-        self.mu = mu_new
+        self._commit(L, order, alpha[order], s2, mu_new)
         return ll
+
+    def subspace_step(self, update_noise=False):
+        """One SSEM step (Figure 1, steps 3-4) on the factor, without refactorising.
+
+        E-step in the active subspace, M-step (eq. 12) of every active ``alpha``; the
+        ``alpha`` that change by more than ``ALPHA_RTOL`` (relative) are applied to the factor
+        as rank-one updates, those reaching ``L`` are pruned by Givens deletions, the others
+        keep their value (a partial M-step, still an EM ascent for the EM update). With
+        ``update_noise`` (or a fixed-noise model never) ``s2`` changes too and the step is
+        a batch step (:meth:`em_step`, one refactorisation).
+        """
+        if update_noise and self.learn_noise:
+            return self.em_step()
+        mu, resid, sigma_diag, gamma = self.e_step()
+        ll0 = self.log_likelihood(mu, resid)
+        old = self.design.alpha
+        for rule in ("mackay", "em"):
+            alpha, _ = self._m_step(rule, mu, gamma, sigma_diag, resid, noise=False)
+            prune = alpha >= self.alpha_max
+            # the largest relative changes, at most MAX_RANK_ONE of them, above ALPHA_RTOL
+            size = np.where(prune, 0.0, np.abs(np.log(alpha / old)))
+            top = np.argsort(size)[::-1][:MAX_RANK_ONE]
+            change = np.zeros(len(old), dtype=bool)
+            change[top[size[top] > ALPHA_RTOL]] = True
+            L, order, a = self._apply(alpha, change, prune)
+            mu_new, resid_new = self.posterior(L, order)
+            ll = self.log_likelihood(mu_new, resid_new, L, a)
+            if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
+                break
+            self.n_fallback += 1
+        self._commit(L, order, a, self.s2, mu_new)
+        return ll
+
+    def set_alpha(self, alpha):
+        """Give the active basis functions precisions ``alpha`` (pruning ``alpha >= L``) by
+        rank-one updates and deletions of the factor, without refactorising."""
+        prune = alpha >= self.alpha_max
+        L, order, a = self._apply(alpha, ~prune & (alpha != self.design.alpha), prune)
+        self._commit(L, order, a, self.s2, self.posterior(L, order)[0])
+
+    def _apply(self, alpha, change, prune):
+        """Factor of ``S`` after pruning ``prune`` and setting ``alpha[change]``, on a copy.
+
+        Returns the factor, the positions it covers (in its row order) and their ``alpha``.
+        """
+        M, s2, G = self.design.size, self.s2, self.G
+        W = np.array(self.L)
+        a = self.design.alpha.copy()
+        counts = self.counts
+        # pruning (alpha_j >= L, eq. 13): Givens deletion of row and column j
+        for j in np.flatnonzero(prune)[::-1]:
+            cholesky_delete(W, j, size=M, overwrite_L=True)
+            M -= 1
+            counts["delete"] += 1
+        order = list(np.flatnonzero(~prune))
+        for j in np.flatnonzero(change):
+            p = order.index(j)
+            delta = alpha[j] - a[j]  # S_new = S + delta e_j e_j^T (eq. 7)
+            v = np.zeros(M - p)
+            v[0] = np.sqrt(abs(delta))
+            block = W[p:M, p:M]
+            if delta > 0:
+                cholesky_update(block, v, overwrite_L=True, overwrite_v=True)
+                counts["rank_one"] += 1
+                a[j] = alpha[j]
+                continue
+            if W[p, p] ** 2 + delta > DOWNDATE_KEEP * W[p, p] ** 2:
+                saved = block.copy()
+                try:
+                    cholesky_downdate(block, v, overwrite_L=True, overwrite_v=True)
+                    counts["rank_one"] += 1
+                    a[j] = alpha[j]
+                    continue
+                except np.linalg.LinAlgError:
+                    block[...] = saved
+            # the downdate would cancel the pivot: delete j and append it at the end
+            cholesky_delete(W, p, size=M, overwrite_L=True)
+            del order[p]
+            try:
+                cholesky_append(
+                    W, G[order, j] / s2, alpha[j] + G[j, j] / s2, size=M - 1, overwrite_L=True
+                )
+            except np.linalg.LinAlgError:
+                # numerically a combination of the others: it leaves the model
+                M -= 1
+                counts["delete"] += 1
+                continue
+            order.append(j)
+            a[j] = alpha[j]
+            counts["move"] += 1
+        order = np.asarray(order, dtype=np.intp)
+        return W[:M, :M], order, a[order]
 
 
 class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
@@ -445,8 +572,9 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self._centers = np.vstack([X, np.zeros((1, X.shape[1]))])[idx]
         self._bias_mask = is_bias
         self._d = model.design.alpha**-0.5
-        self._L = model.L.copy()
-        mu, w, resid = model.posterior()
+        # the factor of B = D S D (D = A^-1/2, better conditioned for prediction) is D L
+        self._L = self._d[:, None] * model.L
+        mu, resid = model.posterior()
         self.relevance_indices_ = idx[~is_bias]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.coef_ = mu[~is_bias]
@@ -459,11 +587,12 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self.sigma_ = Sigma[np.ix_(order, order)]
         self.noise_variance_ = model.s2
         self.log_marginal_likelihood_curve_ = np.asarray(hist["log_likelihood"])
-        self.log_marginal_likelihood_value_ = float(model.log_likelihood(w, resid))
+        self.log_marginal_likelihood_value_ = float(model.log_likelihood(mu, resid))
         self.n_relevance_curve_ = np.asarray(hist["n_active"])
         self.cpu_time_curve_ = np.asarray(hist["cpu_time"])
         self.n_iter_ = hist["n_iter"]
         self.n_em_fallbacks_ = model.n_fallback
+        self._factor_counts = dict(model.counts)
 
     def _posterior_covariance(self):
         """Eq. (7): ``Sigma = D B^-1 D`` over the active basis functions (internal order)."""

@@ -1,0 +1,123 @@
+"""The RVM regressor's incremental factor of Sigma^-1 = A + Phi^T Phi / s2 (SSEM paper eq. 7)."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF
+
+from skgpsparse._rvm_regression import RelevanceVectorRegressor, _RegressionEM
+
+
+def _model(n=60, seed=7, learn_noise=True):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, size=(n, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(n)
+    centers = np.vstack([X, np.zeros((1, 1))])
+    bias_mask = np.zeros(n + 1, dtype=bool)
+    bias_mask[n] = True
+    kernel = RBF(0.7)
+    model = _RegressionEM(kernel, X, y, centers, bias_mask, 0.05, learn_noise, 1e9, 1e-12)
+    return model, kernel, X, y
+
+
+def _dense_factor(model, kernel, X):
+    # eq. (7): Sigma^-1 = A + Phi^T Phi / s2 over the active basis functions, from scratch
+    idx = model.design.index
+    n = X.shape[0]
+    Phi = np.ones((n, len(idx)))
+    kern = idx < n
+    Phi[:, kern] = kernel(X, X[idx[kern]])
+    S = np.diag(model.design.alpha) + Phi.T @ Phi / model.s2
+    return np.linalg.cholesky(S), Phi
+
+
+def _assert_factor_matches(model, kernel, X):
+    L = np.tril(model.L)
+    L_dense, Phi = _dense_factor(model, kernel, X)
+    # row j of L scales like sqrt(alpha_j): compare the rows of D L (D = A^-1/2), whose
+    # entries are O(1), relative to their norm
+    d = model.design.alpha**-0.5
+    err = np.linalg.norm(d[:, None] * (L - L_dense)) / np.linalg.norm(d[:, None] * L_dense)
+    assert err < 1e-8
+    np.testing.assert_allclose(model.G, Phi.T @ Phi, rtol=1e-12, atol=1e-10)
+
+
+def test_incremental_factor_equals_dense_cholesky():
+    # adds (cholesky_append at alpha = L), alpha changes up and down (rank-one update and
+    # downdate, or delete + append for a collapse from L), prunes (cholesky_delete)
+    model, kernel, X, _ = _model()
+    rng = np.random.RandomState(0)
+    unused = list(rng.permutation(X.shape[0] + 1))
+    for step in range(30):
+        model.add(np.array([unused.pop()]), None)
+        _assert_factor_matches(model, kernel, X)
+        alpha = model.design.alpha.copy()
+        alpha[-1] = np.exp(rng.uniform(-3, 3))  # the new one leaves L
+        some = rng.rand(len(alpha) - 1) < 0.3
+        alpha[:-1][some] *= np.exp(rng.uniform(-3, 3, size=some.sum()))
+        if step % 4 == 3:  # prune one or two
+            alpha[rng.choice(len(alpha), size=1 + step % 2, replace=False)] = 1e10
+        model.set_alpha(alpha)
+        _assert_factor_matches(model, kernel, X)
+    counts = model.counts
+    assert counts["refactor"] == 0
+    assert counts["append"] == 30 and counts["rank_one"] > 20
+    assert counts["move"] >= 25 and counts["delete"] >= 10
+    assert 10 < model.n_active < 30
+
+
+def test_subspace_steps_equal_dense_em_and_never_refactorise():
+    # with a fixed noise the whole SSEM sweep (Figure 1) runs on appends, rank-one updates and
+    # deletions; each step's E-step equals the dense posterior of eqs. (6)-(7)
+    model, kernel, X, y = _model(n=50, learn_noise=False)
+    for j in np.random.RandomState(1).permutation(51):
+        model.add(np.array([j]), None)
+        model.subspace_step()
+        _assert_factor_matches(model, kernel, X)
+        mu, resid = model.posterior()
+        L_dense, Phi = _dense_factor(model, kernel, X)
+        mu_dense = np.linalg.solve(L_dense @ L_dense.T, Phi.T @ y / model.s2)
+        np.testing.assert_allclose(mu, mu_dense, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(resid, y - Phi @ mu_dense, atol=1e-8)
+    assert model.counts["refactor"] == 0
+    assert model.counts["append"] == 51
+    assert model.counts["rank_one"] + model.counts["move"] > 51
+
+
+def test_fit_refactorises_once_per_batch_step_and_per_noise_update():
+    rng = np.random.RandomState(3)
+    X = rng.uniform(-3, 3, size=(64, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(64)
+    est = RelevanceVectorRegressor(RBF(1.0), random_state=0, max_iter=10, tol=0).fit(X, y)
+    counts = est._factor_counts
+    # noise updates at visits 1, 2, 4, ..., 64 (7), then one per batch step; two factors when
+    # MacKay's step is redone with the EM update
+    assert 7 + est.n_iter_ <= counts["refactor"] <= 7 + est.n_iter_ + est.n_em_fallbacks_
+    assert est.n_iter_ == 10
+    assert counts["append"] == 65
+    fixed = RelevanceVectorRegressor(
+        RBF(1.0), learn_noise=False, noise_variance=0.01, random_state=0, max_iter=0
+    ).fit(X, y)
+    assert fixed._factor_counts["refactor"] == 0
+
+
+@pytest.mark.parametrize("method", ["ssem", "batch_em"])
+def test_predictions_equal_dense_formula(method):
+    # eqs. (9)-(10) with the learned alpha and s2 against a dense posterior
+    rng = np.random.RandomState(5)
+    X = rng.uniform(-3, 3, size=(70, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.randn(70)
+    kernel = RBF(1.2)
+    est = RelevanceVectorRegressor(kernel, method=method, random_state=2).fit(X, y)
+    Phi = np.column_stack([kernel(X, est.relevance_vectors_), np.ones(len(X))])
+    alpha = np.append(est.alpha_, est.alpha_bias_)
+    if not np.isfinite(est.alpha_bias_):
+        Phi, alpha = Phi[:, :-1], alpha[:-1]
+    Sigma = np.linalg.inv(np.diag(alpha) + Phi.T @ Phi / est.noise_variance_)
+    mu = Sigma @ Phi.T @ y / est.noise_variance_
+    Xq = rng.uniform(-3, 3, size=(20, 2))
+    Pq = np.column_stack([kernel(Xq, est.relevance_vectors_), np.ones(len(Xq))])[:, : len(mu)]
+    mean, std = est.predict(Xq, return_std=True)
+    np.testing.assert_allclose(mean, Pq @ mu, rtol=1e-8, atol=1e-10)
+    var = est.noise_variance_ + np.einsum("ij,jk,ik->i", Pq, Sigma, Pq)
+    np.testing.assert_allclose(std, np.sqrt(var), rtol=1e-8)
+    assert np.mean((est.predict(X) - y) ** 2) < 0.01
