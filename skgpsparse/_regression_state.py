@@ -17,11 +17,22 @@ stable form of Seeger, Williams & Lawrence (2003) and of the exchange paper:
 - ``D = diag(Sigma_p)`` (eq. (5) needs it) and ``q = diag(K - V^T V)``, the diagonal of the
   Nystrom approximation error at every training point (the info-gain criterion needs it).
 
-Appending a basis vector borders ``L`` and ``R`` and adds a row to ``V``: O(n p). Deleting one
-re-triangularises ``L`` with Givens rotations (:func:`~skgpsparse.linalg.cholesky_delete`),
-rotates the rows of ``V`` alike and follows with ``R`` (:func:`~skgpsparse.linalg.
-cholesky_rotate`): O(n p) (exchange paper, steps 1-6). All factors live in preallocated
-``p_max``-sized storage, so nothing is reallocated while the basis grows and shrinks.
+The ``p x n`` array kept is ``K_p^T`` itself, not ``V``: a new basis vector's kernel column is
+stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
+gives (``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L``
+and ``R`` with one fused pass over ``K_p^T`` (the new row ``v`` of ``V`` chunk by chunk, and
+``K_p^T v`` while the chunk is in cache); a working set is scored with one more pass, in which
+the residual ``mu = y - K_p alpha`` and the candidates' kernel columns are formed chunk by
+chunk and never stored whole. That is two reads of ``K_p^T`` per forward step instead of three
+of ``V`` (benchmarks/results/million.md). Deleting one re-triangularises ``L`` with Givens
+rotations (:func:`~skgpsparse.linalg.cholesky_delete`) and follows with ``R``
+(:func:`~skgpsparse.linalg.cholesky_rotate`); the row of ``V`` that leaves is formed with one
+pass (exchange paper, steps 1-6). All factors live in preallocated ``p_max``-sized storage, so
+nothing is reallocated while the basis grows and shrinks.
+
+Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) are computed
+from inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per
+block), ``k(x, z) = c exp(x.z - |x|^2/2 - |z|^2/2)``; other kernels are called as they are.
 
 The jitter keeps ``Q_p`` positive definite when basis vectors (nearly) coincide; it is part of
 the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by default
@@ -30,6 +41,7 @@ the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by de
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
 
 from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
@@ -40,15 +52,77 @@ RELATIVE_JITTER = 1e-8
 
 # Kernel blocks K(X, X_J) are computed for at most this many entries at a time.
 _BLOCK_ENTRIES = 1 << 22
-# Working sets of at most this many kernel entries (n kappa) are scored through the column
-# cache (512 MB of float64: n = 1,000,000 with the default kappa = 59 fits).
+# Working sets of at most this many kernel entries (n kappa) can be scored through the column
+# cache (512 MB of float64: n = 1,000,000 with the default kappa = 59 fits). The cache is used
+# when at least half of a working set was in the previous one (a kept working set); a fresh
+# working set is scored in one streaming pass instead, its columns never stored whole.
 _CACHE_ENTRIES = 1 << 26
+# Largest working set scored by the streaming pass (larger ones go by blocks of columns).
+_STREAM_MAX = 4096
+# Entries of K_p^T per chunk of the append pass (4 MB: the chunk is read twice, from cache).
+_APPEND_CHUNK_ENTRIES = 1 << 19
+# Entries of a working set's kernel columns per chunk of the scoring pass (2 MB).
+_SCORE_CHUNK_ENTRIES = 1 << 18
+# The inner-product form of the RBF loses ~eps |x|^2 absolutely; it is used only when the
+# centred, scaled inputs satisfy |x|^2 / 2 <= this (an error below ~1e-12 in the kernel).
+_MAX_HALF_SQNORM = 1e4
 
 CRITERIA = ("exact", "matching_pursuit", "info_gain")
 
 
 def _solve_lower(L, b, trans=0):
     return solve_triangular(L, b, lower=True, trans=trans, check_finite=False)
+
+
+def _rbf_parameters(kernel, n_features):
+    """``(c, length_scale)`` of an exact ``RBF`` or ``c * RBF`` kernel, else None."""
+    c, rbf = 1.0, kernel
+    if type(kernel) is Product:
+        k1, k2 = kernel.k1, kernel.k2
+        if type(k1) is RBF and type(k2) is ConstantKernel:
+            k1, k2 = k2, k1
+        if not (type(k1) is ConstantKernel and type(k2) is RBF):
+            return None
+        c, rbf = float(k1.constant_value), k2
+    elif type(kernel) is not RBF:
+        return None
+    ls = np.asarray(rbf.length_scale, dtype=float)
+    if not (c > 0 and np.all(ls > 0) and ls.ndim <= 1 and ls.size in (1, n_features)):
+        return None
+    return c, ls
+
+
+class _KernelColumns:
+    """Blocks ``K(X[rows], X[J])`` of one training set's kernel.
+
+    For ``c * RBF`` (GPML eq. (2.31)) with scaled, centred inputs ``s = (x - m) / l``:
+    ``k(x, z) = c exp(-|s_x - s_z|^2 / 2) = exp(s_x.s_z - |s_x|^2/2 - |s_z|^2/2 + log c)``,
+    one BLAS product and one in-place ``exp`` per block; the exponent is clipped at ``log c``
+    (``|s_x - s_z|^2 >= 0``). Other kernels are called as they are.
+    """
+
+    def __init__(self, kernel, X):
+        self.kernel, self.X, self.fast = kernel, X, False
+        params = _rbf_parameters(kernel, X.shape[1]) if X.shape[0] else None
+        if params is not None:
+            c, ls = params
+            Xs = (X - X.mean(axis=0)) / ls
+            half = 0.5 * np.einsum("ij,ij->i", Xs, Xs)
+            if np.all(np.isfinite(half)) and half.max() <= _MAX_HALF_SQNORM:
+                self.Xs, self.half, self.log_c, self.fast = Xs, half, np.log(c), True
+
+    def __call__(self, rows, J, out=None):
+        if not self.fast:
+            K = np.asarray(self.kernel(self.X[rows], self.X[J]), dtype=float)
+            if out is None:
+                return K
+            out[...] = K
+            return out
+        K = np.dot(self.Xs[rows], self.Xs[J].T, out=out)
+        K -= self.half[rows][:, None]
+        K -= (self.half[J] - self.log_c)[None, :]
+        np.minimum(K, self.log_c, out=K)
+        return np.exp(K, out=K)
 
 
 class RegressionState:
@@ -111,10 +185,12 @@ class RegressionState:
         if jitter is None:
             jitter = RELATIVE_JITTER * max(float(np.mean(self.kdiag)), 0.0)
         self.jitter = float(jitter)
+        self._columns = _KernelColumns(kernel, X)
         pm = self.p_max
         self._L = np.zeros((pm, pm))
         self._R = np.zeros((pm, pm))
-        self._V = np.zeros((pm, n))
+        # Row i: the kernel column K(X, x_i) of basis vector i (factor order), K_p^T.
+        self._K = np.zeros((pm, n))
         self._Vy = np.zeros(pm)
         self._beta = np.zeros(pm)
         self._D = np.zeros(pm)
@@ -127,6 +203,7 @@ class RegressionState:
         self.q = np.clip(self.kdiag, 0.0, None)
         self.yy = float(self.y @ self.y)
         self._cache_K = self._cache_sq = self._cache_idx = None
+        self._last_J = np.zeros(0, dtype=np.intp)
         self._refresh()
 
     # ------------------------------------------------------------------ views
@@ -150,8 +227,8 @@ class RegressionState:
 
     @property
     def V(self):
-        """``L^-1 K_p^T`` (a view, ``p x n``)."""
-        return self._V[: self.p]
+        """``L^-1 K_p^T`` (a new ``p x n`` array: one triangular solve)."""
+        return _solve_lower(self.L, self._K[: self.p]) if self.p else np.zeros((0, self.n))
 
     @property
     def sigma_diag(self):
@@ -167,17 +244,16 @@ class RegressionState:
         else:
             self.w = _solve_lower(self.R, self._beta[:p], trans=1)
             self.alpha = _solve_lower(self.L, self.w, trans=1)
-        # The residual costs a pass over V (O(n p)); only the selection criteria that need it
-        # (and the user) compute it, on demand.
+        # The residual costs a pass over K_p (O(n p)); the scoring pass forms it on the way,
+        # the other users compute it on demand.
         self._residual = None
 
     @property
     def residual(self):
-        """``mu = y - K_p alpha_p = y - V^T w`` (computed on first access after a change)."""
+        """``mu = y - K_p alpha_p`` (computed on first access after a change)."""
         if self._residual is None:
-            self._residual = self.y - self.w @ self.V if self.p else self.y.copy()
+            self._residual = self.y - self.alpha @ self._K[: self.p] if self.p else self.y.copy()
         return self._residual
-
     @property
     def cost(self):
         """Minimum of cost (2), ``1/2 |mu|^2 + s2/2 |w|^2``, from the factors in O(p).
@@ -207,12 +283,18 @@ class RegressionState:
     # ------------------------------------------------------------------ kernel blocks
     def kernel_columns(self, J):
         """``K(X, X_J)`` (``n x len(J)``)."""
-        return self.kernel(self.X, self.X[np.asarray(J)])
+        return self._columns(slice(None), np.asarray(J))
 
     def _blocks(self, J):
         size = max(1, _BLOCK_ENTRIES // max(self.n, 1))
         for start in range(0, len(J), size):
             yield slice(start, start + size), J[start : start + size]
+
+    def _chunks(self, entries_per_row, budget):
+        """Row ranges ``(a, b)`` of chunks with about ``budget`` entries."""
+        size = int(np.clip(budget // max(entries_per_row, 1), 256, max(self.n, 256)))
+        for a in range(0, self.n, size):
+            yield a, min(a + size, self.n)
 
     # ------------------------------------------------------------------ protocol
     def candidates(self):
@@ -241,9 +323,8 @@ class RegressionState:
           ``1/2 g_j^2 / d_j``, ``d_j = |k_j|^2 + s2 (k_jj + jitter)``.
         - ``"exact"`` (Smola & Bartlett 2001; exchange paper eq. (3)): the exact decrease of the
           minimum of (2), ``1/2 g_j^2 / (d_j - c_j^T Sigma_p c_j)`` where ``c_j = K_p^T k_j +
-          s2 k_uj`` is the new column of ``Sigma^-1``; ``c_j^T Sigma_p c_j = |R^-1 (V k_j +
-          s2 L^-1 k_uj)|^2`` (bordering of ``Sigma^-1 = (L R)(L R)^T``). One ``(p x n)(n x
-          kappa)`` product per block of candidates.
+          s2 k_uj`` is the new column of ``Sigma^-1``; ``c_j^T Sigma_p c_j = |R^-1 L^-1 c_j|^2``
+          (bordering of ``Sigma^-1 = (L R)(L R)^T``). One ``(p x n)(n x kappa)`` product.
         - ``"info_gain"``: the idea of Seeger, Williams & Lawrence (2003): score a candidate by
           the information its own likelihood term would add, approximated so that only its
           marginal changes. Our derivation for the PP model: under the current model ``y_j``
@@ -255,6 +336,12 @@ class RegressionState:
           s2)]``. It is 0 for points the basis already represents (``q_j = 0``), grows with the
           unexplained variance and with the residual, and costs O(1) per candidate from the
           maintained ``q`` and ``mu`` (O(n) per step over all remaining points).
+
+        A working set that mostly repeats the previous one is scored from the column cache
+        (:meth:`_cache_columns`); any other one of at most 4096 candidates in one streaming
+        pass over the rows, which forms ``mu = y - K_p alpha_p`` and the candidates' kernel
+        columns chunk by chunk (in cache) and accumulates ``K_J^T mu``, ``|k_j|^2`` and, for
+        ``"exact"``, ``K_p^T K_J``; larger ones by blocks of columns.
         """
         J = np.asarray(J, dtype=np.intp).reshape(-1)
         s2 = self.noise_variance
@@ -269,11 +356,15 @@ class RegressionState:
                 f"Unknown selection criterion {criterion!r}; the regressor knows "
                 f"{', '.join(map(repr, CRITERIA))}."
             )
-        if len(J) * self.n <= _CACHE_ENTRIES:
+        repeated = np.count_nonzero(np.isin(J, self._last_J))
+        self._last_J = J.copy()
+        if len(J) * self.n <= _CACHE_ENTRIES and 2 * repeated >= len(J) > 0:
             slot_of_J = self._cache_columns(J)
             # Scored in slot order on the whole cache (no n x kappa copy), returned in J's.
             out = self._decrease_block(criterion, self._cache_idx, self._cache_K, self._cache_sq)
             return out[slot_of_J]
+        if len(J) <= _STREAM_MAX:
+            return self._decrease_streaming(criterion, J)
         out = np.empty(len(J))
         for sl, Jb in self._blocks(J):
             K_J = self.kernel_columns(Jb)  # n x kappa
@@ -283,20 +374,45 @@ class RegressionState:
 
     def _decrease_block(self, criterion, J, K_J, sq):
         """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
-        s2 = self.noise_variance
         p = self.p
-        K_uJ = K_J[self._idx[:p]]  # p x kappa
-        g = self.residual @ K_J - s2 * (self.alpha @ K_uJ)
+        KpK = self._K[:p] @ K_J if criterion == "exact" and p else None
+        return self._decrease_from(criterion, J, self.residual @ K_J, sq, K_J[self._idx[:p]], KpK)
+
+    def _decrease_streaming(self, criterion, J):
+        """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole)."""
+        p, m = self.p, len(J)
+        Kp, alpha, y = self._K[:p], self.alpha, self.y
+        buf = np.empty((max(256, _SCORE_CHUNK_ENTRIES // max(m, 1)), m))
+        mu = np.empty(self.n)
+        Kmu, sq = np.zeros(m), np.zeros(m)
+        KpK = np.zeros((p, m)) if criterion == "exact" and p else None
+        for a, b in self._chunks(m, _SCORE_CHUNK_ENTRIES):
+            K_c = self._columns(slice(a, b), J, out=buf[: b - a])
+            mu_c = mu[a:b]
+            if p:
+                np.dot(alpha, Kp[:, a:b], out=mu_c)
+                np.subtract(y[a:b], mu_c, out=mu_c)
+            else:
+                mu_c[:] = y[a:b]
+            Kmu += mu_c @ K_c
+            sq += np.einsum("ij,ij->j", K_c, K_c)
+            if KpK is not None:
+                KpK += Kp[:, a:b] @ K_c
+        self._residual = mu
+        K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
+        return self._decrease_from(criterion, J, Kmu, sq, K_uJ, KpK)
+
+    def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
+        """The criterion from ``K_J^T mu``, ``|k_j|^2``, ``K_uJ`` and (exact) ``K_p^T K_J``."""
+        s2 = self.noise_variance
+        g = Kmu - s2 * (self.alpha @ K_uJ)
         d = sq + s2 * (self.kdiag[J] + self.jitter)
-        if criterion == "exact" and p:
-            C = self.V @ K_J  # the batched (p x n)(n x kappa) product
-            C += s2 * _solve_lower(self.L, K_uJ)
-            C = _solve_lower(self.R, C)
+        if criterion == "exact" and self.p:
+            C = _solve_lower(self.R, _solve_lower(self.L, KpK + s2 * K_uJ))
             d = d - np.einsum("ij,ij->j", C, C)
             # The Schur complement is >= s2 * jitter in exact arithmetic.
             d = np.maximum(d, s2 * self.jitter)
         return 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
-
     def _cache_columns(self, J):
         """Put ``K(X, X_J)`` in a cache of kernel columns; return each column's slot.
 
@@ -351,7 +467,7 @@ class RegressionState:
         if self.in_basis[j]:
             raise ValueError(f"Point {j} is already in the basis.")
         s2 = self.noise_variance
-        k_j = np.asarray(self.kernel(self.X, self.X[j : j + 1]), dtype=float)[:, 0]
+        k_j = self._columns(slice(None), np.array([j]))[:, 0]
         b = k_j[self._idx[:p]]
         c = self.kdiag[j] + self.jitter
         l = _solve_lower(self.L, b) if p else b
@@ -362,20 +478,14 @@ class RegressionState:
         # Seeger et al. 2003 eq. (6): border L with l = L^-1 k_uj, l_pp = sqrt(c - |l|^2).
         cholesky_append(self._L, b, c, size=p, overwrite_L=True)
         lpp = self._L[p, p]
-        # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp.
-        v = self._V[p]
-        if p:
-            np.dot(l, self._V[:p], out=v)
-            np.subtract(k_j, v, out=v)
-        else:
-            v[:] = k_j
-        v /= lpp
-        # Border R R^T = V V^T + s2 I with V v and |v|^2 + s2.
-        Vv = self._V[:p] @ v
-        cholesky_append(self._R, Vv, float(v @ v) + s2, size=p, overwrite_L=True)
+        # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
+        # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
+        Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
+        self._K[p] = k_j
+        cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
-        self._Vy[p] = float(v @ self.y)
+        self._Vy[p] = vy
         # beta = R^-1 V y gains one entry; the old ones are unchanged.
         self._beta[p] = (self._Vy[p] - float(r @ self._beta[:p])) / rpp
         # D = diag((L R)^-T (L R)^-1): bordering (L R) adds the squares of its new inverse row
@@ -385,22 +495,44 @@ class RegressionState:
             t /= lpp * rpp
             self._D[:p] += t * t
         self._D[p] = 1.0 / (lpp * rpp) ** 2
-        # q = diag(K - V^T V) loses v^2.
-        self.q -= v * v
-        np.maximum(self.q, 0.0, out=self.q)
         self._idx[p] = j
         self.in_basis[j] = True
         self.p = p + 1
         self._refresh()
         return True
 
+    def _append_pass(self, k, t, lpp):
+        """One pass over ``K_p^T`` for the new row ``v = (k - K_p t) / l_pp`` of ``V``.
+
+        Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): ``v``, then
+        ``K_p^T v``, ``|v|^2``, ``v^T y`` and ``q -= v^2`` (``q = diag(K - V^T V)``). Returns
+        ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v`` (``L`` before the append).
+        """
+        p = self.p
+        Kp, y, q = self._K[:p], self.y, self.q
+        acc = np.zeros(p)
+        vv = vy = 0.0
+        for a, b in self._chunks(p, _APPEND_CHUNK_ENTRIES):
+            K_c = Kp[:, a:b]
+            v = k[a:b] - t @ K_c if p else k[a:b].copy()
+            v /= lpp
+            if p:
+                acc += K_c @ v
+            vv += float(v @ v)
+            vy += float(v @ y[a:b])
+            q_c = q[a:b]
+            q_c -= v * v
+            np.maximum(q_c, 0.0, out=q_c)
+        return (_solve_lower(self.L, acc) if p else acc), vv, vy
+
     def delete(self, pos):
         """Remove the basis vector at position ``pos`` (factor order): O(n p + p^2).
 
-        Exchange paper steps 2-5: Givens rotations re-triangularise ``L`` and rotate the rows of
-        ``V`` (``G_p``) and ``R`` (``M_p``); the rotated last row ``r`` of ``V`` leaves, so
-        ``q += r^2``. ``Sigma_(p-1)`` is the inverse of ``Sigma_p^-1`` without row and column
-        ``pos``: ``D_new = D - Sigma[:, pos]^2 / Sigma[pos, pos]``.
+        Exchange paper steps 2-5: Givens rotations re-triangularise ``L`` and rotate the
+        coordinates of ``V`` (``G_p``) and ``R`` (``M_p``); the rotated last row ``r`` of ``V``
+        leaves, so ``q += r^2`` (``r = u^T V = (L^-T u)^T K_p^T`` with ``u`` the last row of
+        the rotations ``Q^T``: one pass). ``Sigma_(p-1)`` is the inverse of ``Sigma_p^-1``
+        without row and column ``pos``: ``D_new = D - Sigma[:, pos]^2 / Sigma[pos, pos]``.
         """
         p = self.p
         pos = int(pos)
@@ -413,11 +545,14 @@ class RegressionState:
         s = _solve_lower(self.L, _solve_lower(self.R, s, trans=1), trans=1)
         D = self._D[:p] - s * s / max(s[pos], np.finfo(float).tiny)
         j = int(self._idx[pos])
+        L_old = self.L.copy()
         _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)
-        rot.apply(self._V, overwrite=True)
-        r = self._V[p - 1]
+        u = rot.apply(np.eye(p), overwrite=True)[p - 1]
+        r = _solve_lower(L_old, u, trans=1) @ self._K[:p]
         self.q += r * r
-        r[:] = 0.0
+        # Drop row pos of K_p^T (row by row: no temporary copy of the block).
+        for i in range(pos, p - 1):
+            self._K[i] = self._K[i + 1]
         cholesky_rotate(self._R, rot, size=p, overwrite_L=True)
         self._R[p - 1, :p] = 0.0
         rot.apply(self._Vy, overwrite=True)
