@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from joblib import parallel_config
 from scipy.stats import norm
 from sklearn.datasets import make_blobs, make_moons
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern, WhiteKernel
 from threadpoolctl import threadpool_limits
 
@@ -230,7 +231,23 @@ def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     if optimizer is None:
         assert clf.n_iter_ == 1
         # b from the class balance, kernel untouched
-        assert clf.kernel_.get_params() == (C(1.0) * RBF(1.0)).get_params()
+        default = C(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(1.0)
+        assert clf.kernel_.get_params() == default.get_params()
+
+
+def test_default_kernel_caps_the_amplitude():
+    # Separable data: the NLP with the sites fixed rewards confidence, and without a cap the
+    # amplitude runs to sklearn's default bound 1e5. The default kernel stops it at 100.
+    X, y = make_blobs(n_samples=120, centers=[[-3, 0], [3, 0]], cluster_std=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = SparseGPClassifier(max_basis=10, max_iter=5, random_state=0).fit(X, y)
+        free = SparseGPClassifier(C(1.0) * RBF(1.0), max_basis=10, max_iter=5, random_state=0)
+        free.fit(X, y)
+    amplitude = clf.kernel_.k1.constant_value
+    assert amplitude <= 100.0 * (1 + 1e-9)
+    assert free.kernel_.k1.constant_value > 100.0  # the cap is what holds it
+    assert np.all(np.isfinite(clf.predict_proba(X)))
 
 
 def test_moons_accuracy():
