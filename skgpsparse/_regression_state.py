@@ -106,10 +106,15 @@ class _KernelColumns:
         params = _rbf_parameters(kernel, X.shape[1]) if X.shape[0] else None
         if params is not None:
             c, ls = params
-            Xs = (X - X.mean(axis=0)) / ls
-            half = 0.5 * np.einsum("ij,ij->i", Xs, Xs)
-            if np.all(np.isfinite(half)) and half.max() <= _MAX_HALF_SQNORM:
-                self.Xs, self.half, self.log_c, self.fast = Xs, half, np.log(c), True
+            d = X.shape[1]
+            # Rows [s_x, -|s_x|^2/2, 1] and [s_z, 1, log c - |s_z|^2/2]: their inner product is
+            # the exponent, so one BLAS product forms it (no passes over the block to shift it).
+            A = np.empty((X.shape[0], d + 2))
+            np.divide(X - X.mean(axis=0), ls, out=A[:, :d])
+            A[:, d] = -0.5 * np.einsum("ij,ij->i", A[:, :d], A[:, :d])
+            A[:, d + 1] = 1.0
+            if np.all(np.isfinite(A)) and -A[:, d].min() <= _MAX_HALF_SQNORM:
+                self.A, self.log_c, self.fast = A, np.log(c), True
 
     def __call__(self, rows, J, out=None):
         if not self.fast:
@@ -118,9 +123,9 @@ class _KernelColumns:
                 return K
             out[...] = K
             return out
-        K = np.dot(self.Xs[rows], self.Xs[J].T, out=out)
-        K -= self.half[rows][:, None]
-        K -= (self.half[J] - self.log_c)[None, :]
+        Z = self.A[J][:, [*range(self.A.shape[1] - 2), -1, -2]]
+        Z[:, -1] += self.log_c
+        K = np.dot(self.A[rows], Z.T, out=out)
         np.minimum(K, self.log_c, out=K)
         return np.exp(K, out=K)
 
@@ -254,6 +259,7 @@ class RegressionState:
         if self._residual is None:
             self._residual = self.y - self.alpha @ self._K[: self.p] if self.p else self.y.copy()
         return self._residual
+
     @property
     def cost(self):
         """Minimum of cost (2), ``1/2 |mu|^2 + s2/2 |w|^2``, from the factors in O(p).
@@ -413,6 +419,7 @@ class RegressionState:
             # The Schur complement is >= s2 * jitter in exact arithmetic.
             d = np.maximum(d, s2 * self.jitter)
         return 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+
     def _cache_columns(self, J):
         """Put ``K(X, X_J)`` in a cache of kernel columns; return each column's slot.
 

@@ -493,9 +493,105 @@ def test_exchange_steps_never_raise_the_cost(selection):
     X, y = _data(n=200, seed=5)
     p, steps = 8, 25
     model = SparseGPRegressor(
-        KERNEL, max_basis=p, n_exchange=steps, optimizer=None, selection=selection,
+        KERNEL,
+        max_basis=p,
+        n_exchange=steps,
+        optimizer=None,
+        selection=selection,
         random_state=0,
     ).fit(X, y)
     ends = model.cost_curve_[p - 1 :: 2]  # forward end, then the end of each exchange step
     assert ends.shape == (steps + 1,)
     assert np.all(np.diff(ends) <= 1e-9 * np.abs(ends[:-1]))
+
+
+# ---------------------------------------------------------------- K_p storage, streaming scores
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(0.7), C(2.0) * RBF([0.5, 2.0]), RBF(1.3) * C(0.3), Matern(1.0, nu=1.5)],
+)
+def test_kernel_columns_equal_sklearn_kernel(kernel):
+    from skgpsparse._regression_state import _KernelColumns
+
+    X, _ = _data(n=60)
+    X = X + 100.0  # far from the origin: the inputs are centred before the inner products
+    cols = _KernelColumns(kernel, X)
+    assert cols.fast == (not isinstance(kernel, Matern))
+    J = np.array([4, 0, 33, 59])
+    np.testing.assert_allclose(cols(slice(None), J), kernel(X, X[J]), rtol=1e-12, atol=1e-14)
+    out = np.empty((10, 4))
+    assert cols(slice(5, 15), J, out=out) is out
+    np.testing.assert_allclose(out, kernel(X[5:15], X[J]), rtol=1e-12, atol=1e-14)
+
+
+def test_kernel_columns_fall_back_when_inner_products_would_lose_digits():
+    from skgpsparse._regression_state import _KernelColumns
+
+    X, _ = _data(n=20)
+    X[0] = 1e3  # |s|^2 / 2 ~ 1e6 length scales squared: exact differences needed
+    assert not _KernelColumns(RBF(1.0), X).fast
+    state = RegressionState(RBF(1.0), X, np.ones(20), S2, 5)
+    state.append(1)
+    np.testing.assert_allclose(state.V[0] * state.L[0, 0], RBF(1.0)(X, X[[1]])[:, 0])
+
+
+def _dense_decrease(X, y, basis, J, jitter, kernel=KERNEL, s2=S2):
+    """Exact decrease of the minimum of cost (2) when each j of J joins ``basis``."""
+    base = _dense(X, y, basis, jitter, kernel, s2)["cost"] if len(basis) else 0.5 * y @ y
+    return np.array([base - _dense(X, y, [*basis, j], jitter, kernel, s2)["cost"] for j in J])
+
+
+@pytest.mark.parametrize("basis", [[], [3], [3, 50, 90, 17, 61]])
+def test_streaming_scores_equal_dense_formulas(basis):
+    X, y = _data(n=150)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=10)
+    for j in basis:
+        state.append(j)
+    J = np.random.RandomState(1).choice(state.candidates(), 12, replace=False)
+    exact = state.decrease("exact", J)  # a fresh working set: the streaming pass
+    np.testing.assert_allclose(exact, _dense_decrease(X, y, basis, J, state.jitter), rtol=1e-7)
+    # Keerthi & Chu's DMAX: only the new weight is optimised.
+    K = KERNEL(X, X[J])
+    ref = _dense(X, y, basis, state.jitter) if basis else {"mu": y, "alpha": np.zeros(0)}
+    g = K.T @ ref["mu"] - S2 * (K[basis].T @ ref["alpha"])
+    d = (K * K).sum(0) + S2 * (KERNEL.diag(X[J]) + state.jitter)
+    J2 = np.random.RandomState(2).choice(np.setdiff1d(state.candidates(), J), 9, replace=False)
+    K2 = KERNEL(X, X[J2])
+    g2 = K2.T @ ref["mu"] - S2 * (K2[basis].T @ ref["alpha"])
+    d2 = (K2 * K2).sum(0) + S2 * (KERNEL.diag(X[J2]) + state.jitter)
+    np.testing.assert_allclose(state.decrease("matching_pursuit", J2), 0.5 * g2**2 / d2, rtol=1e-9)
+    # The pass leaves the residual it formed; it is the dense one.
+    np.testing.assert_allclose(state.residual, ref["mu"], atol=1e-10)
+    assert np.all(0.5 * g**2 / d <= exact * (1 + 1e-9))  # DMAX never exceeds the exact decrease
+
+
+def test_large_working_sets_scored_by_column_blocks(monkeypatch):
+    import skgpsparse._regression_state as rs
+
+    X, y = _data(n=120)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=10)
+    for j in (3, 50, 90):
+        state.append(j)
+    J = state.candidates()[:40]
+    streamed = {c: state.decrease(c, J) for c in ("exact", "matching_pursuit")}
+    monkeypatch.setattr(rs, "_STREAM_MAX", 10)
+    monkeypatch.setattr(rs, "_CACHE_ENTRIES", 0)
+    for criterion, ref in streamed.items():
+        np.testing.assert_allclose(state.decrease(criterion, J), ref, rtol=1e-10)
+    np.testing.assert_allclose(
+        streamed["exact"], _dense_decrease(X, y, [3, 50, 90], J, state.jitter), rtol=1e-7
+    )
+
+
+def test_append_pass_in_many_chunks_matches_dense(monkeypatch):
+    import skgpsparse._regression_state as rs
+
+    monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
+    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    X, y = _data(n=700, d=3)
+    model = SparseGPRegressor(KERNEL, max_basis=12, optimizer=None, random_state=0).fit(X, y)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=12)
+    for j in model.basis_indices_:
+        state.append(j)
+    state.delete(4)
+    _assert_matches_dense(state, X, y)
