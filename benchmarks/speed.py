@@ -119,14 +119,17 @@ def main(argv=None):
             "sparse",
             (
                 f"SparseGPClassifier(max_basis={args.max_basis}), defaults "
-                "(C(1.0) * RBF(1.0) start)"
+                "(C(1.0, bounds (1e-5, 100)) * RBF(1.0) start)"
             ),
             sparse_model,
         ),
         (
             "sparse_sqrt_d",
-            (f"SparseGPClassifier(C(1.0) * RBF(sqrt(d)), max_basis={args.max_basis})"),
-            lambda: sparse_model(ConstantKernel(1.0) * RBF(np.sqrt(d))),
+            (
+                "SparseGPClassifier(C(1.0, bounds (1e-5, 100)) * RBF(sqrt(d)), "
+                f"max_basis={args.max_basis})"
+            ),
+            lambda: sparse_model(ConstantKernel(1.0, (1e-5, 100.0)) * RBF(np.sqrt(d))),
         ),
         (
             "full",
