@@ -39,9 +39,15 @@ the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by de
 ``1e-8`` times the mean prior variance ``mean(k(x_i, x_i))``.
 """
 
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
+from threadpoolctl import threadpool_info
 
 from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
@@ -70,8 +76,46 @@ _MAX_HALF_SQNORM = 1e4
 CRITERIA = ("exact", "matching_pursuit", "info_gain")
 
 
+_EXECUTOR = None
+
+
 def _solve_lower(L, b, trans=0):
     return solve_triangular(L, b, lower=True, trans=trans, check_finite=False)
+
+
+def _blas_threads():
+    """Threads BLAS would use here (1 inside a joblib worker or ``threadpool_limits(1)``)."""
+    counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(1, max(counts)) if counts else 1
+
+
+def _run_chunks(n_chunks, work, n_threads):
+    """Call ``work(i)`` for every chunk ``i`` on up to ``n_threads`` threads.
+
+    Chunks are handed out one by one (a busy core does not hold the pass back); ``work``
+    writes its results per chunk, so they do not depend on the threads' schedule. NumPy and
+    BLAS release the GIL in the chunk's array work.
+    """
+    global _EXECUTOR
+    n_threads = min(n_threads, n_chunks)
+    if n_threads <= 1:
+        for i in range(n_chunks):
+            work(i)
+        return
+    if _EXECUTOR is None:
+        _EXECUTOR = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    counter = itertools.count()
+
+    def worker():
+        for i in counter:
+            if i >= n_chunks:
+                return
+            work(i)
+
+    futures = [_EXECUTOR.submit(worker) for _ in range(n_threads - 1)]
+    worker()
+    for future in futures:
+        future.result()
 
 
 def _rbf_parameters(kernel, n_features):
@@ -150,6 +194,9 @@ class RegressionState:
         Capacity ``p_max`` of the preallocated storage.
     jitter : float, default=None
         Added to ``diag(Q_p)``; ``None`` means ``RELATIVE_JITTER * mean(k(x_i, x_i))``.
+    n_threads : int, default=None
+        Threads of the passes over the rows; ``None`` means as many as BLAS uses when the
+        state is created (so one inside a joblib worker). The results do not depend on it.
 
     Attributes
     ----------
@@ -178,8 +225,9 @@ class RegressionState:
     ([0, 10, 20], True)
     """
 
-    def __init__(self, kernel, X, y, noise_variance, max_basis, *, jitter=None):
+    def __init__(self, kernel, X, y, noise_variance, max_basis, *, jitter=None, n_threads=None):
         self.kernel = kernel
+        self.n_threads = _blas_threads() if n_threads is None else max(1, int(n_threads))
         self.X = X
         self.y = np.asarray(y, dtype=float)
         self.noise_variance = float(noise_variance)
@@ -299,8 +347,7 @@ class RegressionState:
     def _chunks(self, entries_per_row, budget):
         """Row ranges ``(a, b)`` of chunks with about ``budget`` entries."""
         size = int(np.clip(budget // max(entries_per_row, 1), 256, max(self.n, 256)))
-        for a in range(0, self.n, size):
-            yield a, min(a + size, self.n)
+        return [(a, min(a + size, self.n)) for a in range(0, self.n, size)]
 
     # ------------------------------------------------------------------ protocol
     def candidates(self):
@@ -388,25 +435,33 @@ class RegressionState:
         """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole)."""
         p, m = self.p, len(J)
         Kp, alpha, y = self._K[:p], self.alpha, self.y
-        buf = np.empty((max(256, _SCORE_CHUNK_ENTRIES // max(m, 1)), m))
+        chunks = self._chunks(m, _SCORE_CHUNK_ENTRIES)
         mu = np.empty(self.n)
-        Kmu, sq = np.zeros(m), np.zeros(m)
-        KpK = np.zeros((p, m)) if criterion == "exact" and p else None
-        for a, b in self._chunks(m, _SCORE_CHUNK_ENTRIES):
-            K_c = self._columns(slice(a, b), J, out=buf[: b - a])
+        Kmu, sq = np.empty((len(chunks), m)), np.empty((len(chunks), m))
+        KpK = np.empty((len(chunks), p, m)) if criterion == "exact" and p else None
+        local = threading.local()
+
+        def work(i):
+            a, b = chunks[i]
+            if getattr(local, "buf", None) is None:
+                local.buf = np.empty((chunks[0][1] - chunks[0][0], m))
+            K_c = self._columns(slice(a, b), J, out=local.buf[: b - a])
             mu_c = mu[a:b]
             if p:
                 np.dot(alpha, Kp[:, a:b], out=mu_c)
                 np.subtract(y[a:b], mu_c, out=mu_c)
             else:
                 mu_c[:] = y[a:b]
-            Kmu += mu_c @ K_c
-            sq += np.einsum("ij,ij->j", K_c, K_c)
+            np.dot(mu_c, K_c, out=Kmu[i])
+            np.einsum("ij,ij->j", K_c, K_c, out=sq[i])
             if KpK is not None:
-                KpK += Kp[:, a:b] @ K_c
+                np.dot(Kp[:, a:b], K_c, out=KpK[i])
+
+        _run_chunks(len(chunks), work, self.n_threads)
         self._residual = mu
         K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
-        return self._decrease_from(criterion, J, Kmu, sq, K_uJ, KpK)
+        KpK = KpK.sum(axis=0) if KpK is not None else None
+        return self._decrease_from(criterion, J, Kmu.sum(axis=0), sq.sum(axis=0), K_uJ, KpK)
 
     def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
         """The criterion from ``K_J^T mu``, ``|k_j|^2``, ``K_uJ`` and (exact) ``K_p^T K_J``."""
@@ -517,20 +572,25 @@ class RegressionState:
         """
         p = self.p
         Kp, y, q = self._K[:p], self.y, self.q
-        acc = np.zeros(p)
-        vv = vy = 0.0
-        for a, b in self._chunks(p, _APPEND_CHUNK_ENTRIES):
+        chunks = self._chunks(p, _APPEND_CHUNK_ENTRIES)
+        acc = np.zeros((len(chunks), p))
+        sums = np.zeros((len(chunks), 2))
+
+        def work(i):
+            a, b = chunks[i]
             K_c = Kp[:, a:b]
             v = k[a:b] - t @ K_c if p else k[a:b].copy()
             v /= lpp
             if p:
-                acc += K_c @ v
-            vv += float(v @ v)
-            vy += float(v @ y[a:b])
+                np.dot(K_c, v, out=acc[i])
+            sums[i] = v @ v, v @ y[a:b]
             q_c = q[a:b]
             q_c -= v * v
             np.maximum(q_c, 0.0, out=q_c)
-        return (_solve_lower(self.L, acc) if p else acc), vv, vy
+
+        _run_chunks(len(chunks), work, self.n_threads)
+        vv, vy = sums.sum(axis=0)
+        return (_solve_lower(self.L, acc.sum(axis=0)) if p else np.zeros(0)), vv, vy
 
     def delete(self, pos):
         """Remove the basis vector at position ``pos`` (factor order): O(n p + p^2).

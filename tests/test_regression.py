@@ -595,3 +595,23 @@ def test_append_pass_in_many_chunks_matches_dense(monkeypatch):
         state.append(j)
     state.delete(4)
     _assert_matches_dense(state, X, y)
+
+
+def test_passes_on_two_threads_give_the_same_numbers(monkeypatch):
+    import skgpsparse._regression_state as rs
+
+    monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
+    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    X, y = _data(n=3000, d=3)
+    states = [RegressionState(KERNEL, X, y, S2, 8, n_threads=t) for t in (1, 2)]
+    J = np.arange(100, 130)
+    for j in (5, 900, 2100, 17):
+        for state in states:
+            state.append(j)
+    for criterion in ("exact", "matching_pursuit"):
+        one, two = (state.score(criterion, J) for state in states)
+        np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(states[0].residual, states[1].residual)
+    np.testing.assert_array_equal(states[0].q, states[1].q)
+    np.testing.assert_array_equal(states[0].R, states[1].R)
+    _assert_matches_dense(states[1], X, y)
