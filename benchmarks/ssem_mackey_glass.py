@@ -30,7 +30,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import platform
 import sys
 import time
 import warnings
@@ -40,6 +39,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine
+
 from skgpsparse._rvm_regression import RelevanceVectorRegressor
 
 HERE = Path(__file__).resolve().parent
@@ -76,11 +78,12 @@ def embed(z):
 
 def run_one(method, X, y, Xte, yte, seed):
     est = RelevanceVectorRegressor(method=method, max_iter=200, tol=1e-5, random_state=seed)
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the noise floor on noise-free data
         est.fit(X, y)
     cpu = time.process_time() - t0
+    wall = time.perf_counter() - w0
     mse = float(np.mean((est.predict(Xte) - yte) ** 2))
     ll = est.log_marginal_likelihood_curve_
     rel = np.diff(ll) / np.abs(ll[:-1])
@@ -88,6 +91,8 @@ def run_one(method, X, y, Xte, yte, seed):
         "mse": mse,
         "nrv": len(est.relevance_indices_) + np.isfinite(est.alpha_bias_),
         "cpu": cpu,
+        "wall": wall,
+        "factor": est._factor_counts,
         "ll": est.log_marginal_likelihood_value_,
         "n_iter": est.n_iter_,
         "n_decrease": int(np.sum(rel < -1e-9)),
@@ -149,8 +154,13 @@ NOTES = [
 ]
 
 
-def _mean(res, key):
-    return float(np.mean([o[key] for o in res]))
+def _median(res, key):
+    return float(np.median([o[key] for o in res]))
+
+
+def _ratio(s, b, key):
+    """Median over partitions of the per-partition ratio SSEM / batch (same run, same data)."""
+    return float(np.median([x[key] / y[key] for x, y in zip(s, b)]))
 
 
 def write(rows, curves, repeats, var_y, args):
@@ -160,56 +170,86 @@ def write(rows, curves, repeats, var_y, args):
     import matplotlib.pyplot as plt
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     lines = [
         "# SSEM vs batch EM: RVM regression on Mackey-Glass (SSEM paper Figure 3, left)",
         "",
         (
-            f"{stamp}; {machine}; single-threaded BLAS, CPU = process time; "
-            f"`python benchmarks/ssem_mackey_glass.py{' --quick' if args.quick else ''}`."
+            f"{stamp}; {machine()}; single-threaded BLAS (OPENBLAS_NUM_THREADS=1), nice 10, "
+            "on a machine shared with other jobs; CPU = process time, wall = elapsed; "
+            f"`python benchmarks/ssem_mackey_glass.py{' --quick' if args.quick else ''}"
+            f"{f' --repeats {args.repeats}' if args.repeats else ''}`."
         ),
         "",
         (
             f"16 lags spaced 6, six steps ahead, Gaussian basis of variance 10, {N_TEST} test "
-            f"cases, {repeats} random partitions per size (the paper: 10). Means over partitions. "
-            f"Test error is the mean squared error (target variance {var_y:.4f}). Both methods use "
-            "MacKay's update (eq. 12) with the EM fallback, max 200 batch steps, tol 1e-5."
+            f"cases, {repeats} random partitions per size (the paper: 10). Medians over "
+            f"partitions. Test error is the mean squared error (target variance {var_y:.4f}). "
+            "Both methods use MacKay's update (eq. 12) with the EM fallback, max 200 batch steps, "
+            "tol 1e-5. SSEM and batch EM run one after the other on the same partition."
         ),
         "",
         (
             "| N train | test MSE SSEM | test MSE batch | RVs SSEM | RVs batch | CPU SSEM (s) | "
-            "CPU batch (s) | E_te ratio | N_RV ratio | CPU ratio | log-lik SSEM | log-lik batch |"
+            "CPU batch (s) | wall SSEM (s) | wall batch (s) | E_te ratio | N_RV ratio | "
+            "CPU ratio | log-lik SSEM | log-lik batch |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
     for n, res in rows:
         s, b = res["ssem"], res["batch_em"]
-        re = np.mean([x["mse"] / y["mse"] for x, y in zip(s, b)])
-        rn = np.mean([x["nrv"] / y["nrv"] for x, y in zip(s, b)])
-        rt = np.mean([x["cpu"] / y["cpu"] for x, y in zip(s, b)])
+        re, rn, rt = _ratio(s, b, "mse"), _ratio(s, b, "nrv"), _ratio(s, b, "cpu")
         ratios.append((n, re, rn, rt))
         lines.append(
-            f"| {n} | {_mean(s, 'mse'):.3g} | {_mean(b, 'mse'):.3g} | {_mean(s, 'nrv'):.1f} | "
-            f"{_mean(b, 'nrv'):.1f} | {_mean(s, 'cpu'):.2f} | {_mean(b, 'cpu'):.2f} | "
-            f"{re:.2f} | {rn:.2f} | {rt:.2f} | {_mean(s, 'll'):.1f} | {_mean(b, 'll'):.1f} |"
+            f"| {n} | {_median(s, 'mse'):.3g} | {_median(b, 'mse'):.3g} | "
+            f"{_median(s, 'nrv'):.0f} | {_median(b, 'nrv'):.0f} | {_median(s, 'cpu'):.2f} | "
+            f"{_median(b, 'cpu'):.2f} | {_median(s, 'wall'):.2f} | {_median(b, 'wall'):.2f} | "
+            f"{re:.2f} | {rn:.2f} | {rt:.2f} | {_median(s, 'll'):.1f} | {_median(b, 'll'):.1f} |"
+        )
+    lines += [
+        "",
+        (
+            "Ratios are SSEM / batch EM (the paper's E_te^growth / E_te^batch etc.), the median "
+            "of the per-partition ratios."
+        ),
+        "",
+        (
+            "How the factor of Sigma^-1 changed per fit (medians): SSEM appends one row per "
+            "basis function, applies M-step changes of alpha as rank-one updates/downdates (or a "
+            "delete + re-append when a downdate would cancel its pivot) and prunes by Givens "
+            "deletion; it refactorises only for a noise update (at 1, 2, 4, ... visited basis "
+            "functions) and once per batch EM step after the sweep. Batch EM refactorises "
+            "once per step."
+        ),
+        "",
+        (
+            "| N train | SSEM appends | rank-one | deletions | delete + append | "
+            "SSEM refactorisations | SSEM batch steps | batch EM refactorisations | "
+            "batch EM steps |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, res in rows:
+        s, b = res["ssem"], res["batch_em"]
+
+        def fc(rs, key):
+            return int(np.median([o["factor"][key] for o in rs]))
+
+        lines.append(
+            f"| {n} | {fc(s, 'append')} | {fc(s, 'rank_one')} | {fc(s, 'delete')} | "
+            f"{fc(s, 'move')} | {fc(s, 'refactor')} | {_median(s, 'n_iter'):.0f} | "
+            f"{fc(b, 'refactor')} | {_median(b, 'n_iter'):.0f} |"
         )
     dec = [
         (
             n,
-            sum(o["n_decrease"] for o in res[m]),
-            min(o["worst"] for o in res[m]),
-            sum(o["fallbacks"] for o in res[m]),
+            sum(o["n_decrease"] for o in res["ssem"]),
+            min(o["worst"] for o in res["ssem"]),
+            sum(o["fallbacks"] for o in res["ssem"]),
         )
         for n, res in rows
-        for m in ("ssem",)
     ]
     lines += [
-        "",
-        (
-            "Ratios are SSEM / batch EM (the paper's E_te^growth / E_te^batch etc.), the mean of "
-            "the per-partition ratios."
-        ),
         "",
         (
             "Monotonicity of SSEM's log marginal likelihood (EM steps with a relative decrease "

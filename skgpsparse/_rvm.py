@@ -242,13 +242,13 @@ def run_subspace_em(
         if first is not None and len(first):
             order = np.concatenate([first, order[~np.isin(order, first)]])
         step = getattr(model, "subspace_step", None)
-        for n, j in enumerate(order, start=1):
+        for j in order:
             # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L
             model.add(np.array([j]), None)
             if step is None:
                 ll = model.em_step()
-            else:  # the noise is re-estimated when n is a power of two
-                ll = step(update_noise=(n & (n - 1)) == 0)
+            else:
+                ll = step()
             record(ll, "ssem")
         hist["n_sweep"] = len(order)
     else:

@@ -30,6 +30,9 @@ _NOISE_FLOOR = 1e-10
 # SSEM sweep: an M-step change of alpha_j is applied to the factor when it exceeds this
 # relative size (|log(alpha_new / alpha_old)|); smaller changes wait for a later step.
 ALPHA_RTOL = 0.1
+# In the sweep s2 is re-estimated (a refactorisation) only after the number of visited basis
+# functions has grown by this factor since the last time: O(log N) refactorisations.
+NOISE_GAP = 1.1
 # At most this many alpha changes are applied per SSEM step (each costs O((M - j)^2)).
 MAX_RANK_ONE = 4
 # A downdate keeping less than this fraction of its pivot is done as delete + append instead.
@@ -61,10 +64,11 @@ class _RegressionEM:
       :func:`~skgpsparse.linalg.cholesky_delete`, O(M^2).
 
     The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
-    change of ``S``: it is the one step that refactorises (O(M^3), LAPACK). In the sweep
-    ``s2`` is therefore updated only when the number of visited basis functions is a power of
-    two (log2 N refactorisations per sweep); batch EM (:meth:`em_step`) updates ``s2`` and all
-    ``alpha`` every step and refactorises once per step.
+    change of ``S``: it is the one step that refactorises (O(M^3 / 3), LAPACK, about the cost of
+    the E-step's ``diag(Sigma)``). In the sweep ``s2`` is therefore updated only when it moved
+    by more than ``ALPHA_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
+    since its last update (O(log N) refactorisations per sweep); batch EM (:meth:`em_step`)
+    updates ``s2`` and all ``alpha`` every step and refactorises once per step.
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class _RegressionEM:
         self.noise_clipped = False
         self.n_fallback = 0
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
+        self.visits = self._noise_visit = 0  # basis functions added one at a time
         self.counts = dict.fromkeys(("refactor", "append", "rank_one", "delete", "move"), 0)
 
     @property
@@ -127,6 +132,7 @@ class _RegressionEM:
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
         if k == 1:
+            self.visits += 1
             # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
             try:
                 cholesky_append(
@@ -242,7 +248,7 @@ class _RegressionEM:
         self.s2 = s2
         self.mu = mu
 
-    def em_step(self):
+    def em_step(self, estep=None):
         """One batch EM step: E-step, M-step of every ``alpha`` and ``s2``, pruning of
         ``alpha >= L``, one refactorisation of the pruned ``S``; returns the log marginal
         likelihood of the updated model.
@@ -251,7 +257,7 @@ class _RegressionEM:
         likelihood (rarely; mostly when the ``ALPHA_FLOOR`` binds); then the step is redone with
         the EM update of §2, which cannot.
         """
-        mu, resid, sigma_diag, gamma = self.e_step()
+        mu, resid, sigma_diag, gamma = self.e_step() if estep is None else estep
         ll0 = self.log_likelihood(mu, resid)
         for rule in ("mackay", "em"):
             alpha, s2 = self._m_step(rule, mu, gamma, sigma_diag, resid)
@@ -265,19 +271,24 @@ class _RegressionEM:
         self._commit(L, order, alpha[order], s2, mu_new)
         return ll
 
-    def subspace_step(self, update_noise=False):
+    def subspace_step(self):
         """One SSEM step (Figure 1, steps 3-4) on the factor, without refactorising.
 
-        E-step in the active subspace, M-step (eq. 12) of every active ``alpha``; the
-        ``alpha`` that change by more than ``ALPHA_RTOL`` (relative) are applied to the factor
-        as rank-one updates, those reaching ``L`` are pruned by Givens deletions, the others
-        keep their value (a partial M-step, still an EM ascent for the EM update). With
-        ``update_noise`` (or a fixed-noise model never) ``s2`` changes too and the step is
-        a batch step (:meth:`em_step`, one refactorisation).
+        E-step in the active subspace, M-step (eq. 12) of every active ``alpha``: the (at
+        most ``MAX_RANK_ONE``) largest changes above ``ALPHA_RTOL`` (relative) are applied to
+        the factor as rank-one updates, those reaching ``L`` are pruned by Givens deletions,
+        the others keep their value (a partial M-step, still an EM ascent for the EM update).
+        ``s2`` keeps its value unless eq. (12) moves it by more than ``ALPHA_RTOL`` and the
+        number of visited basis functions has grown by ``NOISE_GAP`` since its last update:
+        then the step is a batch step (:meth:`em_step`, one refactorisation), at most
+        ``log N / log NOISE_GAP`` times per sweep.
         """
-        if update_noise and self.learn_noise:
-            return self.em_step()
-        mu, resid, sigma_diag, gamma = self.e_step()
+        estep = mu, resid, sigma_diag, gamma = self.e_step()
+        if self.learn_noise and self.visits >= NOISE_GAP * self._noise_visit:
+            s2 = self._m_step("mackay", mu, gamma, sigma_diag, resid)[1]
+            if abs(np.log(s2 / self.s2)) > ALPHA_RTOL:
+                self._noise_visit = self.visits
+                return self.em_step(estep)
         ll0 = self.log_likelihood(mu, resid)
         old = self.design.alpha
         for rule in ("mackay", "em"):
