@@ -26,8 +26,9 @@ _DEFAULT_WORKING_SET = 59
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
 # BLAS threads during basis selection. Its products are matrix-vector ones over the p x n
-# factor (memory bound); a second BLAS thread gains little for them and, on a loaded
-# machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md).
+# kernel columns (memory bound); a second BLAS thread gains little for them and, on a loaded
+# machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md). The
+# state runs its passes over row chunks on its own threads (as many as BLAS had) instead.
 _SELECTION_BLAS_THREADS = 1
 
 
@@ -296,8 +297,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
             state = RegressionState(kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X))
-            for j in basis:
-                state.append(j)
+            # The state's passes run on its own threads; BLAS on one inside them.
+            with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
+                for j in basis:
+                    state.append(j)
         self.basis_indices_ = state.basis
         self.basis_vectors_ = X[self.basis_indices_]
         self.alpha_ = state.alpha * self._y_train_std
