@@ -21,11 +21,13 @@ import time
 import numpy as np
 
 from .kernels import iter_kernel
+from .linalg import cholesky_append, cholesky_delete, cholesky_downdate, cholesky_update
 
 __all__ = [
     "ALPHA_FLOOR",
     "ActiveDesign",
     "basis_rows",
+    "change_precisions",
     "leading_identity",
     "mackay_update",
     "run_subspace_em",
@@ -38,6 +40,8 @@ ALPHA_MIN = 1e-12
 # nearly collinear basis functions (wide kernels, noise-free targets) drive alpha -> 0, weights
 # to +-1e5 that cancel, and the E-step to round-off garbage.
 ALPHA_FLOOR = 1e-12
+# A downdate keeping less than this fraction of its pivot is done as delete + append instead.
+DOWNDATE_KEEP = 1e-2
 # Batch EM stops after this many consecutive steps with a relative gain below `tol`.
 PATIENCE = 5
 
@@ -183,6 +187,106 @@ def mackay_update(gamma, mu, floor=None):
     if floor is not None:
         alpha = np.maximum(alpha, ALPHA_FLOOR * floor)
     return alpha
+
+
+def change_precisions(L, G, s2, alpha, alpha_new, change, prune, counts=None):
+    """Factor of ``Sigma^-1 = A + G / s2`` after an M-step, by updates of the factor ``L``.
+
+    SSEM paper eq. (7): a new ``alpha_j`` is ``Sigma^-1 + (alpha_new_j - alpha_j) e_j e_j^T``,
+    a rank-one update or downdate of the trailing block of ``L`` from ``j``
+    (:func:`~skgpsparse.linalg.cholesky_update` / :func:`~skgpsparse.linalg.cholesky_downdate`,
+    O((M - j)^2)). A downdate that would keep less than ``DOWNDATE_KEEP`` of its pivot (an
+    ``alpha`` falling by orders of magnitude, as a new basis function leaving ``L`` does) is
+    done as a Givens deletion of ``j`` and a re-append at the end, which is backward stable.
+    Pruned basis functions (eq. 13) are removed by :func:`~skgpsparse.linalg.cholesky_delete`.
+
+    Parameters
+    ----------
+    L : ndarray of shape (M, M)
+        Lower factor of ``A + G / s2`` (not modified).
+    G : ndarray of shape (M, M)
+        ``Phi^T Phi`` of the active basis functions.
+    s2 : float
+        Noise variance (unchanged).
+    alpha, alpha_new : ndarray of shape (M,)
+        Current and proposed precisions.
+    change, prune : ndarray of bool, shape (M,)
+        Which ``alpha_new`` to apply, which basis functions to remove.
+    counts : dict, optional
+        Incremented ``"rank_one"``, ``"delete"`` and ``"move"`` counters.
+
+    Returns
+    -------
+    L_new : ndarray of shape (m, m)
+        The new factor.
+    order : ndarray of int, shape (m,)
+        The positions (in ``0..M-1``) it covers, in its row order.
+    alpha_order : ndarray of shape (m,)
+        Their precisions (``alpha_new`` where applied, else ``alpha``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._rvm import change_precisions
+    >>> Phi = np.array([[1.0, 0.5, 0.2], [0.3, 1.0, 0.4], [0.1, 0.2, 1.0], [0.5, 0.5, 0.5]])
+    >>> G, a = Phi.T @ Phi, np.array([1.0, 2.0, 3.0])
+    >>> L = np.linalg.cholesky(np.diag(a) + G / 0.1)
+    >>> a_new = np.array([0.5, 1e10, 30.0])
+    >>> L2, order, a2 = change_precisions(L, G, 0.1, a, a_new, a_new < 1e9, a_new >= 1e9)
+    >>> order, a2
+    (array([0, 2]), array([ 0.5, 30. ]))
+    >>> np.allclose(L2, np.linalg.cholesky(np.diag(a2) + G[np.ix_(order, order)] / 0.1))
+    True
+    """
+    counts = {} if counts is None else counts
+    for key in ("rank_one", "delete", "move"):
+        counts.setdefault(key, 0)
+    M = L.shape[0]
+    W = np.array(L)
+    a = np.array(alpha, dtype=float)
+    # pruning (alpha_j >= L, eq. 13): Givens deletion of row and column j, last first
+    for j in np.flatnonzero(prune)[::-1]:
+        cholesky_delete(W, j, size=M, overwrite_L=True)
+        M -= 1
+        counts["delete"] += 1
+    order = list(np.flatnonzero(~prune))
+    for j in np.flatnonzero(change & ~prune):
+        p = order.index(j)
+        delta = alpha_new[j] - a[j]  # eq. (7): Sigma^-1 + delta e_j e_j^T
+        v = np.zeros(M - p)
+        v[0] = np.sqrt(abs(delta))
+        block = W[p:M, p:M]
+        if delta > 0:
+            cholesky_update(block, v, overwrite_L=True, overwrite_v=True)
+            counts["rank_one"] += 1
+            a[j] = alpha_new[j]
+            continue
+        if W[p, p] ** 2 + delta > DOWNDATE_KEEP * W[p, p] ** 2:
+            saved = block.copy()
+            try:
+                cholesky_downdate(block, v, overwrite_L=True, overwrite_v=True)
+                counts["rank_one"] += 1
+                a[j] = alpha_new[j]
+                continue
+            except np.linalg.LinAlgError:
+                block[...] = saved
+        # the downdate would cancel the pivot: delete j and append it at the end
+        cholesky_delete(W, p, size=M, overwrite_L=True)
+        del order[p]
+        try:
+            cholesky_append(
+                W, G[order, j] / s2, alpha_new[j] + G[j, j] / s2, size=M - 1, overwrite_L=True
+            )
+        except np.linalg.LinAlgError:
+            # numerically a combination of the others: it leaves the model
+            M -= 1
+            counts["delete"] += 1
+            continue
+        order.append(j)
+        a[j] = alpha_new[j]
+        counts["move"] += 1
+    order = np.asarray(order, dtype=np.intp)
+    return W[:M, :M], order, a[order]
 
 
 def relative_increase(new, old):

@@ -16,11 +16,12 @@ from ._rvm import (
     ALPHA_MIN,
     ActiveDesign,
     basis_rows,
+    change_precisions,
     leading_identity,
     mackay_update,
     run_subspace_em,
 )
-from .linalg import cholesky_append, cholesky_delete, cholesky_downdate, cholesky_update
+from .linalg import cholesky_append
 
 __all__ = ["RelevanceVectorRegressor"]
 
@@ -35,8 +36,6 @@ ALPHA_RTOL = 0.1
 NOISE_GAP = 1.1
 # At most this many alpha changes are applied per SSEM step (each costs O((M - j)^2)).
 MAX_RANK_ONE = 4
-# A downdate keeping less than this fraction of its pivot is done as delete + append instead.
-DOWNDATE_KEEP = 1e-2
 
 
 def default_kernel():
@@ -316,57 +315,10 @@ class _RegressionEM:
         self._commit(L, order, a, self.s2, self.posterior(L, order)[0])
 
     def _apply(self, alpha, change, prune):
-        """Factor of ``S`` after pruning ``prune`` and setting ``alpha[change]``, on a copy.
-
-        Returns the factor, the positions it covers (in its row order) and their ``alpha``.
-        """
-        M, s2, G = self.design.size, self.s2, self.G
-        W = np.array(self.L)
-        a = self.design.alpha.copy()
-        counts = self.counts
-        # pruning (alpha_j >= L, eq. 13): Givens deletion of row and column j
-        for j in np.flatnonzero(prune)[::-1]:
-            cholesky_delete(W, j, size=M, overwrite_L=True)
-            M -= 1
-            counts["delete"] += 1
-        order = list(np.flatnonzero(~prune))
-        for j in np.flatnonzero(change):
-            p = order.index(j)
-            delta = alpha[j] - a[j]  # S_new = S + delta e_j e_j^T (eq. 7)
-            v = np.zeros(M - p)
-            v[0] = np.sqrt(abs(delta))
-            block = W[p:M, p:M]
-            if delta > 0:
-                cholesky_update(block, v, overwrite_L=True, overwrite_v=True)
-                counts["rank_one"] += 1
-                a[j] = alpha[j]
-                continue
-            if W[p, p] ** 2 + delta > DOWNDATE_KEEP * W[p, p] ** 2:
-                saved = block.copy()
-                try:
-                    cholesky_downdate(block, v, overwrite_L=True, overwrite_v=True)
-                    counts["rank_one"] += 1
-                    a[j] = alpha[j]
-                    continue
-                except np.linalg.LinAlgError:
-                    block[...] = saved
-            # the downdate would cancel the pivot: delete j and append it at the end
-            cholesky_delete(W, p, size=M, overwrite_L=True)
-            del order[p]
-            try:
-                cholesky_append(
-                    W, G[order, j] / s2, alpha[j] + G[j, j] / s2, size=M - 1, overwrite_L=True
-                )
-            except np.linalg.LinAlgError:
-                # numerically a combination of the others: it leaves the model
-                M -= 1
-                counts["delete"] += 1
-                continue
-            order.append(j)
-            a[j] = alpha[j]
-            counts["move"] += 1
-        order = np.asarray(order, dtype=np.intp)
-        return W[:M, :M], order, a[order]
+        """Factor after pruning ``prune`` and setting ``alpha[change]``, on a copy."""
+        return change_precisions(
+            self.L, self.G, self.s2, self.design.alpha, alpha, change, prune, self.counts
+        )
 
 
 class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
