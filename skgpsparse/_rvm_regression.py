@@ -334,8 +334,14 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     ``method="ssem"`` (Subspace EM, §3, Figure 1) starts with every ``alpha = L`` and adds one
     basis function per EM step, so the E-step costs O(M^3 + n M) with ``M`` the active basis
     functions, not O(n^3); once all are visited it runs batch EM on the active set until the
-    relative likelihood increase is below ``tol``. ``method="batch_em"`` is standard EM from all
-    basis functions with finite ``alpha``: O(n^3) per step at first and an ``n x n`` design.
+    relative likelihood increase is below ``tol``. During the sweep the Cholesky factor of
+    ``Sigma^-1`` is only updated: an added basis function appends a row, an M-step change of
+    ``alpha_j`` is a rank-one update, a pruned one a Givens deletion (``skgpsparse.linalg``).
+    Each step applies the (at most 4) largest ``alpha`` changes above 10% (a partial M-step)
+    and re-estimates ``s2``, which needs a refactorisation, only when it moved by more than
+    10% and the visited set has grown by 10% since the last time. ``method="batch_em"`` is
+    standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
+    ``n x n`` design; it refactorises once per step, as the final batch phase of SSEM does.
 
     Parameters
     ----------
