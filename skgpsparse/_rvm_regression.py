@@ -86,6 +86,7 @@ class _RegressionEM:
         self.n_fallback = 0
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
         self.visits = self._noise_visit = 0  # basis functions added one at a time
+        self._post = None  # (mu, resid) of the current factor, kept from the last M-step
         self.counts = dict.fromkeys(("refactor", "append", "rank_one", "delete", "move"), 0)
 
     @property
@@ -130,6 +131,7 @@ class _RegressionEM:
         G[M : M + k, M : M + k] = rows @ rows.T
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
+        self._post = None
         if k == 1:
             self.visits += 1
             # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
@@ -168,6 +170,7 @@ class _RegressionEM:
         M = self.design.size
         if M:
             self._L[:M, :M] = self._factor(np.arange(M), self.design.alpha, self.s2)
+        self._post = None
 
     def posterior(self, L=None, order=None, s2=None):
         """Eq. (6): ``mu = S^-1 h / s2`` over positions ``order``, and ``t - Phi mu``."""
@@ -198,7 +201,7 @@ class _RegressionEM:
         """Eqs. (6)-(7): ``mu``, the residual, ``diag(Sigma)`` and ``gamma = 1 - alpha
         Sigma_jj``; ``Sigma = L^-T L^-1`` needs the inverse factor, O(M^3 / 3)."""
         M = self.design.size
-        mu, resid = self.posterior()
+        mu, resid = self.posterior() if self._post is None else self._post
         if M == 0:
             return mu, resid, np.empty(0), np.empty(0)
         Linv, info = lapack.dtrtri(self.L, lower=1)
@@ -230,7 +233,7 @@ class _RegressionEM:
             )
         return alpha, s2
 
-    def _commit(self, L, order, alpha, s2, mu):
+    def _commit(self, L, order, alpha, s2, post):
         """Make the factor ``L`` over positions ``order`` with ``alpha`` the model's."""
         M, k = self.design.size, len(order)
         p = leading_identity(order)
@@ -245,7 +248,7 @@ class _RegressionEM:
         self.design.alpha = alpha
         self._L[:k, :k] = L
         self.s2 = s2
-        self.mu = mu
+        self._post = post
 
     def em_step(self, estep=None):
         """One batch EM step: E-step, M-step of every ``alpha`` and ``s2``, pruning of
@@ -267,7 +270,7 @@ class _RegressionEM:
             if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
                 break
             self.n_fallback += 1
-        self._commit(L, order, alpha[order], s2, mu_new)
+        self._commit(L, order, alpha[order], s2, (mu_new, resid_new))
         return ll
 
     def subspace_step(self):
@@ -304,7 +307,7 @@ class _RegressionEM:
             if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
                 break
             self.n_fallback += 1
-        self._commit(L, order, a, self.s2, mu_new)
+        self._commit(L, order, a, self.s2, (mu_new, resid_new))
         return ll
 
     def set_alpha(self, alpha):
@@ -312,7 +315,7 @@ class _RegressionEM:
         rank-one updates and deletions of the factor, without refactorising."""
         prune = alpha >= self.alpha_max
         L, order, a = self._apply(alpha, ~prune & (alpha != self.design.alpha), prune)
-        self._commit(L, order, a, self.s2, self.posterior(L, order)[0])
+        self._commit(L, order, a, self.s2, self.posterior(L, order))
 
     def _apply(self, alpha, change, prune):
         """Factor after pruning ``prune`` and setting ``alpha[change]``, on a copy."""

@@ -74,6 +74,9 @@ def test_subspace_steps_equal_dense_em_and_never_refactorise():
         model.subspace_step()
         _assert_factor_matches(model, kernel, X)
         mu, resid = model.posterior()
+        # the posterior kept from the M-step's trial is the current one
+        np.testing.assert_allclose(model._post[0], mu, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(model._post[1], resid, rtol=1e-10, atol=1e-12)
         L_dense, Phi = _dense_factor(model, kernel, X)
         mu_dense = np.linalg.solve(L_dense @ L_dense.T, Phi.T @ y / model.s2)
         np.testing.assert_allclose(mu, mu_dense, rtol=1e-7, atol=1e-9)
