@@ -154,6 +154,8 @@ class ADFState:
         self.kernel = kernel
         self.site_update = site_update
         self._site_cache = {}  # candidate -> optimised (p, m) from the last score() call
+        # (J, K(X, X_J)) of the last NLP-scored working set: add() takes its column from here
+        self._columns = (np.zeros(0, dtype=np.intp), np.zeros((X.shape[0], 0)))
         self.X = X
         self.y = np.asarray(y, dtype=float)
         self.bias = float(bias)
@@ -220,10 +222,12 @@ class ADFState:
         p = self.size
         M_J = self.M[:p, J]  # p x kappa
         total = np.zeros(len(J))
+        columns = np.empty((self.n_samples, len(J)))  # K(X, X_J), kept for add()
         for rows, K in iter_kernel(self.kernel, self.X, self.X[J], chunk_size=self.chunk_size):
             own = (J >= rows.start) & (J < rows.stop)
             own_rows, own_cols = J[own] - rows.start, np.flatnonzero(own)
             K[own_rows, own_cols] = self.k_diag[J[own]]  # as in add(): the full k(x_j, x_j)
+            columns[rows] = K
             # columns A_.J = K_.J - M^T M_.J of the posterior covariance (one BLAS product)
             T = K - self.M[:p, rows].T @ M_J if p else K
             # additive-model paper eq. (7): f' = f + alpha_j A_.j, diag(A)' = diag(A) - nu_j A_.j^2
@@ -240,6 +244,7 @@ class ADFState:
                 loss[self.in_basis[rows]] = 0.0
                 loss[own_rows, own_cols] = 0.0  # the candidate itself leaves u^c once added
             total += loss.sum(axis=0)
+        self._columns = (J, columns)
         if all_points:
             return total / self.n_samples
         return total / max(self.n_samples - p - 1, 1)
@@ -299,8 +304,7 @@ class ADFState:
         else:
             pj, mj = float(site_precision), float(site_mean)
         sqrt_p = np.sqrt(pj)
-        k_col = np.asarray(self.kernel(self.X, self.X[j : j + 1]), dtype=float)[:, 0]
-        k_col[j] = self.k_diag[j]  # k(x_j, x_j) with any WhiteKernel term (kernel(X, Z) drops it)
+        k_col = self._kernel_column(j)
         # B grows by [Pi_u^1/2 K_uj sqrt(p_j); 1 + p_j K_jj]; its new row is [l^T, l] with
         # l = sqrt(p_j) M_.j (additive-model paper, below eq. (2)).
         b_col = np.sqrt(self.site_precision[:p]) * k_col[self.basis[:p]] * sqrt_p
@@ -323,6 +327,16 @@ class ADFState:
         self.in_basis[j] = True
         self.size = p + 1
         self._site_cache = {}
+
+    def _kernel_column(self, j):
+        """``K(X, x_j)`` with ``k(x_j, x_j)`` on ``j`` (from the last scored working set if there)."""
+        J, columns = self._columns
+        hit = np.flatnonzero(J == j)
+        if hit.size:
+            return columns[:, hit[0]].copy()
+        k_col = np.asarray(self.kernel(self.X, self.X[j : j + 1]), dtype=float)[:, 0]
+        k_col[j] = self.k_diag[j]  # k(x_j, x_j) with any WhiteKernel term (kernel(X, Z) drops it)
+        return k_col
 
     def remove(self, k):
         """Delete the basis vector at position ``k`` (sites of the others unchanged). O(n p).

@@ -179,6 +179,23 @@ def test_white_kernel_diagonal_is_used():
     np.testing.assert_allclose(state.score("nlp", J), brute, rtol=1e-8)
 
 
+def test_add_after_scoring_uses_the_scored_column_and_equals_dense():
+    # add() takes K(X, x_j) from the last NLP-scored working set (WhiteKernel diagonal too)
+    X, y = binary_problem(n=20, seed=5)
+    kernel = C(1.2) * RBF(0.8) + WhiteKernel(0.3)
+    scored = ADFState(kernel, X, y, -0.2, max_basis=6)
+    plain = ADFState(kernel, X, y, -0.2, max_basis=6)
+    for step in range(6):
+        J = scored.candidates()[step::3]
+        scored.score("nlp_all", J)
+        j = J[-1]
+        scored.add(j)
+        plain.add(j)
+    _check_against_dense(scored)
+    np.testing.assert_allclose(scored.f_hat, plain.f_hat, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(scored.diag_A, plain.diag_A, rtol=1e-12, atol=1e-14)
+
+
 # ---------------------------------------------------------------------------- the estimator
 @pytest.fixture(autouse=True)
 def _single_blas_thread():
