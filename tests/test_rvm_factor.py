@@ -127,3 +127,23 @@ def test_predictions_equal_dense_formula(method):
     var = est.noise_variance_ + np.einsum("ij,jk,ik->i", Pq, Sigma, Pq)
     np.testing.assert_allclose(std, np.sqrt(var), rtol=1e-8)
     assert np.mean((est.predict(X) - y) ** 2) < 0.01
+
+
+def test_batch_em_fit_unchanged_by_the_incremental_factor():
+    # batch EM (one refactorisation per step) is the same algorithm before and after the
+    # factor moved from B = I + D G D / s2 to Sigma^-1 = A + G / s2; these values come from
+    # the previous implementation (commit 4af8d5d) on the same data and seed
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(200, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
+    est = RelevanceVectorRegressor(RBF(1.0), method="batch_em", random_state=0).fit(X, y)
+    assert est.log_marginal_likelihood_value_ == pytest.approx(162.65247425046613, rel=1e-10)
+    assert len(est.relevance_vectors_) == 55 and est.n_iter_ == 34
+    assert est.noise_variance_ == pytest.approx(0.009842464825573846, rel=1e-9)
+    mean, std = est.predict(np.array([[-2.5], [0.0], [1.7]]), return_std=True)
+    np.testing.assert_allclose(
+        mean, [-0.5626916170291577, -0.01684769360165083, 0.9787479035051647], rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        std, [0.1006088137814991, 0.10020499769527792, 0.10063791626457962], rtol=1e-8
+    )
