@@ -111,12 +111,14 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         hyperparameters and the initial bias, ``b = sqrt(1 + mean k(x, x)) Phi^-1(fraction of
         positives)`` (so that the prior predicts the class balance), and fits once.
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
-        Objective of the hyperparameters ``[theta, b]`` with the basis and sites fixed: the NLP
-        over the non-basis points (eq. (4)), or ``"evidence"``: minus the approximate log
-        marginal likelihood of the ADF model on its basis (EP's GPML eq. (3.65) restricted to
-        the basis sites, as in the IVM); with the evidence, ``b`` stays at its class-balance
-        start (learned from the basis points alone it feeds back into the selection). The
-        outer loop keeps the model with the lowest value of the chosen objective.
+        Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
+        non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the
+        lowest NLP. Or ``"evidence"`` (the IVM): minus the EP approximate log marginal likelihood
+        of the basis labels (GPML eq. (3.65)), with EP re-run on the basis for every evaluated
+        ``[theta, b]``, plus a Gaussian prior ``N(b_0, 1 + mean k(x, x))`` on the bias; the outer
+        loop keeps the visited model (a basis selected under its own ``[theta, b]``) with the
+        lowest training NLP over all points (NLP_a eq. (5)). The IVM needs larger bases than the
+        NLP design (the validation paper used ``max_basis`` = N/2 for it).
     max_iter : int, default=20
         Largest number of outer iterations (basis selection + hyperparameter step).
     tol : float, default=1e-3
@@ -146,7 +148,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
     loss_curve_ : list of float, or list of such lists
-        Objective (NLP eq. (4), or minus the log evidence) after each outer iteration.
+        Objective (NLP eq. (4), or minus the log evidence plus the bias prior) after each
+        outer iteration.
     exchange_loss_curve_ : list of float, or list of such lists
         NLP_a (eq. (5)) of the kept model's basis before the first exchange step and after each
         exchange step (just the first value when ``n_exchange=0``).

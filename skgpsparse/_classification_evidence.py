@@ -1,39 +1,123 @@
-"""Approximate log evidence of the sparse ADF classifier (IVM objective) and its gradient.
+"""The IVM's hyperparameter objective: the EP evidence of the basis labels, and its outer loop.
 
-With Gaussian sites ``N(f_i | m_i, 1/p_i)`` on the basis ``u`` only (zero elsewhere), the EP
-approximation of the marginal likelihood (GPML eq. (3.65), Lawrence, Seeger and Herbrich 2003
-for the IVM) involves the basis latents alone::
+``hyperparameter_objective="evidence"`` follows the informative vector machine (Lawrence,
+Seeger and Herbrich 2003): the basis is selected by ADF under the current ``(theta, b)``,
+then ``(theta, b)`` maximise the approximate marginal likelihood of the basis labels ``y_u``,
+then the basis is selected afresh. The approximation is EP's (GPML eq. (3.65)) with the
+site parameters at the EP fixed point FOR THE HYPERPARAMETERS BEING EVALUATED: every call runs
+EP on the ``p`` basis latents (GPML Algorithm 3.5, warm-started from the previous sites, the
+ADF sites at first). Holding the ADF sites fixed instead is what made the objective
+degenerate: away from the hyperparameters that produced them, stale sites are pseudo-targets
+whose evidence grows without bound towards a constant latent function (infinite length
+scale) or white noise (zero amplitude). At the fixed point the implicit dependence of the
+sites drops out of the gradient (Seeger 2005; GPML eq. (5.26)), so the explicit gradient is
+exact::
 
-    log Z = sum_{i in u} [ log Phi(z_i) + 1/2 log(1 + p_i v_i)
-                           + p_i (mu_i - m_i)^2 / (2 (1 + p_i v_i)) ]
-            - 1/2 log|B| - 1/2 m_u^T C m_u,
+    d(-log Z)/d theta_j = -1/2 w^T dK w + 1/2 tr(C dK),   C = S B^-1 S,  w = (K + S^-2)^-1 mu~,
+    d(-log Z)/d b       = -sum_i y_i r_i / sqrt(1 + s2_-i),
 
-where ``B = I + S K_uu S`` (``S = Pi_u^1/2``), ``C = S B^-1 S``, ``(mu_i, v_i)`` is the cavity of
-basis point ``i`` (the posterior ``N(K_uu C m_u, K_uu - K_uu C K_uu)`` with site ``i`` divided
-out) and ``z_i = y_i (mu_i + b) / sqrt(1 + v_i)``: ``Phi(z_i)`` is the ADF normaliser of ``i``
-under that cavity. (The ``log p_i`` parts of ``log|K_uu + Pi^-1|`` and of the site normalisers
-cancel, so ``p_i -> 0`` is harmless.) For the point added last the cavity is exactly its cavity
-at inclusion; for the others it is the leave-one-site-out cavity, which makes the expression a
-function of ``(theta, b)`` with the sites held fixed (IVM's practice).
+with ``S = diag(tau~)^1/2``, ``B = I + S K S`` and ``r_i = N(z_i)/Phi(z_i)`` at the cavity
+``(mu_-i, s2_-i)``, ``z_i = y_i (mu_-i + b) / sqrt(1 + s2_-i)``. Cost O(p^3) per EP sweep.
 
-Gradient (sites fixed): with ``R = I - K_uu C``, ``dSigma = R dK R^T``, ``dmu_post = R dK w``
-(``w = C m_u``), then by the chain rule through the cavities; the Gaussian part gives
-``-1/2 tr(C dK) + 1/2 w^T dK w``. Cost O(p^3 n_theta); it never touches the non-basis points.
+The bias is learned with the kernel. Each selection favours the points the model gets wrong,
+so a round can produce a basis of mostly one class, whose evidence is maximised by ``b -> +-inf``
+(and the next basis then comes from the other class). Two guards: ``b`` has a Gaussian prior
+``N(b_0, 1 + mean k(x, x))`` (``b_0`` the class-balance start, unit scale in probit units of the
+prior predictive; the IVM software likewise offers a unit Gaussian prior on its noise
+parameters), so the objective is ``-log Z_EP + (b - b_0)^2 / (2 s_b^2)``; and the outer loop
+keeps, among the models it visits (each a basis selected under its own ``(theta, b)``), the one
+with the highest training log-likelihood of ALL labels, ``-n NLP_a`` (additive-model paper
+eq. (5)), the IVM's own model log-likelihood (its noise-model objective over the training set).
 """
+
+import time
+import warnings
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.special import log_ndtr
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from ._adf import _inverse_mills
 
 __all__ = ["negative_log_evidence"]
 
+# EP on the basis: convergence tolerance on the site parameters and a cap on the sweeps.
+_EP_TOL = 1e-7
+_EP_MAX_SWEEPS = 100
+
+
+def _posterior(K, tau, nu):
+    """``Sigma = K - V^T V`` (``V = L^-1 S K``), ``mu = Sigma nu`` and ``L``, GPML eq. (3.68)."""
+    s = np.sqrt(tau)
+    L = cholesky(np.eye(tau.size) + s[:, None] * K * s[None, :], lower=True)
+    V = solve_triangular(L, s[:, None] * K, lower=True)
+    Sigma = K - V.T @ V
+    return Sigma, Sigma @ nu, L
+
+
+def _cavities(Sigma, mu, tau, nu):
+    """Cavity means and variances ``(mu_-i, s2_-i)`` of all sites, GPML eq. (3.56)."""
+    d = np.maximum(np.diag(Sigma), 1e-300)
+    # s2_- = 1 / (1/Sigma_ii - tau_i) = Sigma_ii / (1 - tau_i Sigma_ii) (> 0: Sigma_ii < 1/tau_i)
+    s2 = d / np.maximum(1.0 - tau * d, 1e-300)
+    return s2 * (mu / d - nu), s2
+
+
+def _ep(K, y, bias, tau, nu, tol, max_sweeps):
+    """Sequential EP with probit sites (GPML Algorithm 3.5), from the sites ``(tau, nu)``."""
+    tau, nu = tau.copy(), nu.copy()
+    Sigma, mu, L = _posterior(K, tau, nu)
+    converged = False
+    for _ in range(max_sweeps):
+        old_tau, old_nu = tau.copy(), nu.copy()
+        for i in range(y.size):
+            sii = Sigma[i, i]
+            tau_c = 1.0 / sii - tau[i]  # GPML eq. (3.56)
+            nu_c = mu[i] / sii - nu[i]
+            s2c = 1.0 / tau_c
+            mc = nu_c * s2c
+            q = 1.0 + s2c
+            z = y[i] * (mc + bias) / np.sqrt(q)
+            r, r_plus_z = _inverse_mills(z)
+            # GPML eq. (3.58): moments of the tilted distribution
+            mh = mc + y[i] * s2c * r / np.sqrt(q)
+            s2h = s2c - s2c**2 * r * r_plus_z / q
+            new_tau = max(1.0 / s2h - tau_c, 0.0)  # GPML eq. (3.59)
+            d_tau = new_tau - tau[i]
+            tau[i] = new_tau
+            nu[i] = mh / s2h - nu_c if new_tau > 0.0 else 0.0
+            # GPML eq. (3.70): rank-one update of Sigma, then mu = Sigma nu
+            col = Sigma[:, i].copy()
+            Sigma -= (d_tau / (1.0 + d_tau * sii)) * np.outer(col, col)
+            mu = Sigma @ nu
+        Sigma, mu, L = _posterior(K, tau, nu)  # re-computed for accuracy, GPML eq. (3.53)
+        change = max(np.max(np.abs(tau - old_tau)), np.max(np.abs(nu - old_nu)), 0.0)
+        if change < tol:
+            converged = True
+            break
+    return tau, nu, Sigma, mu, L, converged
+
 
 def negative_log_evidence(
-    kernel, X_u, y_u, bias, site_mean, site_precision, *, eval_gradient=False
+    kernel,
+    X_u,
+    y_u,
+    bias,
+    *,
+    site_precision=None,
+    site_natural_mean=None,
+    eval_gradient=False,
+    return_sites=False,
+    tol=_EP_TOL,
+    max_sweeps=_EP_MAX_SWEEPS,
 ):
-    """Minus the approximate log evidence of the ADF model on its basis, and its gradient.
+    """Minus the EP log marginal likelihood of the basis labels, and its gradient.
+
+    Runs EP on the basis latents ``f_u ~ N(0, K_uu)`` with likelihoods ``Phi(y_i (f_i + b))``
+    and returns ``-log Z_EP`` (GPML eq. (3.65), written without ``1/tau~`` so that sites with
+    ``tau~_i = 0`` are harmless).
 
     Parameters
     ----------
@@ -45,79 +129,179 @@ def negative_log_evidence(
         Their labels in {-1, +1}.
     bias : float
         Bias ``b`` of the probit likelihood ``Phi(y (f + b))``.
-    site_mean, site_precision : ndarray of shape (p,)
-        Fixed sites ``m_u`` and ``p_u >= 0``.
+    site_precision, site_natural_mean : ndarray of shape (p,), default=None
+        Start of EP: ``tau~ = p_u`` and ``nu~ = p_u m_u`` (e.g. the ADF sites); zeros if None.
     eval_gradient : bool, default=False
         Also return the gradient w.r.t. ``[theta..., b]``.
+    return_sites : bool, default=False
+        Also return the EP sites ``(tau~, nu~)`` (to warm-start the next call).
+    tol, max_sweeps : float, int
+        EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
+        ``max_sweeps`` sweeps.
 
     Returns
     -------
     value : float
-        ``-log Z``.
+        ``-log Z_EP``.
     grad : ndarray of shape (n_theta + 1,)
         Only if ``eval_gradient``.
+    sites : tuple of two ndarrays
+        Only if ``return_sites``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
     >>> from skgpsparse._classification_evidence import negative_log_evidence
-    >>> X = np.array([[-1.0], [1.0]]); y = np.array([-1.0, 1.0])
-    >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, [-1.0, 1.0], [0.5, 0.5],
-    ...                              eval_gradient=True)
-    >>> bool(v > 0), g.shape
+    >>> X = np.array([[-1.0], [1.0]]); y = np.array([1.0, 1.0])
+    >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, eval_gradient=True)
+    >>> # correlated latents make equal labels likelier than two coin flips
+    >>> bool(0 < v < 2 * np.log(2)), g.shape
     (True, (2,))
     """
-    y_u = np.asarray(y_u, dtype=float)
-    m = np.asarray(site_mean, dtype=float)
-    prec = np.asarray(site_precision, dtype=float)
-    p = m.size
+    y = np.asarray(y_u, dtype=float)
+    p = y.size
+    tau = np.zeros(p) if site_precision is None else np.asarray(site_precision, dtype=float)
+    nu = np.zeros(p) if site_natural_mean is None else np.asarray(site_natural_mean, dtype=float)
+    tau = np.maximum(tau, 0.0)
+    nu = np.where(tau > 0, nu, 0.0)
     if eval_gradient:
         K, dK = kernel(X_u, eval_gradient=True)
     else:
         K = kernel(X_u)
-    s = np.sqrt(prec)
-    B = np.eye(p) + s[:, None] * K * s[None, :]
-    L = cholesky(B, lower=True)
-    C = s[:, None] * cho_solve((L, True), np.diag(s))
-    w = C @ m
-    beta = solve_triangular(L, s * m, lower=True)
-    R = np.eye(p) - K @ C
-    Sigma_d = np.maximum(np.einsum("ij,ij->i", R, K), 1e-300)  # diag(K - K C K) = diag(R K)
-    mu_post = K @ w
-    # cavity of site i: precision 1/Sigma_ii - p_i, i.e. v_i = Sigma_ii / (1 - p_i Sigma_ii)
-    den = np.maximum(1.0 - prec * Sigma_d, 1e-300)
-    v = Sigma_d / den
-    h = mu_post / Sigma_d - prec * m
-    mu = v * h
-    sd = np.sqrt(1.0 + v)
-    z = y_u * (mu + bias) / sd
-    q = 1.0 + prec * v
-    dev = mu - m
+    tau, nu, Sigma, mu, L, _ = _ep(K, y, float(bias), tau, nu, tol, max_sweeps)
+    mc, s2c = _cavities(Sigma, mu, tau, nu)
+    q = 1.0 + s2c
+    z = y * (mc + bias) / np.sqrt(q)
+    g = 1.0 + tau * s2c
+    # GPML eq. (3.65) with log|K + S~| = log|B| - sum log tau~ and mu~ = nu~ / tau~ expanded:
+    # the log tau~ terms cancel and the nu~^2 / tau~ terms combine to -nu~^2 s2_- / (1 + tau~ s2_-)
     log_z = (
-        np.sum(log_ndtr(z) + 0.5 * np.log(q) + prec * dev**2 / (2.0 * q))
-        - np.sum(np.log(np.diag(L)))
-        - 0.5 * beta @ beta
+        -np.sum(np.log(np.diag(L)))
+        + 0.5 * np.sum(np.log(g))
+        + np.sum(log_ndtr(z))
+        + 0.5 * nu @ mu
+        + np.sum((tau * mc**2 - 2.0 * mc * nu - nu**2 * s2c) / (2.0 * g))
     )
-    if not eval_gradient:
-        return float(-log_z)
-    r, _ = _inverse_mills(z)
-    # derivatives of the per-site terms w.r.t. the cavity (mu_i, v_i)
-    g_mu = r * y_u / sd + prec * dev / q
-    g_v = -r * z / (2.0 * (1.0 + v)) + prec / (2.0 * q) - prec**2 * dev**2 / (2.0 * q**2)
-    # ... and through (Sigma_ii, mu_post_i): v = Sigma/(1 - p Sigma), mu = v h
-    dv_dS = 1.0 / den**2
-    dmu_dS = dv_dS * h - v * mu_post / Sigma_d**2
-    dmu_dmp = v / Sigma_d
-    g_S = g_mu * dmu_dS + g_v * dv_dS
-    g_mp = g_mu * dmu_dmp
-    n_theta = dK.shape[2]
-    grad = np.empty(n_theta + 1)
-    for t in range(n_theta):
-        P = R @ dK[:, :, t]
-        dS = np.einsum("ij,ij->i", P, R)  # diag(R dK R^T)
-        dmp = P @ w
-        d_gauss = -0.5 * np.sum(C * dK[:, :, t]) + 0.5 * w @ dK[:, :, t] @ w
-        grad[t] = g_S @ dS + g_mp @ dmp + d_gauss
-    grad[-1] = np.sum(r * y_u / sd)
-    return float(-log_z), -grad
+    out = [float(-log_z)]
+    if eval_gradient:
+        s = np.sqrt(tau)
+        # GPML Algorithm 5.2: w = (K + S~^-1)^-1 mu~ = nu~ - S B^-1 S K nu~, C = S B^-1 S
+        w = nu - s * cho_solve((L, True), s * (K @ nu))
+        C = s[:, None] * cho_solve((L, True), np.diag(s))
+        # GPML eq. (5.26): d log Z / d theta_j = 1/2 tr((w w^T - C) dK_j)
+        grad_theta = 0.5 * np.einsum("i,ijt,j->t", w, dK, w) - 0.5 * np.einsum("ij,ijt->t", C, dK)
+        r, _ = _inverse_mills(z)
+        grad_b = np.sum(r * y / np.sqrt(q))
+        out.append(-np.append(grad_theta, grad_b))
+    if return_sites:
+        out.append((tau, nu))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+class _EvidenceObjective:
+    """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` plus the prior of ``b``.
+
+    EP is warm-started from the sites of the previous call (the ADF sites at first).
+    """
+
+    def __init__(self, kernel, X_u, y_u, site_precision, site_mean, bias_prior):
+        self.kernel, self.X_u, self.y_u = kernel, X_u, y_u
+        self.sites = (site_precision, site_precision * site_mean)
+        self.b0, self.sb = bias_prior
+
+    def __call__(self, theta, eval_gradient=True):
+        k = self.kernel.clone_with_theta(theta[:-1])
+        out = negative_log_evidence(
+            k,
+            self.X_u,
+            self.y_u,
+            theta[-1],
+            site_precision=self.sites[0],
+            site_natural_mean=self.sites[1],
+            eval_gradient=eval_gradient,
+            return_sites=True,
+        )
+        dev = (theta[-1] - self.b0) / self.sb
+        value = out[0] + 0.5 * dev**2
+        if np.isfinite(value) and np.all(np.isfinite(out[-1][0])):
+            self.sites = out[-1]
+        else:  # keep the line search away, never return NaN
+            value = np.finfo(float).max / 1e10
+            return (value, np.zeros(theta.shape)) if eval_gradient else value
+        if not eval_gradient:
+            return value
+        grad = out[1].copy()
+        grad[-1] += dev / self.sb
+        return value, grad
+
+
+def fit_evidence(model, X, y, rng):
+    """The IVM outer loop of ``_BinarySparseGPClassifier.fit`` for ``"evidence"``.
+
+    Rounds of: basis selection under ``(theta, b)``; ``(theta, b)`` by the EP evidence of the
+    basis labels and the prior of ``b``. Keeps the visited model (basis, sites and the ``(theta, b)`` it was selected
+    under) with the lowest training NLP_a; stops after ``max_iter`` rounds or when that has not
+    improved by ``tol`` for ``_PATIENCE`` rounds.
+    """
+    from ._classification_binary import _BIAS_BOUNDS, _PATIENCE, _initial_bias, _lbfgs
+
+    kernel = clone(model.kernel)
+    bias = _initial_bias(kernel, X, y)
+    # prior of b: N(b_0, 1 + mean k(x, x)) under the initial kernel (module docstring)
+    bias_prior = (bias, float(np.sqrt(1.0 + np.mean(kernel.diag(X)))))
+    model.loss_curve_ = []
+    best, since_best, rounds = None, 0, 0
+    for it in range(model.max_iter + 1):
+        tic = time.perf_counter()
+        state = model._select(kernel, X, y, bias, rng)
+        basis = state.basis_indices.copy()
+        prec = state.site_precision[: state.size].copy()
+        mean = state.site_mean[: state.size].copy()
+        nlp_all = state.nlp(all_points=True)
+        if best is None or nlp_all < best[0] - model.tol:
+            since_best = 0
+        else:
+            since_best += 1
+        if best is None or nlp_all < best[0]:
+            best = (nlp_all, kernel, bias, basis, prec, mean, model._last_exchange_curve)
+        objective = _EvidenceObjective(kernel, X[basis], y[basis], prec, mean, bias_prior)
+        theta0 = np.append(kernel.theta, bias)
+        if model.optimizer is None:
+            model.loss_curve_.append(float(objective(theta0, eval_gradient=False)))
+            break
+        if it == model.max_iter or since_best >= _PATIENCE:
+            break  # the last selection is a candidate model, not followed by an optimisation
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
+        if model.optimizer == "fmin_l_bfgs_b":
+            theta, loss = _lbfgs(objective, theta0, bounds)
+        else:
+            theta, loss = model.optimizer(objective, theta0, bounds)
+        theta, loss = np.asarray(theta, dtype=float), float(loss)
+        if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
+            theta, loss = theta0, float(objective(theta0, eval_gradient=False))
+        kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
+        model.loss_curve_.append(loss)
+        rounds += 1
+        if model.verbose:
+            print(
+                f"[SparseGPClassifier] iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ {loss:.6f}"
+                f"  basis {state.size}  b {bias:+.4f}  kernel {kernel}"
+                f"  ({time.perf_counter() - tic:.2f} s)"
+            )
+    model.n_iter_ = max(rounds, 1)
+    _, model.kernel_, model.bias_, model.basis_indices_, prec, mean, curve = best
+    if model.optimizer is not None:
+        model.kernel_._check_bounds_params()
+        if abs(model.bias_) >= _BIAS_BOUNDS[1]:
+            warnings.warn(
+                f"The learned bias b = {model.bias_:+g} is at its bound {_BIAS_BOUNDS}: the "
+                "evidence of the basis labels is explained by the bias alone.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+    model.exchange_loss_curve_ = [float(v) for v in curve]
+    model.site_precision_, model.site_mean_ = prec, mean
+    model.basis_vectors_ = X[model.basis_indices_]
+    model._set_predictive_factors()
+    return model

@@ -3,19 +3,16 @@
 import copy
 
 import numpy as np
-import pytest
 from _dense_adf import binary_problem, dense_posterior
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
-from scipy.special import log_ndtr
-from scipy.stats import multivariate_normal, norm
+from scipy.stats import norm
 from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from skgpsparse._adf import ADFState
 from skgpsparse._classification import SparseGPClassifier
-from skgpsparse._classification_evidence import negative_log_evidence
 from skgpsparse._site_optimization import _objective, optimize_sites
 
 C = ConstantKernel
@@ -179,77 +176,6 @@ def test_exchange_records_the_loss_and_keeps_the_basis_size():
     assert clf.score(X, y) > 0.8
     plain = SparseGPClassifier(max_basis=10, optimizer=None, random_state=0).fit(X, y)
     assert plain.exchange_loss_curve_ == [curve[0]]
-
-
-# ----------------------------------------------------------------------- evidence
-def _dense_log_evidence(kernel, X_u, y_u, bias, m, prec):
-    """sum_i [log Phi(z_i) - log N(mu_i | m_i, v_i + 1/p_i)] + log N(m | 0, K + Pi^-1)."""
-    K = kernel(X_u)
-    Sig = np.linalg.inv(np.linalg.inv(K) + np.diag(prec))
-    mu_post = Sig @ (prec * m)
-    total = multivariate_normal(np.zeros(m.size), K + np.diag(1.0 / prec)).logpdf(m)
-    for i in range(m.size):
-        v = 1.0 / (1.0 / Sig[i, i] - prec[i])
-        mu = v * (mu_post[i] / Sig[i, i] - prec[i] * m[i])
-        total += norm.logcdf(y_u[i] * (mu + bias) / np.sqrt(1 + v))
-        total -= norm.logpdf(mu, m[i], np.sqrt(v + 1.0 / prec[i]))
-    return total
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_evidence_value_and_gradient(seed):
-    rng = np.random.RandomState(seed)
-    p = 7
-    X_u, y_u = rng.randn(p, 3), np.sign(rng.randn(p))
-    m, prec, bias = 2 * rng.randn(p), rng.uniform(0.05, 1.0, p), rng.randn()
-    kernel = C(1.5) * RBF([0.8, 1.2, 2.0]) + WhiteKernel(0.01)
-    value, grad = negative_log_evidence(kernel, X_u, y_u, bias, m, prec, eval_gradient=True)
-    assert np.isclose(value, -_dense_log_evidence(kernel, X_u, y_u, bias, m, prec), rtol=1e-9)
-    theta = np.append(kernel.theta, bias)
-    eps = 1e-6
-
-    def f(t):
-        return negative_log_evidence(kernel.clone_with_theta(t[:-1]), X_u, y_u, t[-1], m, prec)
-
-    num = [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
-    np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-7)
-
-
-def test_evidence_of_the_first_site_is_its_adf_normaliser():
-    # one basis point: the cavity is the prior N(0, k), so log Z = log Phi(y b / sqrt(1 + k))
-    X_u, y_u = np.array([[0.3]]), np.array([1.0])
-    k = C(2.0) * RBF(1.0)
-    value = negative_log_evidence(k, X_u, y_u, 0.4, np.array([1.7]), np.array([0.6]))
-    assert np.isclose(-value, log_ndtr(0.4 / np.sqrt(3.0)), rtol=1e-12)
-
-
-def test_evidence_objective_fit_keeps_its_best_value():
-    X, y = make_moons(n_samples=100, noise=0.25, random_state=1)
-    clf = SparseGPClassifier(
-        max_basis=12, hyperparameter_objective="evidence", max_iter=3, random_state=0
-    ).fit(X, y)
-    y_pm = np.where(y == 1, 1.0, -1.0)
-    assert clf.score(X, y) > 0.8
-    # the final basis is selected under the kept hyperparameters: its sites are the moment
-    # matching sites of an ADF pass under kernel_ and bias_ in the same order
-    state = ADFState(clf.kernel_, X, y_pm, clf.bias_, max_basis=12)
-    for j in clf.basis_indices_:
-        state.add(j)
-    np.testing.assert_allclose(state.site_precision, clf.site_precision_, rtol=1e-10)
-    np.testing.assert_allclose(state.site_mean, clf.site_mean_, rtol=1e-10)
-    # with fixed hyperparameters the loss is the evidence of the fitted basis
-    fixed = SparseGPClassifier(
-        max_basis=12, hyperparameter_objective="evidence", optimizer=None, random_state=0
-    ).fit(X, y)
-    u = fixed.basis_indices_
-    value = negative_log_evidence(
-        fixed.kernel_, X[u], y_pm[u], fixed.bias_, fixed.site_mean_, fixed.site_precision_
-    )
-    assert np.isclose(value, fixed.loss_curve_[0], rtol=1e-10)
-    # b stays at its class-balance start, Phi(b / sqrt(1 + k(x, x))) = fraction of positives,
-    # with k(x, x) = 1 for the default kernel
-    frac = np.mean(y == 1)
-    assert np.isclose(norm.cdf(clf.bias_ / np.sqrt(1.0 + 1.0)), frac, rtol=1e-9)
 
 
 def test_optimize_sites_fit_uses_optimised_sites():
