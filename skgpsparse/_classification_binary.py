@@ -11,7 +11,7 @@ from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from ._adf import ADFState
-from ._classification_evidence import negative_log_evidence
+from ._classification_evidence import fit_evidence
 from ._classification_loss import nlp_loss
 from ._selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from .kernels import iter_kernel
@@ -130,6 +130,8 @@ class _BinarySparseGPClassifier:
         self._last_exchange_curve = curve
 
     def fit(self, X, y, rng):
+        if self.hyperparameter_objective == "evidence":
+            return fit_evidence(self, X, y, rng)  # the IVM's outer loop
         kernel = clone(self.kernel)
         bias = _initial_bias(kernel, X, y)
         self.loss_curve_ = []
@@ -141,13 +143,10 @@ class _BinarySparseGPClassifier:
             basis = state.basis_indices.copy()
             prec = state.site_precision[: state.size].copy()
             mean = state.site_mean[: state.size].copy()
-            if self.optimizer is None and self.hyperparameter_objective == "nlp":
+            if self.optimizer is None:
                 loss = state.nlp()
-            elif self.optimizer is None:
-                loss = self._objective(kernel, bias, X, y, basis, prec, mean)
             else:
-                # Algorithm 1, step 6: theta and b by NLP eq. (4) (or the evidence), basis and
-                # sites fixed
+                # Algorithm 1, step 6: theta and b by NLP eq. (4), basis and sites fixed
                 kernel, bias, loss = self._optimize(kernel, bias, X, y, basis, prec, mean)
             self.loss_curve_.append(float(loss))
             if best is None or loss < best[0]:
@@ -169,15 +168,6 @@ class _BinarySparseGPClassifier:
             # Tell the user when a learned hyperparameter sits at a bound (sklearn's warning:
             # e.g. the amplitude at its upper bound makes the predictions overconfident).
             self.kernel_._check_bounds_params()
-        if self.hyperparameter_objective == "evidence" and self.optimizer is not None:
-            # IVM practice: end with a selection under the final hyperparameters. The evidence
-            # of the basis alone does not measure the predictions of stale sites (sites from a
-            # previous kernel can have a high evidence under the new one and classify badly).
-            state = self._select(self.kernel_, X, y, self.bias_, rng)
-            self.basis_indices_ = state.basis_indices.copy()
-            prec = state.site_precision[: state.size].copy()
-            mean = state.site_mean[: state.size].copy()
-            curve = self._last_exchange_curve
         self.exchange_loss_curve_ = [float(v) for v in curve]
         self.site_precision_, self.site_mean_ = prec, mean
         self.basis_vectors_ = X[self.basis_indices_]
@@ -185,11 +175,7 @@ class _BinarySparseGPClassifier:
         return self
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
-        """NLP eq. (4), or minus the approximate log evidence, with basis and sites fixed."""
-        if self.hyperparameter_objective == "evidence":
-            return negative_log_evidence(
-                kernel, X[basis], y[basis], bias, mean, prec, eval_gradient=eval_gradient
-            )
+        """NLP eq. (4) with basis and sites fixed."""
         return nlp_loss(kernel, X, y, bias, basis, mean, prec, eval_gradient=eval_gradient)
 
     def _optimize(self, kernel, bias, X, y, basis, prec, mean):
@@ -203,11 +189,7 @@ class _BinarySparseGPClassifier:
             return out
 
         theta0 = np.append(kernel.theta, bias)
-        # With the evidence, b stays at its class-balance start: the evidence of the basis
-        # points alone, learned jointly with an entropy-selected basis, feeds back (a basis of
-        # one class -> b towards that class -> the next basis from the other class ...).
-        bias_bounds = (bias, bias) if self.hyperparameter_objective == "evidence" else _BIAS_BOUNDS
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), bias_bounds])
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
         if self.optimizer == "fmin_l_bfgs_b":
             theta, loss = _lbfgs(obj_func, theta0, bounds)
         else:
