@@ -74,6 +74,8 @@ def _ep(K, y, bias, tau, nu, tol, max_sweeps):
         old_tau, old_nu = tau.copy(), nu.copy()
         for i in range(y.size):
             sii = Sigma[i, i]
+            if not sii > 1e-300 or not 1.0 - tau[i] * sii > 1e-12:
+                continue  # round-off left no cavity (Sigma_ii >= 1/tau_i): keep the site
             tau_c = 1.0 / sii - tau[i]  # GPML eq. (3.56)
             nu_c = mu[i] / sii - nu[i]
             s2c = 1.0 / tau_c
