@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg.blas import dger as _dger
 from scipy.special import log_ndtr
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
@@ -53,7 +54,7 @@ def _posterior(K, tau, nu):
     s = np.sqrt(tau)
     L = cholesky(np.eye(tau.size) + s[:, None] * K * s[None, :], lower=True)
     V = solve_triangular(L, s[:, None] * K, lower=True)
-    Sigma = K - V.T @ V
+    Sigma = np.ascontiguousarray(K - V.T @ V)
     return Sigma, Sigma @ nu, L
 
 
@@ -88,12 +89,15 @@ def _ep(K, y, bias, tau, nu, tol, max_sweeps):
             s2h = s2c - s2c**2 * r * r_plus_z / q
             new_tau = max(1.0 / s2h - tau_c, 0.0)  # GPML eq. (3.59)
             d_tau = new_tau - tau[i]
-            tau[i] = new_tau
-            nu[i] = mh / s2h - nu_c if new_tau > 0.0 else 0.0
-            # GPML eq. (3.70): rank-one update of Sigma, then mu = Sigma nu
+            d_nu = (mh / s2h - nu_c if new_tau > 0.0 else 0.0) - nu[i]
+            tau[i] += d_tau
+            nu[i] += d_nu
+            # GPML eq. (3.70): rank-one update of Sigma (in place, BLAS dger); mu = Sigma nu
+            # follows in O(p): mu' = mu - c col (col . nu_old) + Sigma'_.i d_nu
             col = Sigma[:, i].copy()
-            Sigma -= (d_tau / (1.0 + d_tau * sii)) * np.outer(col, col)
-            mu = Sigma @ nu
+            c = d_tau / (1.0 + d_tau * sii)
+            _dger(-c, col, col, a=Sigma.T, overwrite_a=True)  # Sigma.T: Fortran order, in place
+            mu += Sigma[:, i] * d_nu - c * col * (col @ nu - col[i] * d_nu)
         Sigma, mu, L = _posterior(K, tau, nu)  # re-computed for accuracy, GPML eq. (3.53)
         change = max(np.max(np.abs(tau - old_tau)), np.max(np.abs(nu - old_nu)), 0.0)
         if change < tol:
