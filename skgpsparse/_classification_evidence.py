@@ -277,6 +277,8 @@ def fit_evidence(model, X, y, rng):
             model.loss_curve_.append(float(objective(theta0, eval_gradient=False)))
             break
         if it == model.max_iter or since_best >= _PATIENCE:
+            if model.verbose:
+                print(f"[SparseGPClassifier] final selection  NLP_a {nlp_all:.6f}")
             break  # the last selection is a candidate model, not followed by an optimisation
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
         if model.optimizer == "fmin_l_bfgs_b":

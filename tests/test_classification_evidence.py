@@ -199,3 +199,29 @@ def test_evidence_fit_keeps_a_consistent_model():
     )
     frac = np.mean(y == 1)
     assert np.isclose(norm.cdf(fixed.bias_ / np.sqrt(2.0)), frac, rtol=1e-9)
+
+
+def test_evidence_fit_keeps_the_visited_model_with_the_lowest_training_nlp(capsys):
+    X, y = _rings(120, 2)
+    clf = SparseGPClassifier(
+        C(1.0) * RBF(3.0),
+        selection="entropy",
+        hyperparameter_objective="evidence",
+        max_basis=30,
+        max_iter=4,
+        random_state=0,
+        verbose=1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    printed = [
+        float(t.split("NLP_a ")[1].split()[0])
+        for t in capsys.readouterr().out.split("\n")
+        if "NLP_a" in t
+    ]
+    assert len(printed) == clf.n_iter_ + 1  # one per selection, the final one included
+    state = ADFState(clf.kernel_, X, y.astype(float), clf.bias_, max_basis=30)
+    for j in clf.basis_indices_:
+        state.add(j)
+    assert np.isclose(state.nlp(all_points=True), min(printed), rtol=1e-5)
