@@ -147,16 +147,18 @@ NOTES = [
     ),
     "",
     (
-        "CPU time. SSEM is faster than batch EM from N = 1200 on and slower below, where batch "
+        "CPU time. SSEM is faster than batch EM from N = 1200 on (at N = 2400 in 2 of the 3 "
+        "partitions: per-partition ratios 0.49, 1.14, 0.65) and slower below, where batch "
         "EM on <= 800 basis functions is a few dozen LAPACK factorisations while SSEM takes N "
         "Python-level steps; the paper has batch EM faster only at N = 100 and SSEM an order "
         "of magnitude faster at a few thousand. Why not 10x here (cProfile of one SSEM fit at "
-        "N = 2400, 11.5 s CPU unprofiled; M reaches ~550 during the sweep): ~30% in the "
+        "N = 2400, 10.4 s CPU unprofiled; M reaches ~550 during the sweep): ~30% in the "
         "9400 rank-one updates/downdates of the factor (skgpsparse.linalg's recurrence is a "
         "Python loop over the columns of the trailing block, ~0.9 ms each at this M), ~20% "
         "in the E-step's diag(Sigma) (inverse of the triangular factor, O(M^3 / 3) per step: "
         "the paper's own E-step cost), ~15% in posterior means and residuals (O(n M), twice "
-        "per step for MacKay's trial), ~10% forming the new column of Phi^T Phi. With M in "
+        "per step: the E-step after the add and the M-step's trial), ~10% forming the new "
+        "column of Phi^T Phi. With M in "
         "the hundreds, N steps of O(M^3) are not much cheaper than batch EM's ~55 steps of "
         "O(N^3 / 3) that prune 2400 -> ~1700 in the first few; the paper's speed-up needs "
         "M << N."
@@ -179,7 +181,7 @@ NOTES = [
         "above 10% per step) and its lagging noise estimate let more of them reach L than a "
         "full M-step would. SSEM's log likelihood decreased in no step up to N = 1600 (the "
         "sweep falls back to the EM update when MacKay's would lower it); the few decreases at "
-        "N = 2400 (<= 3e-6 relative) are round-off in this ill-conditioned regime."
+        "N = 2400 (<= 1e-5 relative) are round-off in this ill-conditioned regime."
     ),
 ]
 
