@@ -48,19 +48,12 @@ class _RegressionEM:
 
     Keeps ``G = Phi^T Phi`` and ``h = Phi^T t`` over the active basis functions (grown one row
     and column per added function, O(n M)) and a lower Cholesky factor ``L L^T = S`` of the
-    posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. During
-    the Subspace EM sweep (:meth:`subspace_step`) the factor is never recomputed:
-
-    - adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``:
-      :func:`skgpsparse.linalg.cholesky_append`, O(M^2);
-    - the M-step's change of one ``alpha_j`` (eq. 12) is ``S + (alpha_new - alpha_old) e_j
-      e_j^T``, a rank-one update (:func:`~skgpsparse.linalg.cholesky_update`) or downdate
-      (:func:`~skgpsparse.linalg.cholesky_downdate`) of the trailing block from ``j``,
-      O((M - j)^2); a downdate that would cancel most of the pivot (``alpha_j`` falling by
-      orders of magnitude, e.g. the new function leaving ``L``) is done as a Givens deletion
-      of ``j`` and a re-append at the end instead, which is backward stable;
-    - pruning ``alpha_j >= L`` removes ``j`` by Givens rotations:
-      :func:`~skgpsparse.linalg.cholesky_delete`, O(M^2).
+    posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. In the
+    Subspace EM sweep (:meth:`subspace_step`) only the noise refactorises the factor:
+    adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``
+    (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); an M-step change of ``alpha_j`` (eq.
+    12) is the rank-one ``S + (alpha_new - alpha_old) e_j e_j^T`` and pruning a Givens deletion
+    (:func:`skgpsparse._rvm.change_precisions`).
 
     The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
     change of ``S``: it is the one step that refactorises (O(M^3 / 3), LAPACK, about the cost of
