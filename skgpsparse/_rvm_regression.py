@@ -31,6 +31,8 @@ _NOISE_FLOOR = 1e-10
 # SSEM sweep: an M-step change of alpha_j is applied to the factor when it exceeds this
 # relative size (|log(alpha_new / alpha_old)|); smaller changes wait for a later step.
 ALPHA_RTOL = 0.1
+# ... and a change of s2 (a refactorisation) when it exceeds this one.
+NOISE_RTOL = 0.1
 # In the sweep s2 is re-estimated (a refactorisation) only after the number of visited basis
 # functions has grown by this factor since the last time: O(log N) refactorisations.
 NOISE_GAP = 1.1
@@ -58,7 +60,7 @@ class _RegressionEM:
     The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
     change of ``S``: it is the one step that refactorises (O(M^3 / 3), LAPACK, about the cost of
     the E-step's ``diag(Sigma)``). In the sweep ``s2`` is therefore updated only when it moved
-    by more than ``ALPHA_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
+    by more than ``NOISE_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
     since its last update (O(log N) refactorisations per sweep); batch EM (:meth:`em_step`)
     updates ``s2`` and all ``alpha`` every step and refactorises once per step.
     """
@@ -273,7 +275,7 @@ class _RegressionEM:
         most ``MAX_RANK_ONE``) largest changes above ``ALPHA_RTOL`` (relative) are applied to
         the factor as rank-one updates, those reaching ``L`` are pruned by Givens deletions,
         the others keep their value (a partial M-step, still an EM ascent for the EM update).
-        ``s2`` keeps its value unless eq. (12) moves it by more than ``ALPHA_RTOL`` and the
+        ``s2`` keeps its value unless eq. (12) moves it by more than ``NOISE_RTOL`` and the
         number of visited basis functions has grown by ``NOISE_GAP`` since its last update:
         then the step is a batch step (:meth:`em_step`, one refactorisation), at most
         ``log N / log NOISE_GAP`` times per sweep.
@@ -281,7 +283,7 @@ class _RegressionEM:
         estep = mu, resid, sigma_diag, gamma = self.e_step()
         if self.learn_noise and self.visits >= NOISE_GAP * self._noise_visit:
             s2 = self._m_step("mackay", mu, gamma, sigma_diag, resid)[1]
-            if abs(np.log(s2 / self.s2)) > ALPHA_RTOL:
+            if abs(np.log(s2 / self.s2)) > NOISE_RTOL:
                 self._noise_visit = self.visits
                 return self.em_step(estep)
         ll0 = self.log_likelihood(mu, resid)
