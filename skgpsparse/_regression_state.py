@@ -131,7 +131,8 @@ def _rbf_parameters(kernel, n_features):
     elif type(kernel) is not RBF:
         return None
     ls = np.asarray(rbf.length_scale, dtype=float)
-    if not (c > 0 and np.all(ls > 0) and ls.ndim <= 1 and ls.size in (1, n_features)):
+    # A length-scale vector must match the features (else the kernel's own call raises).
+    if not (c > 0 and np.all(ls > 0) and (ls.ndim == 0 or ls.shape == (n_features,))):
         return None
     return c, ls
 

@@ -615,3 +615,11 @@ def test_passes_on_two_threads_give_the_same_numbers(monkeypatch):
     np.testing.assert_array_equal(states[0].q, states[1].q)
     np.testing.assert_array_equal(states[0].R, states[1].R)
     _assert_matches_dense(states[1], X, y)
+
+
+def test_length_scale_of_the_wrong_size_is_left_to_the_kernel():
+    X, y = _data(n=30, d=3)
+    state = RegressionState(RBF([1.0, 2.0]), X, y, S2, 5)
+    assert not state._columns.fast
+    with pytest.raises(ValueError, match="[Aa]nisotropic"):
+        state.append(0)
