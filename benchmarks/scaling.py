@@ -1,7 +1,7 @@
 """Fit time of SparseGPRegressor versus n (fixed p) and versus p (fixed n), on log-log axes.
 
-Fixed hyperparameters (``optimizer=None``), the default selection (matching_pursuit with its
-kept working set), data as in ``floor.py`` (``X ~ U(-1, 1)^d``, d = 10). scikit-learn's full
+Fixed hyperparameters (``optimizer=None``), the default selection (matching_pursuit on a
+fresh working set of 59 each step), data as in ``floor.py`` (``X ~ U(-1, 1)^d``, d = 10). scikit-learn's full
 ``GaussianProcessRegressor`` (also ``optimizer=None``) is timed for the n it can handle. Times are
 process CPU seconds (all threads; the machine may be shared), median of ``--repeats`` fits. The
 slopes are least-squares fits of log time on log n (expected near 1) and log p (near 2) over
