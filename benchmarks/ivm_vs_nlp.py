@@ -91,13 +91,17 @@ def fit_one(name, r, max_iter):
 
 def cached_runs(path, method):
     """``{dataset: [(nlp, error), ...]}`` of ``method`` in a raetsch.py cache file."""
-    if not path.exists():
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError):  # absent, or being rewritten by a running raetsch.py
         return {}
-    out = {}
-    for rec in json.loads(path.read_text()).values():
+    new, old = {}, {}
+    for key, rec in cache.items():
         if rec.get("method") == method and "nlp" in rec:
-            out.setdefault(rec["dataset"], []).append((rec["nlp"], rec["error"]))
-    return out
+            # keys with the initial kernel are raetsch.py's current ones; older keys lack it
+            group = new if "|kernel=" in key else old
+            group.setdefault(rec["dataset"], []).append((rec["nlp"], rec["error"]))
+    return {name: new.get(name) or old[name] for name in {*new, *old}}
 
 
 def ms(values):
