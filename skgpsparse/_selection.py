@@ -184,7 +184,14 @@ class GreedySelector(BaseSelector):
         if n_positive == 0:
             return rng.choice(candidates[free], size=size, replace=False)
         size = min(size, n_positive)
-        return rng.choice(candidates, size=size, replace=False, p=weights / weights.sum())
+        # Weighted sampling without replacement in one O(n) pass (Efraimidis and Spirakis
+        # 2006): the `size` largest keys log(u_i) / w_i, u_i ~ U(0, 1), are distributed as
+        # `size` successive draws with probabilities w / sum(w). (RandomState.choice with p and
+        # replace=False re-normalises and re-checks p per draw: ~10 % of a default fit.)
+        with np.errstate(divide="ignore"):
+            keys = np.log(rng.uniform(size=len(candidates))) / weights  # w = 0 -> -inf
+        top = np.argpartition(-keys, size - 1)[:size] if size < len(keys) else np.arange(size)
+        return candidates[top]
 
     def select(self, state, rng):
         J = self.working_set(state, rng)
