@@ -28,7 +28,8 @@ _INIT_SUBSET = 100
 # BLAS threads during basis selection. Its products are matrix-vector ones over the p x n
 # kernel columns (memory bound); a second BLAS thread gains little for them and, on a loaded
 # machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md). The
-# state runs its passes over row chunks on its own threads (as many as BLAS had) instead.
+# state can run its passes over row chunks on threads of its own (RegressionState's
+# n_threads); two were slower there too, so the estimator leaves it at one.
 _SELECTION_BLAS_THREADS = 1
 
 
@@ -297,7 +298,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
             state = RegressionState(kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X))
-            # The state's passes run on its own threads; BLAS on one inside them.
+            # BLAS on one thread, as during the selection.
             with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
                 for j in basis:
                     state.append(j)
