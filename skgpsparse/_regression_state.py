@@ -69,6 +69,8 @@ _STREAM_MAX = 4096
 _APPEND_CHUNK_ENTRIES = 1 << 19
 # Entries of a working set's kernel columns per chunk of the scoring pass (2 MB).
 _SCORE_CHUNK_ENTRIES = 1 << 18
+# Entries of the scoring pass's partial sums (32 MB).
+_PARTIAL_ENTRIES = 1 << 22
 # The inner-product form of the RBF loses ~eps |x|^2 absolutely; it is used only when the
 # centred, scaled inputs satisfy |x|^2 / 2 <= this (an error below ~1e-12 in the kernel).
 _MAX_HALF_SQNORM = 1e4
@@ -439,28 +441,37 @@ class RegressionState:
         p, m = self.p, len(J)
         Kp, alpha, y = self._K[:p], self.alpha, self.y
         chunks = self._chunks(m, _SCORE_CHUNK_ENTRIES)
+        # Consecutive chunks form groups with one partial sum each, at most _PARTIAL_ENTRIES
+        # of them in all (K_p^T K_J is p x m per group); a group is one thread's work.
+        width = p * m if criterion == "exact" and p else m
+        groups = np.array_split(
+            np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
+        )
         mu = np.empty(self.n)
-        Kmu, sq = np.empty((len(chunks), m)), np.empty((len(chunks), m))
-        KpK = np.empty((len(chunks), p, m)) if criterion == "exact" and p else None
-        local = threading.local()
+        Kmu, sq = np.zeros((len(groups), m)), np.zeros((len(groups), m))
+        KpK = np.zeros((len(groups), p, m)) if criterion == "exact" and p else None
 
-        def work(i):
-            a, b = chunks[i]
+        local = threading.local()  # one chunk buffer per thread
+
+        def work(g):
             if getattr(local, "buf", None) is None:
                 local.buf = np.empty((chunks[0][1] - chunks[0][0], m))
-            K_c = self._columns(slice(a, b), J, out=local.buf[: b - a])
-            mu_c = mu[a:b]
-            if p:
-                np.dot(alpha, Kp[:, a:b], out=mu_c)
-                np.subtract(y[a:b], mu_c, out=mu_c)
-            else:
-                mu_c[:] = y[a:b]
-            np.dot(mu_c, K_c, out=Kmu[i])
-            np.einsum("ij,ij->j", K_c, K_c, out=sq[i])
-            if KpK is not None:
-                np.dot(Kp[:, a:b], K_c, out=KpK[i])
+            buf = local.buf
+            for i in groups[g]:
+                a, b = chunks[i]
+                K_c = self._columns(slice(a, b), J, out=buf[: b - a])
+                mu_c = mu[a:b]
+                if p:
+                    np.dot(alpha, Kp[:, a:b], out=mu_c)
+                    np.subtract(y[a:b], mu_c, out=mu_c)
+                else:
+                    mu_c[:] = y[a:b]
+                Kmu[g] += mu_c @ K_c
+                sq[g] += np.einsum("ij,ij->j", K_c, K_c)
+                if KpK is not None:
+                    KpK[g] += Kp[:, a:b] @ K_c
 
-        _run_chunks(len(chunks), work, self.n_threads)
+        _run_chunks(len(groups), work, self.n_threads)
         self._residual = mu
         K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
         KpK = KpK.sum(axis=0) if KpK is not None else None

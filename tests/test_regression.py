@@ -623,3 +623,24 @@ def test_length_scale_of_the_wrong_size_is_left_to_the_kernel():
     assert not state._columns.fast
     with pytest.raises(ValueError, match="[Aa]nisotropic"):
         state.append(0)
+
+
+def test_scoring_partial_sums_stay_bounded(monkeypatch):
+    # Many chunks and a large working set: the exact criterion's partial sums of K_p^T K_J
+    # are grouped (at most _PARTIAL_ENTRIES), with the same scores.
+    import skgpsparse._regression_state as rs
+
+    X, y = _data(n=2000, d=3)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=8, n_threads=2)
+    for j in (5, 900, 1500):
+        state.append(j)
+    J = np.arange(100, 160)
+    ref = state.decrease("exact", J)
+    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)  # 8 chunks of 256 rows
+    monkeypatch.setattr(rs, "_PARTIAL_ENTRIES", 3 * len(J) * 2)  # 2 groups
+    seen = []
+    run = rs._run_chunks
+    monkeypatch.setattr(rs, "_run_chunks", lambda n, work, t: (seen.append(n), run(n, work, t)))
+    state._last_J = np.zeros(0, dtype=np.intp)
+    np.testing.assert_allclose(state.decrease("exact", J), ref, rtol=1e-10)
+    assert seen == [2]
