@@ -30,6 +30,7 @@ Usage (``OPENBLAS_NUM_THREADS=1`` was much faster on the shared 2-core machine):
     # the runs behind results/kin40k.md, each a few minutes:
     nice python benchmarks/kin40k.py --protocol fixed --selection random
     nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit
+    nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit_kept
     nice python benchmarks/kin40k.py --protocol fixed --selection exact
     nice python benchmarks/kin40k.py --protocol fixed --selection info_gain
     nice python benchmarks/kin40k.py --protocol learned --selection matching_pursuit \
@@ -40,6 +41,11 @@ Usage (``OPENBLAS_NUM_THREADS=1`` was much faster on the shared 2-core machine):
         --noise-scale 0.25
     nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit \
         --exchange 0 --n-subset 1000
+    # hyperparameters from a 4000-row subset GPR (~7 min), Table 1 for three strategies:
+    nice python benchmarks/kin40k.py --protocol fixed --n-subset 4000 \
+        --selection random matching_pursuit exact
+    nice python benchmarks/kin40k.py --protocol fixed --selection matching_pursuit \
+        --exchange 0 --max-basis 1000                     # and --working-set-size 1000
     nice python benchmarks/kin40k.py --table-only         # rebuild table and plot
 """
 
@@ -226,9 +232,14 @@ def _selector_classes():
     from skgpsparse._selection import BaseSelector
 
     class RecordingSelector(BaseSelector):
-        """Delegate to `inner`; report (time, basis at entry, choice) to `callback`.
+        """Delegate to `inner`; report every call and every deletion to `callback`.
 
-        `callback` is a function, which ``sklearn.base.clone`` passes through by reference.
+        Calls are reported as ``("call", time, basis at entry, choice)``. On its first call the
+        selector also wraps the state's ``delete`` so that each deletion is reported as
+        ``("delete", time, index)``: an exchange step the estimator undoes (its replacement left
+        the cost higher) re-adds the deleted vector without calling the selector, so the
+        basis after a step is only known from the next step's deletion. `callback` is a
+        function, which ``sklearn.base.clone`` passes through by reference.
         """
 
         def __init__(self, inner, callback):
@@ -236,10 +247,19 @@ def _selector_classes():
             self.callback = callback
 
         def select(self, state, rng):
+            if not getattr(state, "_kin40k_recorded", False):
+                delete, callback = state.delete, self.callback
+
+                def recorded_delete(pos):
+                    j = delete(pos)
+                    callback("delete", time.perf_counter(), int(j))
+                    return j
+
+                state.delete = recorded_delete
+                state._kin40k_recorded = True
             basis = np.array(state.basis, copy=True)
-            n_candidates = len(state.candidates())
             choice = self.inner.select(state, rng)
-            self.callback(time.perf_counter(), basis, int(choice), n_candidates)
+            self.callback("call", time.perf_counter(), basis, int(choice))
             return choice
 
     class ReplaySelector(BaseSelector):
@@ -258,21 +278,26 @@ def _selector_classes():
     return RecordingSelector, ReplaySelector
 
 
-def bases_after_exchanges(records, p):
-    """Basis after the forward phase and after each exchange step, from the call records."""
-    # A redundant choice is marked and retried with the same basis and one candidate less:
-    # keep the last try. (The same basis with as many candidates is a real exchange step that
-    # deleted the vector the previous step added.)
-    kept = []
+def bases_after_exchanges(records, final_basis, n_exchange, end_time):
+    """Basis after the forward phase and after each exchange step, with the time reached.
+
+    An exchange step deletes ``d`` (reported), then calls the selector (once, or again after a
+    redundant choice, with no deletion in between), and may be undone (the replacement deleted
+    again, ``d`` re-added, no selector call). So the basis after step ``k`` is the basis at
+    entry of step ``k + 1``'s first call plus that step's deletion -- the last deletion before
+    the call -- and the basis after the last step is the fitted ``basis_indices_``.
+    """
+    entries, last_delete = [], None
     for rec in records:
-        prev = kept[-1] if kept else None
-        if prev is not None and rec[3] < prev[3] and np.array_equal(prev[1], rec[1]):
-            kept[-1] = rec
-        else:
-            kept.append(rec)
-    # calls with p - 1 vectors at entry: the last forward step, then one per exchange step
-    steps = [rec for rec in kept if len(rec[1]) == p - 1]
-    return [(t, np.sort(np.r_[basis, choice])) for t, basis, choice, _ in steps]
+        if rec[0] == "delete":
+            last_delete = rec
+        elif last_delete is not None:  # the first call of an exchange step
+            _, t_delete, j = last_delete
+            entries.append((t_delete, np.sort(np.r_[rec[2], j])))
+            last_delete = None
+    if len(entries) != n_exchange:
+        raise RuntimeError(f"recorded {len(entries)} exchange steps, expected {n_exchange}")
+    return entries + [(end_time, np.sort(np.asarray(final_basis)))]
 
 
 # ----------------------------------------------------------------------------- one run
@@ -362,16 +387,22 @@ def run_recorded(selection, protocol, args, data, hyper):
     RecordingSelector, ReplaySelector = _selector_classes()
     X_train, y_train, X_test, y_test = data
     records = []
-    inner = _make_selector(selection_param(selection, args.working_set_size), None)
+    # the estimator's own mapping, with the run's kappa (recorded rows before this fix used
+    # the default 59 whatever --working-set-size said; all of them were run with 59)
+    inner = _make_selector(
+        selection_param(selection, args.working_set_size), args.working_set_size
+    )
     model = make_model(selection, protocol, max(args.exchange), args, hyper)
     model.set_params(selection=RecordingSelector(inner, lambda *rec: records.append(rec)))
     start = time.perf_counter()
     model.fit(X_train, y_train)
     total = time.perf_counter() - start
-    steps = bases_after_exchanges(records, min(args.max_basis, len(X_train)))
-    final = np.sort(np.asarray(model.basis_indices_))
-    if not np.array_equal(steps[-1][1], final):
-        raise RuntimeError("recorded final basis differs from the fitted basis_indices_")
+    steps = bases_after_exchanges(
+        records, model.basis_indices_, max(args.exchange), time.perf_counter()
+    )
+    p = min(args.max_basis, len(X_train))
+    if any(len(np.unique(basis)) != p for _, basis in steps):
+        raise RuntimeError("a recorded basis does not have max_basis distinct vectors")
     rows = []
     for k in args.exchange:
         t, basis = steps[k]
