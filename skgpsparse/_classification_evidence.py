@@ -167,6 +167,13 @@ def negative_log_evidence(
     """
     y = np.asarray(y_u, dtype=float)
     p = y.size
+    if p == 0:  # an empty basis: Z = 1, and nothing depends on (theta, b)
+        out = [0.0]
+        if eval_gradient:
+            out.append(np.zeros(np.size(kernel.theta) + 1))
+        if return_sites:
+            out.append((np.zeros(0), np.zeros(0)))
+        return out[0] if len(out) == 1 else tuple(out)
     tau = np.zeros(p) if site_precision is None else np.asarray(site_precision, dtype=float)
     nu = np.zeros(p) if site_natural_mean is None else np.asarray(site_natural_mean, dtype=float)
     tau = np.maximum(tau, 0.0)
@@ -246,9 +253,9 @@ def fit_evidence(model, X, y, rng):
     """The IVM outer loop of ``_BinarySparseGPClassifier.fit`` for ``"evidence"``.
 
     Rounds of: basis selection under ``(theta, b)``; ``(theta, b)`` by the EP evidence of the
-    basis labels and the prior of ``b``. Keeps the visited model (basis, sites and the ``(theta, b)`` it was selected
-    under) with the lowest training NLP_a; stops after ``max_iter`` rounds or when that has not
-    improved by ``tol`` for ``_PATIENCE`` rounds.
+    basis labels and the prior of ``b``. Keeps the visited model (basis, sites and the
+    ``(theta, b)`` it was selected under) with the lowest training NLP_a; stops after
+    ``max_iter`` rounds or when that has not improved by ``tol`` for ``_PATIENCE`` rounds.
     """
     from ._classification_binary import _BIAS_BOUNDS, _PATIENCE, _initial_bias, _lbfgs
 
@@ -293,7 +300,7 @@ def fit_evidence(model, X, y, rng):
         rounds += 1
         if model.verbose:
             print(
-                f"[SparseGPClassifier] iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ {loss:.6f}"
+                f"[SparseGPClassifier] iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ+prior {loss:.6f}"
                 f"  basis {state.size}  b {bias:+.4f}  kernel {kernel}"
                 f"  ({time.perf_counter() - tic:.2f} s)"
             )

@@ -100,6 +100,13 @@ def test_evidence_does_not_depend_on_the_warm_start():
     assert not np.allclose(tau, prec, rtol=1e-3)
 
 
+def test_evidence_of_an_empty_basis_is_zero():
+    value, grad = negative_log_evidence(
+        RBF(1.0), np.zeros((0, 2)), np.zeros(0), 0.3, eval_gradient=True
+    )
+    assert value == 0.0 and np.array_equal(grad, np.zeros(2))
+
+
 def test_evidence_of_one_basis_point_is_exact():
     # one point: the marginal likelihood is log Phi(y b / sqrt(1 + k)) and EP is exact
     k = C(2.0) * RBF(1.0)
