@@ -511,7 +511,7 @@ def test_exchange_steps_never_raise_the_cost(selection):
     [RBF(0.7), C(2.0) * RBF([0.5, 2.0]), RBF(1.3) * C(0.3), Matern(1.0, nu=1.5)],
 )
 def test_kernel_columns_equal_sklearn_kernel(kernel):
-    from skgpsparse._regression_state import _KernelColumns
+    from skgpsparse._kernel_columns import _KernelColumns
 
     X, _ = _data(n=60)
     X = X + 100.0  # far from the origin: the inputs are centred before the inner products
@@ -525,7 +525,7 @@ def test_kernel_columns_equal_sklearn_kernel(kernel):
 
 
 def test_kernel_columns_fall_back_when_inner_products_would_lose_digits():
-    from skgpsparse._regression_state import _KernelColumns
+    from skgpsparse._kernel_columns import _KernelColumns
 
     X, _ = _data(n=20)
     X[0] = 1e3  # |s|^2 / 2 ~ 1e6 length scales squared: exact differences needed
