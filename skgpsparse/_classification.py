@@ -43,9 +43,10 @@ def _fit_binary(params, X, y, seed):
     return _BinarySparseGPClassifier(**params).fit(X, y, check_random_state(seed))
 
 
-def _default_kernel():
-    """``C(1) * RBF(1)`` with the amplitude capped at variance 100 (latent std 10)."""
-    return ConstantKernel(1.0, constant_value_bounds=(1e-5, _MAX_AMPLITUDE)) * RBF(1.0)
+def _default_kernel(n_features):
+    """``C(1) * RBF(sqrt(d))``, the amplitude capped at variance 100 (latent std 10)."""
+    amplitude = ConstantKernel(1.0, constant_value_bounds=(1e-5, _MAX_AMPLITUDE))
+    return amplitude * RBF(float(np.sqrt(n_features)))
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
@@ -65,13 +66,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     ----------
     kernel : kernel instance, default=None
         Prior covariance; ``None`` means
-        ``ConstantKernel(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(1.0)``: the latent
-        amplitude is capped at a standard deviation of 10, since a probit of a larger latent
-        is no better calibrated (``Phi(-10) < 1e-23``), while the NLP objective with the sites
-        held fixed can otherwise run the amplitude to its bound and make the model
-        overconfident (twonorm: test NLP 0.109 uncapped, 0.069 capped; see
-        ``benchmarks/results/speed.md``). Its hyperparameters are the optimiser's starting
-        point.
+        ``ConstantKernel(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(sqrt(n_features))``.
+        The length scale starts at ``sqrt(n_features)``, the scale of the distances between
+        standardised points (from ``RBF(1.0)`` a 20-feature fit needs more outer iterations,
+        and scikit-learn's own GPC collapses to a constant on twonorm). The latent amplitude
+        is capped at a standard deviation of 10, since a probit of a larger latent is no
+        better calibrated (``Phi(-10) < 1e-23``), while the NLP objective with the sites held
+        fixed can otherwise run the amplitude to its bound and make the model overconfident
+        (twonorm: test NLP 0.109 uncapped, 0.070 capped; ``benchmarks/results/speed.md``).
+        Its hyperparameters are the optimiser's starting point; standardise the features
+        (``StandardScaler`` in a ``Pipeline``) for the default to make sense.
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). Clipped to ``n_samples - 1`` with a
         warning, so that eq. (4) keeps at least one held-out point.
@@ -266,7 +270,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 f"max_basis={max_basis} so that the NLP keeps a held-out point.",
                 UserWarning,
             )
-        kernel = _default_kernel() if self.kernel is None else self.kernel
+        kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
         params = {
             "kernel": kernel,
             "max_basis": max_basis,

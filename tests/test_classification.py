@@ -280,7 +280,8 @@ def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     if optimizer is None:
         assert clf.n_iter_ == 1
         # b from the class balance, kernel untouched
-        default = C(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(1.0)
+        # moons have 2 features: the default starts at RBF(sqrt(2))
+        default = C(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(np.sqrt(2.0))
         assert clf.kernel_.get_params() == default.get_params()
 
 
