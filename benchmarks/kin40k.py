@@ -22,7 +22,7 @@ scale-free and directly comparable.
 
 Each (selection, protocol, exchange) result is stored in ``results/kin40k_runs.json`` so runs can
 be split across invocations (``--selection``); the markdown table ``results/kin40k.md`` and the
-plot ``kin40k.png`` are rebuilt from all stored results after every invocation.
+plot ``results/kin40k.png`` are rebuilt from all stored results after every invocation.
 
 Usage (``OPENBLAS_NUM_THREADS=1`` was much faster on the shared 2-core machine)::
 
@@ -73,7 +73,7 @@ RESULTS = HERE / "results"
 RUNS_FILE = RESULTS / "kin40k_runs.json"
 HYPER_FILE = RESULTS / "kin40k_subset_gpr.json"
 TABLE_FILE = RESULTS / "kin40k.md"
-PLOT_FILE = HERE / "kin40k.png"
+PLOT_FILE = RESULTS / "kin40k.png"
 
 SELECTIONS = ["random", "exact", "matching_pursuit", "matching_pursuit_kept", "info_gain"]
 
@@ -605,7 +605,7 @@ def main(argv=None):
         global RUNS_FILE, TABLE_FILE, PLOT_FILE
         RUNS_FILE = RESULTS / "kin40k_quick_runs.json"
         TABLE_FILE = RESULTS / "kin40k_quick.md"
-        PLOT_FILE = HERE / "kin40k_quick.png"
+        PLOT_FILE = RESULTS / "kin40k_quick.png"
         args.max_basis, args.exchange = 100, [0, 50]
         args.selection = args.selection or ["random", "matching_pursuit"]
         args.protocol = args.protocol or ["fixed"]
