@@ -37,6 +37,8 @@ _VAR_TOL = 1e-10
 _MAX_PRECISION = 1e12
 # Below z = -_SERIES_Z, r + z (r = N(z) / Phi(z)) comes from its asymptotic series.
 _SERIES_Z = 100.0
+# Working sets of at most this many candidates keep their kernel columns for add().
+_KEPT_COLUMNS = 64
 
 
 def _inverse_mills(z):
@@ -222,12 +224,16 @@ class ADFState:
         p = self.size
         M_J = self.M[:p, J]  # p x kappa
         total = np.zeros(len(J))
-        columns = np.empty((self.n_samples, len(J)))  # K(X, X_J), kept for add()
+        # K(X, X_J), kept for add() when the working set is small (the paper's kappa = |u^c|
+        # would make it n x n; the memory formula counts n kappa for kappa up to this)
+        keep = len(J) <= _KEPT_COLUMNS
+        columns = np.empty((self.n_samples, len(J))) if keep else None
         for rows, K in iter_kernel(self.kernel, self.X, self.X[J], chunk_size=self.chunk_size):
             own = (J >= rows.start) & (J < rows.stop)
             own_rows, own_cols = J[own] - rows.start, np.flatnonzero(own)
             K[own_rows, own_cols] = self.k_diag[J[own]]  # as in add(): the full k(x_j, x_j)
-            columns[rows] = K
+            if keep:
+                columns[rows] = K
             # columns A_.J = K_.J - M^T M_.J of the posterior covariance (one BLAS product)
             T = K - self.M[:p, rows].T @ M_J if p else K
             # additive-model paper eq. (7): f' = f + alpha_j A_.j, diag(A)' = diag(A) - nu_j A_.j^2
@@ -244,7 +250,8 @@ class ADFState:
                 loss[self.in_basis[rows]] = 0.0
                 loss[own_rows, own_cols] = 0.0  # the candidate itself leaves u^c once added
             total += loss.sum(axis=0)
-        self._columns = (J, columns)
+        if keep:
+            self._columns = (J, columns)
         if all_points:
             return total / self.n_samples
         return total / max(self.n_samples - p - 1, 1)

@@ -196,6 +196,21 @@ def test_add_after_scoring_uses_the_scored_column_and_equals_dense():
     np.testing.assert_allclose(scored.diag_A, plain.diag_A, rtol=1e-12, atol=1e-14)
 
 
+def test_large_working_set_keeps_no_columns():
+    # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
+    # n x n: only small working sets keep them; add() then computes its column itself
+    from skgpsparse import _adf
+
+    X, y = binary_problem(n=_adf._KEPT_COLUMNS + 16, seed=6)
+    state = ADFState(C(1.2) * RBF(0.8), X, y, 0.1, max_basis=3)
+    for _ in range(3):
+        J = state.candidates()
+        assert J.size > _adf._KEPT_COLUMNS
+        state.add(int(J[np.argmin(state.score("nlp", J))]))
+        assert state._columns[1].shape[1] == 0
+    _check_against_dense(state)
+
+
 class _WeightedState:
     """A stand-in state with fixed adaptive-sampling weights."""
 
