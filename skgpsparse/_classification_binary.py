@@ -66,6 +66,21 @@ def _lbfgs(obj_func, initial_theta, bounds):
     return res.x, res.fun
 
 
+def _minimize(optimizer, obj_func, theta0, bounds):
+    """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
+
+    A callable that returns a non-finite loss leaves ``theta0`` in place.
+    """
+    if optimizer == "fmin_l_bfgs_b":
+        theta, loss = _lbfgs(obj_func, theta0, bounds)
+    else:
+        theta, loss = optimizer(obj_func, theta0, bounds)
+    theta, loss = np.asarray(theta, dtype=float), float(loss)
+    if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
+        theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
+    return theta, loss
+
+
 class _BinarySparseGPClassifier:
     """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
 
@@ -156,7 +171,7 @@ class _BinarySparseGPClassifier:
                 since_best += 1
             if self.verbose:
                 print(
-                    f"[SparseGPClassifier] iter {it + 1:3d}  {self._loss_name} {loss:.6f}  basis {state.size}"
+                    f"[SparseGPClassifier] iter {it + 1:3d}  NLP {loss:.6f}  basis {state.size}"
                     f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
                 )
             if self.optimizer is None or since_best >= _PATIENCE:
@@ -190,19 +205,8 @@ class _BinarySparseGPClassifier:
 
         theta0 = np.append(kernel.theta, bias)
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
-        if self.optimizer == "fmin_l_bfgs_b":
-            theta, loss = _lbfgs(obj_func, theta0, bounds)
-        else:
-            theta, loss = self.optimizer(obj_func, theta0, bounds)
-        theta = np.asarray(theta, dtype=float)
-        loss = float(loss)
-        if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
-            theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
+        theta, loss = _minimize(self.optimizer, obj_func, theta0, bounds)
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
-
-    @property
-    def _loss_name(self):
-        return "-logZ" if self.hyperparameter_objective == "evidence" else "NLP"
 
     def _set_predictive_factors(self):
         """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |L^-1 S k_u*|^2``.

@@ -257,7 +257,7 @@ def fit_evidence(model, X, y, rng):
     ``(theta, b)`` it was selected under) with the lowest training NLP_a; stops after
     ``max_iter`` rounds or when that has not improved by ``tol`` for ``_PATIENCE`` rounds.
     """
-    from ._classification_binary import _BIAS_BOUNDS, _PATIENCE, _initial_bias, _lbfgs
+    from ._classification_binary import _BIAS_BOUNDS, _PATIENCE, _initial_bias, _minimize
 
     kernel = clone(model.kernel)
     bias = _initial_bias(kernel, X, y)
@@ -288,13 +288,7 @@ def fit_evidence(model, X, y, rng):
                 print(f"[SparseGPClassifier] final selection  NLP_a {nlp_all:.6f}")
             break  # the last selection is a candidate model, not followed by an optimisation
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), _BIAS_BOUNDS])
-        if model.optimizer == "fmin_l_bfgs_b":
-            theta, loss = _lbfgs(objective, theta0, bounds)
-        else:
-            theta, loss = model.optimizer(objective, theta0, bounds)
-        theta, loss = np.asarray(theta, dtype=float), float(loss)
-        if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
-            theta, loss = theta0, float(objective(theta0, eval_gradient=False))
+        theta, loss = _minimize(model.optimizer, objective, theta0, bounds)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
         model.loss_curve_.append(loss)
         rounds += 1
