@@ -14,6 +14,10 @@ here cost O(p^2):
   in its last row ``r``, exactly what leaves: ``M^T M - r r^T = M_new^T M_new``.
 - :func:`cholesky_update` / :func:`cholesky_downdate` give the factor of ``A + v v^T`` /
   ``A - v v^T`` (Golub & Van Loan §6.5.4; the LINPACK ``dchud``/``dchdd`` recurrences).
+- :func:`cholesky_update_rank_k` / :func:`cholesky_downdate_rank_k` give the factor of
+  ``A + V V^T`` / ``A - V V^T`` for ``V`` of shape ``(p, k)``: one (hyperbolic) Householder
+  reflection per column of ``L``, O(p^2 k) flops in ``p`` vectorised steps; e.g. a change of
+  ``k`` diagonal entries at once.
 - :func:`cholesky_rotate` gives the factor of ``Q^T A Q`` for the rotations ``Q`` of a deletion:
   a second factor over the same basis (the regressor's ``M_p``) follows the first one through a
   deletion, the paper's ``M_p <- M_p R^2`` (exchange paper, step 2).
@@ -34,8 +38,10 @@ __all__ = [
     "cholesky_append",
     "cholesky_delete",
     "cholesky_downdate",
+    "cholesky_downdate_rank_k",
     "cholesky_rotate",
     "cholesky_update",
+    "cholesky_update_rank_k",
 ]
 
 
@@ -376,6 +382,145 @@ def cholesky_downdate(L, v, *, size=None, overwrite_L=False, overwrite_v=False):
     True
     """
     return _rank_one(L, v, size, overwrite_L, overwrite_v, -1.0)
+
+
+def _rank_k(L, V, size, overwrite_L, sign, name):
+    """Shared loop of :func:`cholesky_update_rank_k` (sign=+1) and the downdate (sign=-1)."""
+    L, p = _active(L, size)
+    V = np.asarray(V)
+    if V.ndim == 1:
+        V = V[:, None]
+    if V.ndim != 2 or V.shape[0] != p:
+        raise ValueError(f"`V` must have shape ({p}, k) (the factor's size), got {V.shape}.")
+    W = L if overwrite_L else _work_copy(L, p)
+    if p == 0 or V.shape[1] == 0:
+        return W[:p, :p]
+    # Column c of V takes part from its first non-zero row on: sorted by that row, the columns
+    # active at row j are a prefix U[:, :n_active[j]] (a diagonal change costs O((p - j0)^2 k)).
+    nonzero = V != 0
+    first = np.where(nonzero.any(axis=0), nonzero.argmax(axis=0), p)
+    perm = np.argsort(first, kind="stable")
+    first = first[perm][first[perm] < p]
+    U = np.array(V[:, perm[: len(first)]], dtype=W.dtype, order="C")
+    n_active = np.searchsorted(first, np.arange(p), side="right")
+    for j in range(first[0] if len(first) else p, p):
+        a = n_active[j]
+        v = U[j, :a]
+        vv = float(v @ v)
+        ljj = W[j, j]
+        # One (hyperbolic for sign < 0) Householder reflection T = I - (2/s) J u u^T of the row
+        # [l_jj, v] onto [r, 0] (J = diag(1, sign I), T J T^T = J, so [L V] J [L V]^T is kept;
+        # Golub & Van Loan §6.5.4): r^2 = l_jj^2 + sign |v|^2, u = [l_jj - r, v],
+        # s = u^T J u = -2 r (l_jj - r).
+        r2 = ljj * ljj + sign * vv
+        if not np.isfinite(r2) or r2 <= 0.0:
+            what = "A - V V^T" if sign < 0 else "A + V V^T (L is singular or not finite)"
+            raise np.linalg.LinAlgError(
+                f"{name}: {what} is not positive definite (pivot {j} would be {r2:.3g} <= 0)."
+                + (" The downdate removes more than the matrix holds." if sign < 0 else "")
+            )
+        if ljj < 0:  # -L[:, j] is as good a factor column: keep the pivot > 0
+            W[j:p, j] *= -1.0
+            ljj = -ljj
+        r = np.sqrt(r2)
+        u0 = -sign * vv / (ljj + r)  # l_jj - r without cancellation
+        if u0 == 0.0:  # v = 0 here, or below round-off of l_jj
+            continue
+        if j + 1 < p:
+            col = W[j + 1 : p, j]
+            tail = U[j + 1 :, :a]
+            # rows below j: B <- B T = B - (2/s) (B J u) u^T, one matvec and one outer product
+            w = (col * u0 + sign * (tail @ v)) / (r * u0)  # -(2/s) B J u
+            col += u0 * w
+            tail += np.multiply.outer(w, v)
+        W[j, j] = r
+    return W[:p, :p]
+
+
+def cholesky_update_rank_k(L, V, *, size=None, overwrite_L=False):
+    """Factor of ``A + V V^T`` given the lower factor ``L L^T = A``, for ``V`` of shape (p, k).
+
+    One Householder reflection per column ``j`` maps the row ``[L_jj, V_j,:]`` onto
+    ``[r, 0]`` and is applied to the rows below by a matrix-vector and an outer product: ``p``
+    vectorised steps and O(p^2 k) flops, not ``k`` rank-one updates of ``p`` steps each (Golub &
+    Van Loan §6.5.4). Columns of ``V`` take part from their first non-zero row on, so a change
+    of the trailing block only (e.g. of diagonal entries ``j >= j0``, ``V = E diag(sqrt(d))``)
+    costs O((p - j0)^2 k).
+
+    Parameters
+    ----------
+    L : ndarray of shape (p, p) or (p_max, p_max)
+        Lower Cholesky factor; only the lower triangle is read and written.
+    V : array-like of shape (p, k) or (p,)
+        The update's columns (a vector is one column). Not modified.
+    size : int, default=None
+        Active size of a preallocated storage ``L``; ``None`` means ``L.shape[0]``.
+    overwrite_L : bool, default=False
+        Work in place on ``L`` (result in its leading block).
+
+    Returns
+    -------
+    L_new : ndarray of shape (p, p)
+        Lower Cholesky factor (positive diagonal) of ``A + V V^T``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If a diagonal entry of ``L`` at or below the first non-zero row of ``V`` is zero (or not
+        finite) and ``V`` does not fill it: ``A + V V^T`` is singular.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.linalg import cholesky_update_rank_k
+    >>> A = np.array([[4.0, 2.0, 1.0], [2.0, 3.0, 0.5], [1.0, 0.5, 2.0]])
+    >>> V = np.array([[1.0, 0.0], [-1.0, 2.0], [0.5, 1.0]])
+    >>> np.allclose(cholesky_update_rank_k(np.linalg.cholesky(A), V),
+    ...             np.linalg.cholesky(A + V @ V.T))
+    True
+    """
+    return _rank_k(L, V, size, overwrite_L, +1.0, "cholesky_update_rank_k")
+
+
+def cholesky_downdate_rank_k(L, V, *, size=None, overwrite_L=False):
+    """Factor of ``A - V V^T`` given the lower factor ``L L^T = A``, for ``V`` of shape (p, k).
+
+    As :func:`cholesky_update_rank_k` with one hyperbolic Householder reflection per column
+    (``T J T^T = J`` for ``J = diag(1, -I_k)``): ``p`` vectorised steps, O(p^2 k) flops.
+
+    Parameters
+    ----------
+    L : ndarray of shape (p, p) or (p_max, p_max)
+        Lower Cholesky factor; only the lower triangle is read and written.
+    V : array-like of shape (p, k) or (p,)
+        The downdate's columns (a vector is one column). Not modified.
+    size : int, default=None
+        Active size of a preallocated storage ``L``; ``None`` means ``L.shape[0]``.
+    overwrite_L : bool, default=False
+        Work in place on ``L``. If the downdate fails, an overwritten ``L`` is left partly
+        modified.
+
+    Returns
+    -------
+    L_new : ndarray of shape (p, p)
+        Lower Cholesky factor (positive diagonal) of ``A - V V^T``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``A - V V^T`` is not (numerically) positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.linalg import cholesky_downdate_rank_k
+    >>> A = np.array([[4.0, 2.0, 1.0], [2.0, 3.0, 0.5], [1.0, 0.5, 2.0]])
+    >>> V = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 0.5]])
+    >>> np.allclose(cholesky_downdate_rank_k(np.linalg.cholesky(A), V),
+    ...             np.linalg.cholesky(A - V @ V.T))
+    True
+    """
+    return _rank_k(L, V, size, overwrite_L, -1.0, "cholesky_downdate_rank_k")
 
 
 def cholesky_rotate(L, rotations, *, size=None, overwrite_L=False):

@@ -1,4 +1,4 @@
-"""Tests for skgpsparse.linalg: rank-one Cholesky changes against scipy's full factorisation."""
+"""Tests for skgpsparse.linalg: rank-one and rank-k Cholesky changes against scipy's factorisation."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,9 @@ from skgpsparse.linalg import (
     cholesky_append,
     cholesky_delete,
     cholesky_downdate,
+    cholesky_downdate_rank_k,
     cholesky_update,
+    cholesky_update_rank_k,
 )
 
 RTOL = 1e-10
@@ -478,3 +480,192 @@ def test_rank_one_bad_shapes_raise():
             func(L, np.ones(4), size=2)
         with pytest.raises(ValueError, match="square"):
             func(L[:, :3], np.ones(4))
+
+
+# --------------------------------------------------------------------------------------------
+# cholesky_update_rank_k / cholesky_downdate_rank_k
+# --------------------------------------------------------------------------------------------
+
+
+def rank_k_case(seed, p, k, sign):
+    """A, L = chol(A), V (p x k) with A + sign V V^T well conditioned."""
+    rng = np.random.default_rng(seed)
+    A = spd(p, rng)
+    L = chol(A)
+    if sign > 0:
+        V = rng.normal(size=(p, k))
+    else:
+        # V = L W with |W|_2 <= 0.6: A - V V^T = L (I - W W^T) L^T, middle eigenvalues >= 0.64
+        W = rng.normal(size=(p, k))
+        W *= rng.uniform(0.0, 0.6) / max(np.linalg.norm(W, 2), 1e-300)
+        V = L @ W
+    return A, L, V
+
+
+def _rank_k_func(sign):
+    return cholesky_update_rank_k if sign > 0 else cholesky_downdate_rank_k
+
+
+@SETTINGS
+@given(case, st.sampled_from(["1", "3", "p"]), st.sampled_from([1, -1]), st.sampled_from(GARBAGE))
+def test_rank_k_matches_scipy(case, k, sign, garbage):
+    seed, p = case
+    k = {"1": 1, "3": 3, "p": p}[k]
+    A, L, V = rank_k_case(seed, p, k, sign)
+    func = _rank_k_func(sign)
+    L_ref = chol(A + sign * V @ V.T)
+    L0, V0 = L.copy(), V.copy()
+
+    L_new = func(L, V)
+    assert_valid_factor(L_new, L_ref)
+    assert not np.shares_memory(L_new, L)
+    np.testing.assert_array_equal(L, L0)
+    np.testing.assert_array_equal(V, V0)
+
+    # Only the lower triangle is read.
+    S = with_garbage(L, garbage)
+    S0 = S.copy()
+    np.testing.assert_allclose(func(S, V), L_new, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(S, S0)
+
+    # In place in a storage: same result, upper triangle and spare capacity untouched.
+    S = with_garbage(L, garbage, p + 2)
+    out = func(S, V, size=p, overwrite_L=True)
+    assert out.shape == (p, p) and np.shares_memory(out, S)
+    np.testing.assert_allclose(np.tril(out), L_new, rtol=1e-14, atol=1e-14)
+    assert upper_is(S, garbage)
+    spare = S[p:, :p]
+    assert np.all(np.isnan(spare)) if np.isnan(garbage) else np.all(spare == garbage)
+    np.testing.assert_array_equal(V, V0)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_rank_k_equals_k_rank_one_changes(sign):
+    # A +- V V^T = A +- sum_c v_c v_c^T: the same factor as k rank-one changes in a row
+    _, L, V = rank_k_case(20, 15, 4, sign)
+    one = cholesky_update if sign > 0 else cholesky_downdate
+    L_seq = L
+    for c in range(V.shape[1]):
+        L_seq = one(L_seq, V[:, c])
+    assert rel_err(_rank_k_func(sign)(L, V), L_seq) <= 1e-13
+    # a vector is one column
+    assert rel_err(_rank_k_func(sign)(L, V[:, 0]), one(L, V[:, 0])) <= 1e-14
+
+
+@pytest.mark.parametrize("p", [1, 8, 40])
+def test_rank_k_diagonal_change(p):
+    # the RVM's use: A + diag(d) with d > 0 at some entries (columns sqrt(d_j) e_j in any
+    # order, zero columns included), then back down by the same diagonal
+    rng = np.random.default_rng(p)
+    A = spd(p, rng)
+    L = chol(A)
+    entries = rng.permutation(p)[: max(1, p // 2)]
+    d = rng.uniform(0.1, 3.0, size=len(entries))
+    V = np.zeros((p, len(entries) + 1))
+    V[entries, np.arange(len(entries))] = np.sqrt(d)
+    D = np.zeros(p)
+    D[entries] = d
+    L_up = cholesky_update_rank_k(L, V)
+    assert_valid_factor(L_up, chol(A + np.diag(D)))
+    L_back = cholesky_downdate_rank_k(L_up, V)
+    assert_valid_factor(L_back, L)
+    # only rows from the first changed entry on move
+    j0 = entries.min()
+    np.testing.assert_array_equal(L_up[:j0], L[:j0])
+
+
+def test_rank_k_ill_conditioned():
+    # A with eigenvalues 1 ... 1e-10: the backward error stays at round-off, and the forward
+    # error within cond(A) times it (Cholesky's perturbation bound)
+    rng = np.random.default_rng(21)
+    p = 30
+    Q = np.linalg.qr(rng.normal(size=(p, p)))[0]
+    C = (Q * np.logspace(0, -10, p)) @ Q.T
+    C = (C + C.T) / 2
+    V = rng.normal(size=(p, 5))
+    A = C + V @ V.T
+    L_up = cholesky_update_rank_k(chol(C), V)
+    assert np.linalg.norm(L_up @ L_up.T - A) <= 1e-14 * np.linalg.norm(A)
+    assert rel_err(L_up, chol(A)) <= 1e-10
+    # downdating back to the ill-conditioned C: a backward error relative to |A| (the data of
+    # the problem), and the factor's error at most cond(C) times round-off
+    L_dn = cholesky_downdate_rank_k(chol(A), V)
+    assert np.all(np.diag(L_dn) > 0) and np.all(np.triu(L_dn, 1) == 0)
+    assert np.linalg.norm(L_dn @ L_dn.T - C) <= 1e-13 * np.linalg.norm(A)
+    assert rel_err(L_dn, chol(C)) <= 1e10 * 1e-14
+    # a diagonal change spanning 12 orders of magnitude, up then down
+    d = np.logspace(-6, 6, p)
+    L_d = cholesky_update_rank_k(chol(C), np.diag(np.sqrt(d)))
+    assert rel_err(L_d, chol(C + np.diag(d))) <= 1e-12
+    L_back = cholesky_downdate_rank_k(L_d, np.diag(np.sqrt(d)))
+    assert np.linalg.norm(L_back @ L_back.T - C) <= 1e-12 * np.linalg.norm(C + np.diag(d))
+
+
+@pytest.mark.parametrize("col", [0, 3, 6])
+def test_rank_k_downdate_not_positive_definite_raises(col):
+    rng = np.random.default_rng(11)
+    A = spd(7, rng)
+    L = chol(A)
+    # A - V V^T = L (I - W W^T) L^T with W's largest singular value 1.01: indefinite
+    W = rng.normal(size=(7, 3))
+    W[:, 1] = 0.0
+    W[col, 1] = 1.0
+    W[:, [0, 2]] *= 0.3 / np.linalg.norm(W[:, [0, 2]], 2)
+    W *= 1.01 / np.linalg.norm(W, 2)
+    V = L @ W
+    L0, V0 = L.copy(), V.copy()
+    with pytest.raises(np.linalg.LinAlgError, match="cholesky_downdate_rank_k.*not positive"):
+        cholesky_downdate_rank_k(L, V)
+    np.testing.assert_array_equal(L, L0)
+    np.testing.assert_array_equal(V, V0)
+    # exactly singular (a column of L) also fails rather than returning a zero pivot
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        cholesky_downdate_rank_k(L, L[:, [col]] * (1 + 1e-12))
+    # each column alone is a valid downdate; together they are not
+    for c in range(3):
+        cholesky_downdate_rank_k(L, V[:, [c]] * 0.99)
+    big = L @ (np.eye(7)[:, :2] * 0.75)
+    cholesky_downdate_rank_k(L, big)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        cholesky_downdate_rank_k(L, np.column_stack([big, L[:, [0]] * 0.75]))
+
+
+def test_rank_k_edge_cases():
+    rng = np.random.default_rng(13)
+    A = spd(5, rng)
+    L = chol(A)
+    # no columns, zero columns: the factor unchanged (a copy)
+    for V in [np.zeros((5, 0)), np.zeros((5, 2))]:
+        for func in [cholesky_update_rank_k, cholesky_downdate_rank_k]:
+            out = func(L, V)
+            np.testing.assert_array_equal(out, L)
+            assert not np.shares_memory(out, L)
+    # an empty factor
+    assert cholesky_update_rank_k(np.zeros((0, 0)), np.zeros((0, 3))).shape == (0, 0)
+    # a factor with negative diagonal entries (L D, D = +-1) is a factor of the same A
+    Ls = L * np.array([1.0, -1.0, 1.0, -1.0, -1.0])
+    V = rng.normal(size=(5, 2))
+    assert_valid_factor(cholesky_update_rank_k(Ls, V), chol(A + V @ V.T))
+    # the update of a singular factor fails when V does not fill the zero pivot, and
+    # succeeds when it does
+    L0 = L.copy()
+    L0[2:, 2] = 0.0
+    L0[2, :2] = 0.0  # A = L0 L0^T has a zero row and column 2
+    with pytest.raises(np.linalg.LinAlgError, match="cholesky_update_rank_k.*pivot 2"):
+        cholesky_update_rank_k(L0, np.eye(5)[:, [1, 4]] * [[0.0, 1.0]] + np.eye(5)[:, [1]])
+    for V in [np.eye(5)[:, [2]], np.eye(5)[:, [0, 2]]]:
+        B = L0 @ L0.T + V @ V.T
+        assert_valid_factor(cholesky_update_rank_k(L0, V), chol(B))
+
+
+def test_rank_k_bad_shapes_raise():
+    L = chol(spd(4, np.random.default_rng(12)))
+    for func in [cholesky_update_rank_k, cholesky_downdate_rank_k]:
+        with pytest.raises(ValueError, match=r"`V` must have shape \(4, k\)"):
+            func(L, np.ones((3, 2)))
+        with pytest.raises(ValueError, match=r"`V` must have shape \(4, k\)"):
+            func(L, np.ones((4, 2, 1)))
+        with pytest.raises(ValueError, match=r"`V` must have shape \(2, k\)"):
+            func(L, np.ones((4, 2)), size=2)
+        with pytest.raises(ValueError, match="square"):
+            func(L[:, :3], np.ones((4, 1)))
