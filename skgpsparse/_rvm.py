@@ -21,7 +21,13 @@ import time
 import numpy as np
 
 from .kernels import iter_kernel
-from .linalg import cholesky_append, cholesky_delete, cholesky_downdate, cholesky_update
+from .linalg import (
+    cholesky_append,
+    cholesky_delete,
+    cholesky_downdate,
+    cholesky_downdate_rank_k,
+    cholesky_update_rank_k,
+)
 
 __all__ = [
     "ALPHA_FLOOR",
@@ -192,13 +198,19 @@ def mackay_update(gamma, mu, floor=None):
 def change_precisions(L, G, s2, alpha, alpha_new, change, prune, counts=None):
     """Factor of ``Sigma^-1 = A + G / s2`` after an M-step, by updates of the factor ``L``.
 
-    SSEM paper eq. (7): a new ``alpha_j`` is ``Sigma^-1 + (alpha_new_j - alpha_j) e_j e_j^T``,
-    a rank-one update or downdate of the trailing block of ``L`` from ``j``
-    (:func:`~skgpsparse.linalg.cholesky_update` / :func:`~skgpsparse.linalg.cholesky_downdate`,
-    O((M - j)^2)). A downdate that would keep less than ``DOWNDATE_KEEP`` of its pivot (an
-    ``alpha`` falling by orders of magnitude, as a new basis function leaving ``L`` does) is
-    done as a Givens deletion of ``j`` and a re-append at the end, which is backward stable.
-    Pruned basis functions (eq. 13) are removed by :func:`~skgpsparse.linalg.cholesky_delete`.
+    SSEM paper eq. (7): new precisions ``alpha_new`` change ``Sigma^-1`` by the diagonal
+    ``diag(alpha_new - alpha)``, i.e. by ``V_+ V_+^T - V_- V_-^T`` with one scaled unit column
+    ``sqrt(|delta_j|) e_j`` per changed ``alpha_j``. All increases are applied first, as one
+    rank-k update (:func:`~skgpsparse.linalg.cholesky_update_rank_k`), then all decreases as one
+    rank-k downdate (:func:`~skgpsparse.linalg.cholesky_downdate_rank_k`), so that every
+    intermediate matrix is ``A' + G / s2`` with ``A' > 0``, positive definite. Each costs
+    O((M - j0)^2 k) for ``k`` changes from position ``j0`` on, about O(M^3) when every
+    ``alpha`` changes: the cost of the E-step, and no refactorisation. A decrease that would
+    keep less than ``DOWNDATE_KEEP`` of its pivot (an ``alpha`` falling by orders of
+    magnitude, as a new basis function leaving ``L`` does) is done as a Givens deletion of
+    ``j`` and a re-append at the end, which is backward stable; if the rank-k downdate still
+    fails, the decreases are applied one at a time with the same fallback. Pruned basis
+    functions (eq. 13) are removed by :func:`~skgpsparse.linalg.cholesky_delete` first.
 
     Parameters
     ----------
@@ -213,7 +225,8 @@ def change_precisions(L, G, s2, alpha, alpha_new, change, prune, counts=None):
     change, prune : ndarray of bool, shape (M,)
         Which ``alpha_new`` to apply, which basis functions to remove.
     counts : dict, optional
-        Incremented ``"rank_one"``, ``"delete"`` and ``"move"`` counters.
+        Incremented counters: ``"rank_one"`` (alpha changes applied by the rank-k updates and
+        downdates), ``"rank_k"`` (rank-k calls), ``"delete"`` and ``"move"``.
 
     Returns
     -------
@@ -239,7 +252,7 @@ def change_precisions(L, G, s2, alpha, alpha_new, change, prune, counts=None):
     True
     """
     counts = {} if counts is None else counts
-    for key in ("rank_one", "delete", "move"):
+    for key in ("rank_one", "rank_k", "delete", "move"):
         counts.setdefault(key, 0)
     M = L.shape[0]
     W = np.array(L)
@@ -249,44 +262,90 @@ def change_precisions(L, G, s2, alpha, alpha_new, change, prune, counts=None):
         cholesky_delete(W, j, size=M, overwrite_L=True)
         M -= 1
         counts["delete"] += 1
-    order = list(np.flatnonzero(~prune))
-    for j in np.flatnonzero(change & ~prune):
-        p = order.index(j)
-        delta = alpha_new[j] - a[j]  # eq. (7): Sigma^-1 + delta e_j e_j^T
-        v = np.zeros(M - p)
-        v[0] = np.sqrt(abs(delta))
-        block = W[p:M, p:M]
-        if delta > 0:
-            cholesky_update(block, v, overwrite_L=True, overwrite_v=True)
-            counts["rank_one"] += 1
+    order = np.flatnonzero(~prune).tolist()
+    changed = np.flatnonzero(change & ~prune)
+    delta = alpha_new[changed] - a[changed]  # eq. (7): Sigma^-1 + sum_j delta_j e_j e_j^T
+    # 1. all increases: one rank-k update
+    up = changed[delta > 0]
+    if up.size:
+        _diagonal_change(cholesky_update_rank_k, W, M, order, up, alpha_new[up] - a[up])
+        a[up] = alpha_new[up]
+        counts["rank_one"] += up.size
+        counts["rank_k"] += 1
+    # 2. decreases that would cancel their pivot: delete j and append it at the end
+    down = changed[delta < 0]
+    if down.size:
+        piv = np.diagonal(W)[_positions(order, down)] ** 2
+        collapse = piv + (alpha_new[down] - a[down]) <= DOWNDATE_KEEP * piv
+        for j in down[collapse]:
+            M = _move(W, M, G, s2, order, j, alpha_new[j], counts)
             a[j] = alpha_new[j]
-            continue
-        if W[p, p] ** 2 + delta > DOWNDATE_KEEP * W[p, p] ** 2:
-            saved = block.copy()
-            try:
-                cholesky_downdate(block, v, overwrite_L=True, overwrite_v=True)
-                counts["rank_one"] += 1
-                a[j] = alpha_new[j]
-                continue
-            except np.linalg.LinAlgError:
-                block[...] = saved
-        # the downdate would cancel the pivot: delete j and append it at the end
-        cholesky_delete(W, p, size=M, overwrite_L=True)
-        del order[p]
+        down = down[~collapse]
+    # 3. the other decreases: one rank-k downdate (one at a time if it fails)
+    if down.size:
+        saved = W[:M, :M].copy()
         try:
-            cholesky_append(
-                W, G[order, j] / s2, alpha_new[j] + G[j, j] / s2, size=M - 1, overwrite_L=True
+            _diagonal_change(
+                cholesky_downdate_rank_k, W, M, order, down, a[down] - alpha_new[down]
             )
+            a[down] = alpha_new[down]
+            counts["rank_one"] += down.size
+            counts["rank_k"] += 1
         except np.linalg.LinAlgError:
-            # numerically a combination of the others: it leaves the model
-            M -= 1
-            counts["delete"] += 1
-            continue
-        order.append(j)
-        a[j] = alpha_new[j]
-        counts["move"] += 1
+            W[:M, :M] = saved
+            for j in down:
+                M = _downdate_one(W, M, G, s2, order, j, a[j], alpha_new[j], counts)
+                a[j] = alpha_new[j]
     order = np.asarray(order, dtype=np.intp)
     return W[:M, :M], order, a[order]
+
+
+def _positions(order, entries):
+    """Rows of the factor that hold ``entries`` (``order`` lists the entry of each row)."""
+    order = np.asarray(order, dtype=np.intp)
+    inverse = np.empty(order.max() + 1, dtype=np.intp)
+    inverse[order] = np.arange(len(order))
+    return inverse[entries]
+
+
+def _diagonal_change(func, W, M, order, entries, size):
+    """``func`` (rank-k update or downdate) of ``W``'s factor by ``diag(size)`` at ``entries``:
+    ``V`` has one column ``sqrt(size_c) e_(row of entry c)`` per entry."""
+    V = np.zeros((M, len(entries)))
+    V[_positions(order, entries), np.arange(len(entries))] = np.sqrt(size)
+    func(W, V, size=M, overwrite_L=True)
+
+
+def _move(W, M, G, s2, order, j, alpha_j, counts):
+    """Delete ``j`` from the factor and append it at the end with precision ``alpha_j``."""
+    p = order.index(j)
+    cholesky_delete(W, p, size=M, overwrite_L=True)
+    del order[p]
+    try:
+        cholesky_append(W, G[order, j] / s2, alpha_j + G[j, j] / s2, size=M - 1, overwrite_L=True)
+    except np.linalg.LinAlgError:
+        # numerically a combination of the others: it leaves the model
+        counts["delete"] += 1
+        return M - 1
+    order.append(j)
+    counts["move"] += 1
+    return M
+
+
+def _downdate_one(W, M, G, s2, order, j, alpha_j, alpha_new_j, counts):
+    """Rank-one downdate of ``alpha_j`` to ``alpha_new_j``, or :func:`_move` if it fails."""
+    p = order.index(j)
+    v = np.zeros(M - p)
+    v[0] = np.sqrt(alpha_j - alpha_new_j)
+    block = W[p:M, p:M]
+    saved = block.copy()
+    try:
+        cholesky_downdate(block, v, overwrite_L=True, overwrite_v=True)
+        counts["rank_one"] += 1
+        return M
+    except np.linalg.LinAlgError:
+        block[...] = saved
+    return _move(W, M, G, s2, order, j, alpha_new_j, counts)
 
 
 def relative_increase(new, old):

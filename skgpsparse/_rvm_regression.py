@@ -28,16 +28,12 @@ __all__ = ["RelevanceVectorRegressor"]
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
 # the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
 _NOISE_FLOOR = 1e-10
-# SSEM sweep: an M-step change of alpha_j is applied to the factor when it exceeds this
-# relative size (|log(alpha_new / alpha_old)|); smaller changes wait for a later step.
-ALPHA_RTOL = 0.1
-# ... and a change of s2 (a refactorisation) when it exceeds this one.
+# SSEM sweep: a change of s2 (the one refactorisation) is applied when it exceeds this
+# relative size (|log(s2_new / s2_old)|).
 NOISE_RTOL = 0.1
 # In the sweep s2 is re-estimated (a refactorisation) only after the number of visited basis
 # functions has grown by this factor since the last time: O(log N) refactorisations.
 NOISE_GAP = 1.1
-# At most this many alpha changes are applied per SSEM step (each costs O((M - j)^2)).
-MAX_RANK_ONE = 4
 
 
 def default_kernel():
@@ -53,8 +49,10 @@ class _RegressionEM:
     posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. In the
     Subspace EM sweep (:meth:`subspace_step`) only the noise refactorises the factor:
     adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``
-    (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); an M-step change of ``alpha_j`` (eq.
-    12) is the rank-one ``S + (alpha_new - alpha_old) e_j e_j^T`` and pruning a Givens deletion
+    (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); the M-step's changes of every active
+    ``alpha`` (eq. 12) are the diagonal change ``S + diag(alpha_new - alpha_old)``, one rank-k
+    update for the increases and one rank-k downdate for the decreases (O(M^3) at most, the
+    E-step's order), and pruning is a Givens deletion
     (:func:`skgpsparse._rvm.change_precisions`).
 
     The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
@@ -82,7 +80,9 @@ class _RegressionEM:
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
         self.visits = self._noise_visit = 0  # basis functions added one at a time
         self._post = None  # (mu, resid) of the current factor, kept from the last M-step
-        self.counts = dict.fromkeys(("refactor", "append", "rank_one", "delete", "move"), 0)
+        self.counts = dict.fromkeys(
+            ("refactor", "append", "rank_one", "rank_k", "delete", "move"), 0
+        )
 
     @property
     def n_active(self):
@@ -271,13 +271,15 @@ class _RegressionEM:
     def subspace_step(self):
         """One SSEM step (Figure 1, steps 3-4) on the factor, without refactorising.
 
-        E-step in the active subspace, M-step (eq. 12) of every active ``alpha``: the (at
-        most ``MAX_RANK_ONE``) largest changes above ``ALPHA_RTOL`` (relative) are applied to
-        the factor as rank-one updates, those reaching ``L`` are pruned by Givens deletions,
-        the others keep their value (a partial M-step, still an EM ascent for the EM update).
-        ``s2`` keeps its value unless eq. (12) moves it by more than ``NOISE_RTOL`` and the
-        number of visited basis functions has grown by ``NOISE_GAP`` since its last update:
-        then the step is a batch step (:meth:`em_step`, one refactorisation), at most
+        E-step in the active subspace, then the M-step (eq. 12) of every active ``alpha``
+        (step 4: "for all alpha_j such that j in R_n"): all changes are applied to the factor
+        at once, the increases as one rank-k update and the decreases as one rank-k downdate,
+        and those reaching ``L`` are pruned by Givens deletions
+        (:func:`skgpsparse._rvm.change_precisions`). If MacKay's update would lower the
+        likelihood, the step is redone with the EM update of §2, which cannot. ``s2`` keeps its
+        value unless eq. (12) moves it by more than ``NOISE_RTOL`` and the number of visited
+        basis functions has grown by ``NOISE_GAP`` since its last update: then the step is a
+        batch step (:meth:`em_step`), the sweep's one kind of refactorisation, at most
         ``log N / log NOISE_GAP`` times per sweep.
         """
         estep = mu, resid, sigma_diag, gamma = self.e_step()
@@ -291,12 +293,8 @@ class _RegressionEM:
         for rule in ("mackay", "em"):
             alpha, _ = self._m_step(rule, mu, gamma, sigma_diag, resid, noise=False)
             prune = alpha >= self.alpha_max
-            # the largest relative changes, at most MAX_RANK_ONE of them, above ALPHA_RTOL
-            size = np.where(prune, 0.0, np.abs(np.log(alpha / old)))
-            top = np.argsort(size)[::-1][:MAX_RANK_ONE]
-            change = np.zeros(len(old), dtype=bool)
-            change[top[size[top] > ALPHA_RTOL]] = True
-            L, order, a = self._apply(alpha, change, prune)
+            # step 4: every active alpha takes its new value (exactly unchanged ones are skipped)
+            L, order, a = self._apply(alpha, ~prune & (alpha != old), prune)
             mu_new, resid_new = self.posterior(L, order)
             ll = self.log_likelihood(mu_new, resid_new, L, a)
             if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
@@ -307,7 +305,7 @@ class _RegressionEM:
 
     def set_alpha(self, alpha):
         """Give the active basis functions precisions ``alpha`` (pruning ``alpha >= L``) by
-        rank-one updates and deletions of the factor, without refactorising."""
+        rank-k updates and downdates and deletions of the factor, without refactorising."""
         prune = alpha >= self.alpha_max
         L, order, a = self._apply(alpha, ~prune & (alpha != self.design.alpha), prune)
         self._commit(L, order, a, self.s2, self.posterior(L, order))
@@ -333,10 +331,10 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     basis function per EM step, so the E-step costs O(M^3 + n M) with ``M`` the active basis
     functions, not O(n^3); once all are visited it runs batch EM on the active set until the
     relative likelihood increase is below ``tol``. During the sweep the Cholesky factor of
-    ``Sigma^-1`` is only updated: an added basis function appends a row, an M-step change of
-    ``alpha_j`` is a rank-one update, a pruned one a Givens deletion (``skgpsparse.linalg``).
-    Each step applies the (at most 4) largest ``alpha`` changes above 10% (a partial M-step)
-    and re-estimates ``s2``, which needs a refactorisation, only when it moved by more than
+    ``Sigma^-1`` is only updated: an added basis function appends a row, the M-step's changes
+    of every active ``alpha`` (the paper's full step 4) are one rank-k update and one rank-k
+    downdate, a pruned basis function a Givens deletion (``skgpsparse.linalg``). The sweep's
+    one refactorisation is the noise: ``s2`` is re-estimated only when it moved by more than
     10% and the visited set has grown by 10% since the last time. ``method="batch_em"`` is
     standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
     ``n x n`` design; it refactorises once per step, as the final batch phase of SSEM does.

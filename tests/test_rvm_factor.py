@@ -149,13 +149,9 @@ def test_batch_em_fit_unchanged_by_the_incremental_factor():
     )
 
 
-def test_sweep_with_full_m_step_equals_refactorising_em(monkeypatch):
-    # with every alpha change applied (no 10% threshold, no cap) and a fixed noise, the
-    # incremental sweep is Figure 1 exactly: the same steps as the refactorising EM step
-    import skgpsparse._rvm_regression as rvm_regression
-
-    monkeypatch.setattr(rvm_regression, "MAX_RANK_ONE", 10**9)
-    monkeypatch.setattr(rvm_regression, "ALPHA_RTOL", 0.0)
+def test_sweep_with_full_m_step_equals_refactorising_em():
+    # every alpha change is applied (rank-k update and downdate): with a fixed noise the
+    # incremental sweep is Figure 1 exactly, the same steps as the refactorising EM step
     inc = _model(n=50, seed=11, learn_noise=False)[0]
     ref = _model(n=50, seed=11, learn_noise=False)[0]
     for j in np.random.RandomState(2).permutation(51):
@@ -170,3 +166,54 @@ def test_sweep_with_full_m_step_equals_refactorising_em(monkeypatch):
         np.testing.assert_allclose(inc.design.alpha[a], ref.design.alpha[b], rtol=1e-3)
     assert inc.counts["refactor"] == 0 and ref.counts["refactor"] == 51
     assert inc.n_active > 3
+
+
+def _dense_mackay(model, kernel, X, y):
+    """Eqs. (6), (7) and (12) from scratch: the M-step's alpha for the model's E-step."""
+    _, Phi = _dense_factor(model, kernel, X)
+    # Sigma = D B^-1 D with B = I + D Phi^T Phi D / s2, D = A^-1/2 (well conditioned)
+    d = model.design.alpha**-0.5
+    B = np.eye(len(d)) + (d[:, None] * (Phi.T @ Phi) * d) / model.s2
+    Sigma = d[:, None] * np.linalg.inv(B) * d
+    mu = Sigma @ Phi.T @ y / model.s2
+    gamma = 1.0 - model.design.alpha * np.diag(Sigma)
+    # the floor of _m_step: alpha_j >= 1e-12 min(G_jj / s2, alpha_j / 1e-12)
+    floor = np.minimum(np.sum(Phi**2, axis=0) / model.s2, model.design.alpha / 1e-12)
+    alpha = np.maximum(np.maximum(gamma / mu**2, 1e-12), 1e-12 * floor)
+    return dict(zip(model.design.index, alpha)), dict(zip(model.design.index, gamma))
+
+
+@pytest.mark.parametrize("learn_noise", [False, True])
+def test_every_ssem_step_is_the_full_m_step(learn_noise):
+    # Figure 1, step 4: after each SSEM step every active alpha is MacKay's eq. (12) from the
+    # E-step before it (none left behind), the pruned ones are those reaching L, and the
+    # factor (rank-k updates and downdates, no refactorisation unless s2 moved) is the
+    # dense Cholesky factor of A + Phi^T Phi / s2
+    model, kernel, X, y = _model(n=60, seed=3, learn_noise=learn_noise)
+    n_checked = 0
+    for j in np.random.RandomState(4).permutation(61):
+        model.add(np.array([j]), None)
+        expected, gamma = _dense_mackay(model, kernel, X, y)
+        fallbacks = model.n_fallback
+        model.subspace_step()
+        _assert_factor_matches(model, kernel, X)
+        assert model.n_fallback == fallbacks  # MacKay's update, not the EM fallback
+        survivors = {i for i, a in expected.items() if a < model.alpha_max}
+        assert set(model.design.index) == survivors
+        for i, a in zip(model.design.index, model.design.alpha):
+            # (the factor drifts from the dense one by up to ~1e-9 over the sweep, and a weight
+            # the data barely determine, gamma ~ 1e-9 at alpha = L, has its alpha from a
+            # cancelling 1 - alpha Sigma_jj; a partial M-step would miss by >= 10%)
+            rtol = 1e-5 if gamma[i] > 1e-4 else 1e-3
+            assert a == pytest.approx(expected[i], rel=rtol)
+            n_checked += 1
+    assert n_checked > 200
+    counts = model.counts
+    # each step's changes: one rank-k update and/or one rank-k downdate of many columns
+    assert counts["append"] == 61 and counts["rank_k"] > 61
+    assert counts["rank_one"] > 4 * counts["rank_k"]
+    if not learn_noise:
+        assert counts["refactor"] == 0
+    else:
+        assert 1 <= counts["refactor"] <= 1 + np.log(61) / np.log(1.1)
+    assert model.n_active > 3
