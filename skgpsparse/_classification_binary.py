@@ -96,8 +96,11 @@ class _BinarySparseGPClassifier:
         site_update="moment_matching",
         n_exchange=0,
         hyperparameter_objective="nlp",
+        bias_offset=0.0,
     ):
         self.kernel = kernel
+        # added to the class-balance start of b (restarts, _classification_restarts)
+        self.bias_offset = bias_offset
         self.site_update = site_update
         self.n_exchange = n_exchange
         self.hyperparameter_objective = hyperparameter_objective
@@ -148,7 +151,7 @@ class _BinarySparseGPClassifier:
         if self.hyperparameter_objective == "evidence":
             return fit_evidence(self, X, y, rng)  # the IVM's outer loop
         kernel = clone(self.kernel)
-        bias = _initial_bias(kernel, X, y)
+        bias = _initial_bias(kernel, X, y) + self.bias_offset
         self.loss_curve_ = []
         best = None
         since_best = 0

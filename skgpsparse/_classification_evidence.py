@@ -263,6 +263,7 @@ def fit_evidence(model, X, y, rng):
     bias = _initial_bias(kernel, X, y)
     # prior of b: N(b_0, 1 + mean k(x, x)) under the initial kernel (module docstring)
     bias_prior = (bias, float(np.sqrt(1.0 + np.mean(kernel.diag(X)))))
+    bias += model.bias_offset  # a restart's start (the prior stays at b_0)
     model.loss_curve_ = []
     best, since_best, rounds = None, 0, 0
     for it in range(model.max_iter + 1):

@@ -22,6 +22,7 @@ def _classifiers():
     yield SparseGPClassifier(site_update="optimize", **common)
     yield SparseGPClassifier(hyperparameter_objective="evidence", **common)
     yield SparseGPClassifier(n_exchange=3, **common)
+    yield SparseGPClassifier(n_restarts=1, **common)
 
 
 def _regressors():
