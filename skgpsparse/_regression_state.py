@@ -17,7 +17,10 @@ stable form of Seeger, Williams & Lawrence (2003) and of the exchange paper:
 - ``D = diag(Sigma_p)`` (eq. (5) needs it) and ``q = diag(K - V^T V)``, the diagonal of the
   Nystrom approximation error at every training point (the info-gain criterion needs it).
 
-The ``p x n`` array kept is ``K_p^T`` itself, not ``V``: a new basis vector's kernel column is
+The ``p x n`` array kept is ``K_p^T`` itself, not ``V``, stored by blocks of 2048 rows (an
+``n_blocks x p_max x 2048`` array, so that a block's active ``p x 2048`` part is one
+contiguous stretch of memory, which BLAS streams at full bandwidth; the row-strided slices of a
+``p_max x n`` array gave half of it): a new basis vector's kernel column is
 stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
 gives (``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L``
 and ``R`` with one fused pass over ``K_p^T`` (the new row ``v`` of ``V`` chunk by chunk, and
@@ -33,7 +36,11 @@ nothing is reallocated while the basis grows and shrinks.
 Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) are computed
 from inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per
 block, in ``skgpsparse._kernel_columns``), ``k(x, z) = c exp(x.z - |x|^2/2 - |z|^2/2)``; other
-kernels are called as they are.
+kernels are called as they are. For a ``float32`` input, the columns of a fresh working set
+that only score candidates for ``"matching_pursuit"`` are computed in ``float32`` (the
+product and the ``exp``; the ``float64`` ``exp`` is not vectorised on AVX2 CPUs), while
+everything the model keeps (``K_p^T``, the factors, ``alpha``, the residual, and the new basis
+vector's column) is ``float64``, computed from the same inputs as for ``X.astype(float64)``.
 
 The jitter keeps ``Q_p`` positive definite when basis vectors (nearly) coincide; it is part of
 the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by default
@@ -62,7 +69,10 @@ _BLOCK_ENTRIES = 1 << 22
 _CACHE_ENTRIES = 1 << 26
 # Largest working set scored by the streaming pass (larger ones go by blocks of columns).
 _STREAM_MAX = 4096
+# Rows of X per block of the K_p^T storage (p_max x 2048 entries per block).
+_BLOCK_ROWS = 2048
 # Entries of K_p^T per chunk of the append pass (4 MB: the chunk is read twice, from cache).
+# Chunks never cross a block of the storage.
 _APPEND_CHUNK_ENTRIES = 1 << 19
 # Entries of a working set's kernel columns per chunk of the scoring pass (2 MB).
 _SCORE_CHUNK_ENTRIES = 1 << 18
@@ -101,6 +111,10 @@ class RegressionState:
         state is created (one inside a joblib worker). The results do not depend on it. One
         by default: on the shared two-core test machine two threads made a fit slower
         (54 s against 45 s wall, n = 200,000, p = 200), as a second BLAS thread did.
+    score_dtype : {None, numpy.float32, numpy.float64}, default=None
+        Precision of the kernel columns that only score a fresh working set for
+        ``"matching_pursuit"``; ``None`` means ``float32`` for a ``float32`` ``X`` and
+        ``float64`` otherwise. The model itself is always ``float64``.
 
     Attributes
     ----------
@@ -129,7 +143,18 @@ class RegressionState:
     ([0, 10, 20], True)
     """
 
-    def __init__(self, kernel, X, y, noise_variance, max_basis, *, jitter=None, n_threads=1):
+    def __init__(
+        self,
+        kernel,
+        X,
+        y,
+        noise_variance,
+        max_basis,
+        *,
+        jitter=None,
+        n_threads=1,
+        score_dtype=None,
+    ):
         self.kernel = kernel
         self.n_threads = _blas_threads() if n_threads is None else max(1, int(n_threads))
         self.X = X
@@ -142,12 +167,19 @@ class RegressionState:
         if jitter is None:
             jitter = RELATIVE_JITTER * max(float(np.mean(self.kdiag)), 0.0)
         self.jitter = float(jitter)
-        self._columns = _KernelColumns(kernel, X)
+        if score_dtype is None:
+            score_dtype = np.float32 if X.dtype == np.float32 else np.float64
+        if np.dtype(score_dtype) not in (np.float32, np.float64):
+            raise ValueError(f"`score_dtype` must be float32 or float64, got {score_dtype!r}.")
+        self.score_dtype = score_dtype = np.dtype(score_dtype).type
+        self._columns = _KernelColumns(kernel, X, score_dtype=score_dtype)
         pm = self.p_max
         self._L = np.zeros((pm, pm))
         self._R = np.zeros((pm, pm))
-        # Row i: the kernel column K(X, x_i) of basis vector i (factor order), K_p^T.
-        self._K = np.zeros((pm, n))
+        # K_p^T by blocks of rows: _B[b, i, :] is the kernel column K(X, x_i) of basis vector i
+        # (factor order) on rows b W .. (b + 1) W - 1 (zero beyond n in the last block).
+        self._W = W = max(1, min(_BLOCK_ROWS, n))
+        self._B = np.zeros((-(-n // W), pm, W))
         self._Vy = np.zeros(pm)
         self._beta = np.zeros(pm)
         self._D = np.zeros(pm)
@@ -183,9 +215,33 @@ class RegressionState:
         return self._R[: self.p, : self.p]
 
     @property
+    def K_pT(self):
+        """``K_p^T = K(X_u, X)`` (a new ``p x n`` array, assembled from the blocks)."""
+        p = self.p
+        return self._B[:, :p, :].transpose(1, 0, 2).reshape(p, -1)[:, : self.n].copy()
+
+    @property
     def V(self):
         """``L^-1 K_p^T`` (a new ``p x n`` array: one triangular solve)."""
-        return _solve_lower(self.L, self._K[: self.p]) if self.p else np.zeros((0, self.n))
+        return _solve_lower(self.L, self.K_pT) if self.p else np.zeros((0, self.n))
+
+    def _Kp_times(self, x):
+        """``K_p x`` (length ``n``): one batched product over the blocks."""
+        return (x @ self._B[:, : self.p, :]).reshape(-1)[: self.n]
+
+    def _KpT_times(self, M):
+        """``K_p^T M`` for an ``n x k`` array ``M``, block by block."""
+        W, p = self._W, self.p
+        out = np.zeros((p, M.shape[1]))
+        for b in range(self._B.shape[0]):
+            a, e = b * W, min((b + 1) * W, self.n)
+            out += self._B[b, :p, : e - a] @ M[a:e]
+        return out
+
+    def _Kp_chunk(self, a, b):
+        """The ``p x (b - a)`` view of ``K_p^T`` on rows ``a .. b-1`` (inside one block)."""
+        blk, W = divmod(a, self._W)[0], self._W
+        return self._B[blk, : self.p, a - blk * W : b - blk * W]
 
     @property
     def sigma_diag(self):
@@ -209,7 +265,7 @@ class RegressionState:
     def residual(self):
         """``mu = y - K_p alpha_p`` (computed on first access after a change)."""
         if self._residual is None:
-            self._residual = self.y - self.alpha @ self._K[: self.p] if self.p else self.y.copy()
+            self._residual = self.y - self._Kp_times(self.alpha) if self.p else self.y.copy()
         return self._residual
 
     @property
@@ -249,9 +305,14 @@ class RegressionState:
             yield slice(start, start + size), J[start : start + size]
 
     def _chunks(self, entries_per_row, budget):
-        """Row ranges ``(a, b)`` of chunks with about ``budget`` entries."""
+        """Row ranges ``(a, b)`` of chunks with about ``budget`` entries, inside the blocks."""
         size = int(np.clip(budget // max(entries_per_row, 1), 256, max(self.n, 256)))
-        return [(a, min(a + size, self.n)) for a in range(0, self.n, size)]
+        W, n = self._W, self.n
+        return [
+            (a, min(a + size, start + W, n))
+            for start in range(0, n, W)
+            for a in range(start, min(start + W, n), size)
+        ]
 
     # ------------------------------------------------------------------ protocol
     def candidates(self):
@@ -332,48 +393,59 @@ class RegressionState:
     def _decrease_block(self, criterion, J, K_J, sq):
         """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
         p = self.p
-        KpK = self._K[:p] @ K_J if criterion == "exact" and p else None
+        KpK = self._KpT_times(K_J) if criterion == "exact" and p else None
         return self._decrease_from(criterion, J, self.residual @ K_J, sq, K_J[self._idx[:p]], KpK)
 
     def _decrease_streaming(self, criterion, J):
-        """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole)."""
+        """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole).
+
+        With ``score_dtype=float32`` and ``"matching_pursuit"``, ``K_J`` is computed in single
+        precision and ``K_J^T mu`` and ``|k_j|^2`` are summed in single precision within a
+        chunk (in double across chunks); the residual stays double.
+        """
         p, m = self.p, len(J)
-        Kp, alpha, y = self._K[:p], self.alpha, self.y
+        alpha, y = self.alpha, self.y
+        exact = criterion == "exact" and p
+        dtype = np.float32 if criterion == "matching_pursuit" else np.float64
+        Z = self._columns.operand(J, dtype)
+        single = Z.dtype == np.float32
         chunks = self._chunks(m, _SCORE_CHUNK_ENTRIES)
         # Consecutive chunks form groups with one partial sum each, at most _PARTIAL_ENTRIES
         # of them in all (K_p^T K_J is p x m per group); a group is one thread's work.
-        width = p * m if criterion == "exact" and p else m
+        width = p * m if exact else m
         groups = np.array_split(
             np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
         )
         mu = np.empty(self.n)
         Kmu, sq = np.zeros((len(groups), m)), np.zeros((len(groups), m))
-        KpK = np.zeros((len(groups), p, m)) if criterion == "exact" and p else None
+        KpK = np.zeros((len(groups), p, m)) if exact else None
+        rows = max(b - a for a, b in chunks)
 
         local = threading.local()  # one chunk buffer per thread
 
         def work(g):
             if getattr(local, "buf", None) is None:
-                local.buf = np.empty((chunks[0][1] - chunks[0][0], m))
+                local.buf = np.empty((rows, m), dtype=Z.dtype if single else np.float64)
             buf = local.buf
             for i in groups[g]:
                 a, b = chunks[i]
-                K_c = self._columns(slice(a, b), J, out=buf[: b - a])
+                K_c = self._columns.block(slice(a, b), Z, out=buf[: b - a])
                 mu_c = mu[a:b]
                 if p:
-                    np.dot(alpha, Kp[:, a:b], out=mu_c)
+                    Kp_c = self._Kp_chunk(a, b)
+                    np.dot(alpha, Kp_c, out=mu_c)
                     np.subtract(y[a:b], mu_c, out=mu_c)
                 else:
                     mu_c[:] = y[a:b]
-                Kmu[g] += mu_c @ K_c
+                Kmu[g] += (mu_c.astype(np.float32) if single else mu_c) @ K_c
                 sq[g] += np.einsum("ij,ij->j", K_c, K_c)
-                if KpK is not None:
-                    KpK[g] += Kp[:, a:b] @ K_c
+                if exact:
+                    KpK[g] += Kp_c @ K_c
 
         _run_chunks(len(groups), work, self.n_threads)
         self._residual = mu
         K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
-        KpK = KpK.sum(axis=0) if KpK is not None else None
+        KpK = KpK.sum(axis=0) if exact else None
         return self._decrease_from(criterion, J, Kmu.sum(axis=0), sq.sum(axis=0), K_uJ, KpK)
 
     def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
@@ -442,6 +514,7 @@ class RegressionState:
         if self.in_basis[j]:
             raise ValueError(f"Point {j} is already in the basis.")
         s2 = self.noise_variance
+        # The new column in float64 (whatever the scoring precision).
         k_j = self._columns(slice(None), np.array([j]))[:, 0]
         b = k_j[self._idx[:p]]
         c = self.kdiag[j] + self.jitter
@@ -456,7 +529,9 @@ class RegressionState:
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
         Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
-        self._K[p] = k_j
+        full = (self._B.shape[0] - 1) * self._W  # rows in the full blocks
+        self._B[:-1, p, :] = k_j[:full].reshape(-1, self._W)
+        self._B[-1, p, : self.n - full] = k_j[full:]
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
@@ -484,14 +559,14 @@ class RegressionState:
         ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v`` (``L`` before the append).
         """
         p = self.p
-        Kp, y, q = self._K[:p], self.y, self.q
+        y, q = self.y, self.q
         chunks = self._chunks(p, _APPEND_CHUNK_ENTRIES)
         acc = np.zeros((len(chunks), p))
         sums = np.zeros((len(chunks), 2))
 
         def work(i):
             a, b = chunks[i]
-            K_c = Kp[:, a:b]
+            K_c = self._Kp_chunk(a, b)
             v = k[a:b] - t @ K_c if p else k[a:b].copy()
             v /= lpp
             if p:
@@ -528,11 +603,11 @@ class RegressionState:
         L_old = self.L.copy()
         _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)
         u = rot.apply(np.eye(p), overwrite=True)[p - 1]
-        r = _solve_lower(L_old, u, trans=1) @ self._K[:p]
+        r = self._Kp_times(_solve_lower(L_old, u, trans=1))
         self.q += r * r
-        # Drop row pos of K_p^T (row by row: no temporary copy of the block).
-        for i in range(pos, p - 1):
-            self._K[i] = self._K[i + 1]
+        # Drop row pos of K_p^T, block by block (a temporary copy of one block at most).
+        for blk in self._B:
+            blk[pos : p - 1] = blk[pos + 1 : p]
         cholesky_rotate(self._R, rot, size=p, overwrite_L=True)
         self._R[p - 1, :p] = 0.0
         rot.apply(self._Vy, overwrite=True)
