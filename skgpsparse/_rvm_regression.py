@@ -245,20 +245,27 @@ class _RegressionEM:
         self.s2 = s2
         self._post = post
 
-    def em_step(self, estep=None):
+    def em_step(self, estep=None, reorder=False):
         """One batch EM step: E-step, M-step of every ``alpha`` and ``s2``, pruning of
         ``alpha >= L``, one refactorisation of the pruned ``S``; returns the log marginal
         likelihood of the updated model.
 
         The M-step is MacKay's update (eq. 12). It is not an EM step and can lower the
         likelihood (rarely; mostly when the ``ALPHA_FLOOR`` binds); then the step is redone with
-        the EM update of §2, which cannot.
+        the EM update of §2, which cannot. With ``reorder`` (the sweep's noise updates) the new
+        factor lists the basis functions whose ``alpha`` is at its floor first: those stay
+        fixed while ``s2`` falls, so the following rank-k changes start further down.
         """
         mu, resid, sigma_diag, gamma = self.e_step() if estep is None else estep
         ll0 = self.log_likelihood(mu, resid)
         for rule in ("mackay", "em"):
             alpha, s2 = self._m_step(rule, mu, gamma, sigma_diag, resid)
             order = np.flatnonzero(alpha < self.alpha_max)
+            if reorder:
+                # rows whose alpha sits at the floor (fixed while s2 falls) first: the sweep's
+                # rank-k changes then start further down the factor
+                at_floor = alpha[order] <= ALPHA_FLOOR * np.diag(self._G)[order] / self.s2
+                order = np.concatenate([order[at_floor], order[~at_floor]])
             L = self._factor(order, alpha[order], s2) if len(order) else np.empty((0, 0))
             mu_new, resid_new = self.posterior(L, order, s2)
             ll = self.log_likelihood(mu_new, resid_new, L, alpha[order], s2)
@@ -287,7 +294,7 @@ class _RegressionEM:
             s2 = self._m_step("mackay", mu, gamma, sigma_diag, resid)[1]
             if abs(np.log(s2 / self.s2)) > NOISE_RTOL:
                 self._noise_visit = self.visits
-                return self.em_step(estep)
+                return self.em_step(estep, reorder=True)
         ll0 = self.log_likelihood(mu, resid)
         old = self.design.alpha
         for rule in ("mackay", "em"):

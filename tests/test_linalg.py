@@ -669,3 +669,33 @@ def test_rank_k_bad_shapes_raise():
             func(L, np.ones((4, 2)), size=2)
         with pytest.raises(ValueError, match="square"):
             func(L[:, :3], np.ones((4, 1)))
+
+
+@pytest.mark.parametrize("block", [2, 3, 5, 32])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_rank_k_blocked_panels_match_scipy(monkeypatch, block, sign):
+    # from 6 panels of _BLOCK rows and _BLOCK columns of V on, the reflections of a panel are
+    # applied to the rows below at once (compact WY form): the same factor as scipy's
+    from skgpsparse import linalg
+
+    monkeypatch.setattr(linalg, "_BLOCK", block)
+    p = 40 if block < 32 else 230
+    rng = np.random.default_rng(block)
+    A, L, V = rank_k_case(block, p, p, sign)
+    # columns that start at different rows, some at the bottom, one zero, any order
+    V = V * (np.arange(p)[:, None] >= rng.integers(0, p, size=p)[None, :])
+    V[:, 3] = 0.0
+    if sign < 0:
+        V *= 0.9  # still |L^-1 V|_2 < 1: rows zeroed only shrink it
+    for V_case in [V, np.diag(np.sqrt(rng.uniform(0.1, 0.5, size=p)) * np.diag(L)) * 0.5]:
+        L_ref = chol(A + sign * V_case @ V_case.T)
+        # a negative column in L (still a factor of A) and garbage above the diagonal
+        Ls = L * np.where(np.arange(p) % 7 == 3, -1.0, 1.0)
+        S = with_garbage(Ls, np.nan, p + 1)
+        out = _rank_k_func(sign)(S, V_case, size=p, overwrite_L=True)
+        assert_valid_factor(np.tril(out), L_ref)
+        assert upper_is(S, np.nan)
+    # a downdate that removes more than A holds fails in the blocked loop too
+    if sign < 0:
+        with pytest.raises(np.linalg.LinAlgError, match="cholesky_downdate_rank_k.*pivot"):
+            cholesky_downdate_rank_k(L, L @ np.diag(np.linspace(0.5, 1.05, p)))
