@@ -574,9 +574,15 @@ def test_rank_k_diagonal_change(p):
     np.testing.assert_array_equal(L_up[:j0], L[:j0])
 
 
-def test_rank_k_ill_conditioned():
+@pytest.mark.parametrize("block", [None, 3])
+def test_rank_k_ill_conditioned(monkeypatch, block):
     # A with eigenvalues 1 ... 1e-10: the backward error stays at round-off, and the forward
-    # error within cond(A) times it (Cholesky's perturbation bound)
+    # error within cond(A) times it (Cholesky's perturbation bound); the row loop and (with
+    # panels of 3 rows) the blocked loop
+    if block is not None:
+        from skgpsparse import linalg
+
+        monkeypatch.setattr(linalg, "_BLOCK", block)
     rng = np.random.default_rng(21)
     p = 30
     Q = np.linalg.qr(rng.normal(size=(p, p)))[0]
