@@ -580,9 +580,9 @@ def test_rank_k_ill_conditioned(monkeypatch, block):
     # error within cond(A) times it (Cholesky's perturbation bound); the row loop and (with
     # panels of 3 rows) the blocked loop
     if block is not None:
-        from skgpsparse import linalg
+        from skgpsparse import _cholesky_rank_k
 
-        monkeypatch.setattr(linalg, "_BLOCK", block)
+        monkeypatch.setattr(_cholesky_rank_k, "_BLOCK", block)
     rng = np.random.default_rng(21)
     p = 30
     Q = np.linalg.qr(rng.normal(size=(p, p)))[0]
@@ -682,9 +682,9 @@ def test_rank_k_bad_shapes_raise():
 def test_rank_k_blocked_panels_match_scipy(monkeypatch, block, sign):
     # from 6 panels of _BLOCK rows and _BLOCK columns of V on, the reflections of a panel are
     # applied to the rows below at once (compact WY form): the same factor as scipy's
-    from skgpsparse import linalg
+    from skgpsparse import _cholesky_rank_k
 
-    monkeypatch.setattr(linalg, "_BLOCK", block)
+    monkeypatch.setattr(_cholesky_rank_k, "_BLOCK", block)
     p = 40 if block < 32 else 230
     rng = np.random.default_rng(block)
     A, L, V = rank_k_case(block, p, p, sign)
