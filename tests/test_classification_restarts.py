@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import norm, ttest_rel
 from sklearn.datasets import make_classification
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import log_loss
@@ -11,6 +11,7 @@ from skgpsparse import SparseGPClassifier
 from skgpsparse._classification_binary import _BinarySparseGPClassifier, _make_selector
 from skgpsparse._classification_restarts import (
     bias_offsets,
+    choose_start,
     fit_binary,
     held_out_nlp,
     stratified_split,
@@ -71,9 +72,24 @@ def test_held_out_nlp_equals_log_loss_of_predict_proba():
     mean, var = clf.latent_mean_and_variance(X)
     signed = np.where(y == clf.classes_[1], 1.0, -1.0)
     by_hand = -np.mean(np.log(norm.cdf(signed * mean / np.sqrt(1.0 + var))))
-    got = held_out_nlp(clf._binary, X, signed)
+    got = held_out_nlp(clf._binary, X, signed).mean()
     np.testing.assert_allclose(got, expected, rtol=1e-10)
     np.testing.assert_allclose(got, by_hand, rtol=1e-10)
+
+
+def test_choose_start_is_a_paired_test_against_the_default_start():
+    rng = np.random.RandomState(0)
+    base = rng.gamma(2.0, 0.2, size=60)
+    noisy = base + rng.normal(scale=0.3, size=60)
+    for shift in np.linspace(-0.2, 0.1, 13):
+        other = noisy + shift
+        t = ttest_rel(other, base).statistic  # mean difference / its standard error
+        assert choose_start(np.array([base, other])) == (1 if t < -2.0 else 0)
+    # among several significantly better starts, the lowest mean wins
+    losses = np.array([base, base - 0.05, base - 0.1 + 0.01 * rng.normal(size=60), noisy])
+    assert choose_start(losses) == 2
+    # one held-out row: no standard error, the default start stays
+    assert choose_start(np.array([[0.5], [0.1]])) == 0
 
 
 def test_no_restarts_is_the_plain_fit():
@@ -102,8 +118,8 @@ def test_restarts_choose_the_lowest_held_out_nlp_and_refit_on_all_rows():
         )
         for offset in (0.0, 4.0, -4.0)
     ]
-    np.testing.assert_allclose(model.restart_losses_, losses, rtol=1e-12)
-    chosen = (0.0, 4.0, -4.0)[int(np.argmin(losses))]
+    np.testing.assert_allclose(model.restart_losses_, np.mean(losses, axis=1), rtol=1e-12)
+    chosen = (0.0, 4.0, -4.0)[choose_start(np.array(losses))]
     assert model.bias_offset == chosen
     # the winner is refitted on all rows with the random state a plain fit would use
     refit = _BinarySparseGPClassifier(**_params(), bias_offset=chosen).fit(
