@@ -103,6 +103,7 @@ def main():
     if args.quick:
         args.n, args.p, args.n_default, args.repeats = 20_000, 128, 5_000, 1
     skip = set(filter(None, args.skip.split(",")))
+    load_start = os.getloadavg()[0]
     n, d, p = args.n, args.d, args.p
     X, y, labels = make_data(n, d)
     kernel = kernel_for(d)
@@ -172,8 +173,8 @@ def main():
     blas = ", ".join(f"{i['internal_api']} {i['num_threads']} threads" for i in threadpool_info())
     header = (
         f"# Floor benchmark\n\nMachine: {platform.node()} ({platform.machine()}, "
-        f"{os.cpu_count()} cores, BLAS: {blas}), load average "
-        f"{os.getloadavg()[0]:.1f} (shared machine). Date: "
+        f"{os.cpu_count()} cores, BLAS: {blas}), load average {load_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end (shared machine). Date: "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.\n\n"
         f"n = {n}, d = {d}, p = {p}; default-selection rows at n = {nd}. Median of "
         f"{args.repeats} repeats (default-selection rows: 1 run). Wall and process CPU time "

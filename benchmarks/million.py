@@ -4,7 +4,14 @@ Each estimator runs in its own subprocess (default selection: matching_pursuit f
 regressor, adaptive for the classifier; ``optimizer=None``) so that its peak resident memory
 (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``) is its own. Records fit and prediction
 wall and CPU time and the peak memory next to the O(n p) estimate of the memory formula
-(``docs/parallel.rst``): ``8 n (p + kappa + 2 d + 9)`` bytes for the regressor.
+(``docs/parallel.rst``): ``8 n (p + kappa + 2 d + 9)`` bytes for the regressor on a float64
+``X`` (``8 n (p + kappa + 2 d + 10)`` on a float32 one), and the load average before and
+after each run (the machine is shared).
+
+The regressor runs on a float64 ``X`` and on the same ``X`` as float32 (``--dtype``): a
+float32 input scores the working sets' candidates with float32 kernel columns, the model stays
+float64. ``--threads`` sets the regressor's row-chunk threads (``RegressionState``'s
+``n_threads``, which the estimator leaves at 1; set here by wrapping the state's class).
 
 Goal of the performance issue: fit in under 2 minutes, peak memory under 8 GB, predictions on
 1,000,000 rows in seconds.
@@ -13,13 +20,15 @@ Usage::
 
     python benchmarks/million.py                       # both estimators, n = 1,000,000
     python benchmarks/million.py --n 200000 --quick    # smaller
-    python benchmarks/million.py --only regressor
+    python benchmarks/million.py --only regressor --dtype float32 --threads 2
 
 Writes ``benchmarks/results/million_run.md`` (``million_keep_run.md`` with
-``--keep-working-set``); ``benchmarks/results/million.md`` is the commented record of the runs.
+``--keep-working-set``, ``--tag`` adds a suffix); ``benchmarks/results/million.md`` is the
+commented record of the runs.
 """
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -37,14 +46,20 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def child(estimator, n, d, p, seed, keep=False):
+def child(estimator, n, d, p, seed, keep=False, dtype="float64", threads=1):
     """Run one estimator in this process and print a JSON line of timings."""
     sys.path.insert(0, str(ROOT))
     from sklearn.gaussian_process.kernels import RBF
     from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+    import skgpsparse._regression as regression
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
     from skgpsparse._selection import BaseSelector, GreedySelector
+
+    if threads != 1:
+        regression.RegressionState = functools.partial(
+            regression.RegressionState, n_threads=threads
+        )
 
     class Progress(BaseSelector):
         """The selector it wraps, printing the fit's CPU time every 50 steps (to stderr)."""
@@ -61,6 +76,7 @@ def child(estimator, n, d, p, seed, keep=False):
     X = rng.uniform(-1.0, 1.0, (n, d))
     f = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3]
     kernel = C(1.0) * RBF(np.sqrt(d))
+    X = X.astype(dtype)
     if estimator == "regressor":
         y = f + 0.1 * rng.standard_normal(n)
         # Default selection (what selection="matching_pursuit" builds: a fresh working set
@@ -77,7 +93,7 @@ def child(estimator, n, d, p, seed, keep=False):
     else:
         y = (f + 0.3 * rng.standard_normal(n) > np.median(f)).astype(int)
         model = SparseGPClassifier(kernel, max_basis=p, optimizer=None, random_state=0)
-    out = {"estimator": estimator}
+    out = {"estimator": estimator, "load_before": os.getloadavg()[0]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         w, c = time.perf_counter(), time.process_time()
@@ -93,7 +109,12 @@ def child(estimator, n, d, p, seed, keep=False):
         out["predict_wall"] = time.perf_counter() - w
         out["predict_cpu"] = time.process_time() - c
     out["n_basis"] = len(model.basis_vectors_) if hasattr(model, "basis_vectors_") else p
+    if hasattr(model, "basis_indices_"):
+        # A fingerprint of the basis, to tell whether the float32 fit chose the same one.
+        idx = np.asarray(model.basis_indices_, dtype=np.int64)
+        out["basis"] = f"{int(idx[:8].sum())}/{int((idx * np.arange(1, len(idx) + 1)).sum())}"
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    out["load_after"] = os.getloadavg()[0]
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -109,16 +130,28 @@ def main():
         action="store_true",
         help="regressor: matching_pursuit with Keerthi & Chu's kept working set",
     )
+    parser.add_argument(
+        "--dtype",
+        default="float64,float32",
+        help="comma-separated dtypes of X for the regressor (the classifier runs float64)",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="regressor's row-chunk threads")
+    parser.add_argument("--tag", default="", help="suffix of the results file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=1500.0)
     args = parser.parse_args()
     if args.quick:
         args.n = 100_000
     if args.child:
-        child(args.child, args.n, args.d, args.p, seed=0, keep=args.keep_working_set)
+        dtype = args.dtype.split(",")[0]
+        child(args.child, args.n, args.d, args.p, 0, args.keep_working_set, dtype, args.threads)
         return
     rows = []
+    runs = []
     for est in [args.only] if args.only else ["regressor", "classifier"]:
+        for dtype in args.dtype.split(",") if est == "regressor" else ["float64"]:
+            runs.append((est, dtype))
+    for est, dtype in runs:
         cmd = [
             sys.executable,
             __file__,
@@ -130,6 +163,10 @@ def main():
             str(args.d),
             "--p",
             str(args.p),
+            "--dtype",
+            dtype,
+            "--threads",
+            str(args.threads),
         ] + (["--keep-working-set"] if args.keep_working_set else [])
         try:
             proc = subprocess.run(
@@ -149,11 +186,14 @@ def main():
                 "estimator": est,
                 "quality": f"timed out after {args.timeout:.0f} s {' '.join(progress)}",
             }
+        r["dtype"] = dtype
         if est == "regressor":
             # K_p^T, X and its augmented scaled copy (d + 2), ~7 vectors of length n, and
-            # the column cache of a kept working set.
+            # the column cache of a kept working set; a float32 X (4 n d) adds the float32
+            # copy of the scaled inputs (4 n (d + 2)): 8 n more bytes.
             kappa = 59 if args.keep_working_set else 0
-            r["estimate_gb"] = 8 * args.n * (args.p + kappa + 2 * args.d + 9) / 1024**3
+            extra = 1 if dtype == "float32" else 0
+            r["estimate_gb"] = 8 * args.n * (args.p + kappa + 2 * args.d + 9 + extra) / 1024**3
             if args.keep_working_set:
                 r["estimator"] = "regressor (kept working set)"
         else:
@@ -167,24 +207,31 @@ def main():
     header = (
         f"# One million rows\n\nMachine: {platform.node()} ({platform.machine()}, "
         f"{os.cpu_count()} cores), load average {os.getloadavg()[0]:.1f} (shared machine). "
-        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.\n\n"
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. "
+        f"Row-chunk threads: {args.threads}; BLAS threads: "
+        f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}.\n\n"
         f"n = {args.n}, d = {args.d}, max_basis = {args.p}, fixed hyperparameters "
         "(optimizer=None), default selection; one run each, in its own process. Peak memory is "
         "the child's maximum resident set size; 'estimate' is the memory formula "
-        "8 n (p + kappa + 2 d + 9) bytes for the regressor (kappa = 59 with a kept "
-        "working set, else 0), 8 n (p + d + 5) for the classifier.\n\n"
-        "| estimator | fit wall (s) | fit CPU (s) | predict wall (s) | predict CPU (s) | "
-        "peak memory (GB) | estimate (GB) | result |\n|---|---:|---:|---:|---:|---:|---:|---|\n"
+        "8 n (p + kappa + 2 d + 9) bytes for the regressor on a float64 X, one 8 n more on a "
+        "float32 X (kappa = 59 with a kept working set, else 0), 8 n (p + d + 5) for the "
+        "classifier.\n\n"
+        "| estimator | X | fit wall (s) | fit CPU (s) | predict wall (s) | predict CPU (s) | "
+        "peak memory (GB) | estimate (GB) | load before / after | result |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|\n"
     )
     body = "".join(
-        f"| {r['estimator']} | {fmt(r, 'fit_wall')} | {fmt(r, 'fit_cpu')} | "
+        f"| {r['estimator']} | {r['dtype']} | {fmt(r, 'fit_wall')} | {fmt(r, 'fit_cpu')} | "
         f"{fmt(r, 'predict_wall')} | {fmt(r, 'predict_cpu')} | {fmt(r, 'peak_rss_gb')} | "
-        f"{r['estimate_gb']:.1f} | {r.get('quality', '')} |\n"
+        f"{r['estimate_gb']:.2f} | {fmt(r, 'load_before')} / {fmt(r, 'load_after')} | "
+        f"{r.get('quality', '')}{', basis ' + r['basis'] if 'basis' in r else ''} |\n"
         for r in rows
     )
     RESULTS.mkdir(exist_ok=True)
-    suffix = "_keep" if args.keep_working_set else ""
-    out = RESULTS / (f"million{suffix}_run.md" if args.n == 1_000_000 else f"million_n{args.n}.md")
+    suffix = ("_keep" if args.keep_working_set else "") + (f"_{args.tag}" if args.tag else "")
+    out = RESULTS / (
+        f"million{suffix}_run.md" if args.n == 1_000_000 else f"million_n{args.n}{suffix}.md"
+    )
     out.write_text(header + body)
     print(f"wrote {out}")
 
