@@ -62,6 +62,16 @@ def _run_chunks(n_chunks, work, n_threads):
         future.result()
 
 
+def _kernel_diag(kernel, X, chunk=1 << 16):
+    """``k(x_i, x_i)`` in float64, on float64 copies of chunks of a lower-precision ``X``."""
+    if X.dtype == np.float64:
+        return np.asarray(kernel.diag(X), dtype=np.float64)
+    out = np.empty(X.shape[0])
+    for a in range(0, X.shape[0], chunk):
+        out[a : a + chunk] = kernel.diag(X[a : a + chunk].astype(np.float64))
+    return out
+
+
 def _rbf_parameters(kernel, n_features):
     """``(c, length_scale)`` of an exact ``RBF`` or ``c * RBF`` kernel, else None."""
     c, rbf = 1.0, kernel

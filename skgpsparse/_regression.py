@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from ._kernel_columns import _kernel_diag
 from ._optimize import lbfgs_in_moving_box
 from ._regression_likelihood import dtc_log_marginal_likelihood
 from ._regression_state import RELATIVE_JITTER, RegressionState
@@ -55,7 +56,7 @@ def _make_selector(selection, working_set_size):
 
 def _jitter(kernel, X):
     """The state's and the likelihood's jitter: relative to the mean prior variance."""
-    return RELATIVE_JITTER * max(float(np.mean(kernel.diag(X))), 0.0)
+    return RELATIVE_JITTER * max(float(np.mean(_kernel_diag(kernel, X))), 0.0)
 
 
 class SparseGPRegressor(RegressorMixin, BaseEstimator):

@@ -52,7 +52,7 @@ import threading
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ._kernel_columns import _blas_threads, _KernelColumns, _run_chunks
+from ._kernel_columns import _blas_threads, _kernel_diag, _KernelColumns, _run_chunks
 from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
 __all__ = ["RELATIVE_JITTER", "RegressionState"]
@@ -163,7 +163,7 @@ class RegressionState:
         n = X.shape[0]
         self.n = n
         self.p_max = int(max_basis)
-        self.kdiag = np.asarray(kernel.diag(X), dtype=float)
+        self.kdiag = _kernel_diag(kernel, X)
         if jitter is None:
             jitter = RELATIVE_JITTER * max(float(np.mean(self.kdiag)), 0.0)
         self.jitter = float(jitter)

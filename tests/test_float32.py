@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from sklearn.gaussian_process.kernels import RBF, Matern
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import skgpsparse._regression as regression
@@ -60,8 +60,9 @@ def test_float32_scoring_columns_are_close_to_float64(kernel):
     # Relative error ~ eps32 (|s_x|^2 + |s_z|^2): here |s|^2 <= ~30 length scales squared.
     np.testing.assert_allclose(K32, ref, rtol=2e-5, atol=0)
     # The float64 columns of a float32 input are those of its float64 cast.
-    np.testing.assert_allclose(cols(slice(None), J), kernel(X.astype(float), X[J].astype(float)),
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        cols(slice(None), J), kernel(X.astype(float), X[J].astype(float)), rtol=1e-12, atol=1e-14
+    )
 
 
 def test_float32_scoring_needs_float32_request_and_small_inputs():
@@ -86,8 +87,9 @@ def test_state_of_a_float32_input_scores_in_float32_and_keeps_float64():
             s.append(j)
         # The model is float64, computed from the same values as for the float64 cast.
         for attr in ("alpha", "w", "sigma_diag", "q", "K_pT"):
-            np.testing.assert_allclose(getattr(state, attr), getattr(ref, attr), rtol=1e-12,
-                                       atol=1e-13, err_msg=attr)
+            np.testing.assert_allclose(
+                getattr(state, attr), getattr(ref, attr), rtol=1e-12, atol=1e-13, err_msg=attr
+            )
         assert state.alpha.dtype == np.float64 and state._B.dtype == np.float64
         J = np.setdiff1d(J, state.basis)
         mp32 = state.decrease("matching_pursuit", J)
@@ -99,11 +101,31 @@ def test_state_of_a_float32_input_scores_in_float32_and_keeps_float64():
         np.testing.assert_allclose(mp32, dense, rtol=1e-3, atol=1e-9 * dense.max())
         # The residual of the scoring pass is float64 and equals the dense one.
         assert state.residual.dtype == np.float64
-        np.testing.assert_allclose(state.residual, _dense_model(X, y, state.basis,
-                                                                state.jitter)[1], atol=1e-10)
+        np.testing.assert_allclose(
+            state.residual, _dense_model(X, y, state.basis, state.jitter)[1], atol=1e-10
+        )
         # The exact criterion stays float64 (its Schur complement cancels).
-        np.testing.assert_allclose(state.decrease("exact", J), ref.decrease("exact", J),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            state.decrease("exact", J), ref.decrease("exact", J), rtol=1e-10
+        )
+
+
+@pytest.mark.parametrize("kernel", [Matern(1.2, nu=2.5), C(0.5) * DotProduct(0.3) + RBF(2.0)])
+def test_other_kernels_of_a_float32_input_are_computed_in_float64(kernel):
+    # No fast form: the kernel is called on float64 copies of the rows, so the state (and
+    # its prior variances) equals the one of the float64 cast, scores included.
+    X, y = _data(n=150)
+    state = RegressionState(kernel, X, y, S2, max_basis=6, jitter=1e-6)
+    ref = RegressionState(kernel, X.astype(np.float64), y, S2, max_basis=6, jitter=1e-6)
+    np.testing.assert_array_equal(state.kdiag, ref.kdiag)
+    J = np.arange(40, 70)
+    for j in (3, 80, 120):
+        state.append(j)
+        ref.append(j)
+    np.testing.assert_allclose(state.alpha, ref.alpha, rtol=1e-12)
+    np.testing.assert_allclose(
+        state.decrease("matching_pursuit", J), ref.decrease("matching_pursuit", J), rtol=1e-12
+    )
 
 
 def test_score_dtype_can_be_forced_and_is_checked():
@@ -111,8 +133,9 @@ def test_score_dtype_can_be_forced_and_is_checked():
     state = RegressionState(KERNEL, X.astype(np.float64), y, S2, 5, score_dtype=np.float32)
     assert state._columns.fast32
     J = np.arange(20)
-    np.testing.assert_allclose(state.decrease("matching_pursuit", J),
-                               _dense_dmax(X, y, [], J, state.jitter), rtol=1e-4)
+    np.testing.assert_allclose(
+        state.decrease("matching_pursuit", J), _dense_dmax(X, y, [], J, state.jitter), rtol=1e-4
+    )
     with pytest.raises(ValueError, match="score_dtype"):
         RegressionState(KERNEL, X, y, S2, 5, score_dtype=np.float16)
 
@@ -128,8 +151,9 @@ def test_float32_input_is_not_copied_to_float64(monkeypatch):
 
     monkeypatch.setattr(regression, "RegressionState", spy)
     X, y = _data(n=200)
-    model = SparseGPRegressor(KERNEL, noise_variance=S2, max_basis=10, optimizer=None,
-                              random_state=0).fit(X, y)
+    model = SparseGPRegressor(
+        KERNEL, noise_variance=S2, max_basis=10, optimizer=None, random_state=0
+    ).fit(X, y)
     assert seen == [np.float32]
     assert model.basis_vectors_.dtype == np.float64
     np.testing.assert_array_equal(model.basis_vectors_, X[model.basis_indices_])
@@ -138,8 +162,13 @@ def test_float32_input_is_not_copied_to_float64(monkeypatch):
 @pytest.mark.parametrize("n_exchange", [0, 10])
 def test_float32_fit_matches_the_float64_fit(n_exchange):
     X, y = _data(n=600, seed=3)
-    kw = dict(noise_variance=S2, max_basis=25, optimizer=None, random_state=0,
-              n_exchange=n_exchange)
+    kw = {
+        "noise_variance": S2,
+        "max_basis": 25,
+        "optimizer": None,
+        "random_state": 0,
+        "n_exchange": n_exchange,
+    }
     m32 = SparseGPRegressor(KERNEL, **kw).fit(X, y)
     m64 = SparseGPRegressor(KERNEL, **kw).fit(X.astype(np.float64), y)
     # Same working sets (same random stream); the winners can differ only on near-ties.
@@ -153,7 +182,8 @@ def test_float32_fit_matches_the_float64_fit(n_exchange):
     np.testing.assert_allclose(m32.cost_curve_[-1], cost, rtol=1e-9)
     mean, std = m32.predict(X, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std >= 0)
-    np.testing.assert_allclose(mean, KERNEL(X.astype(float), m32.basis_vectors_) @ alpha,
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        mean, KERNEL(X.astype(float), m32.basis_vectors_) @ alpha, rtol=1e-6, atol=1e-8
+    )
     if same:
         np.testing.assert_allclose(m32.predict(X), m64.predict(X), rtol=1e-9, atol=1e-12)
