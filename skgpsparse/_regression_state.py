@@ -17,11 +17,10 @@ stable form of Seeger, Williams & Lawrence (2003) and of the exchange paper:
 - ``D = diag(Sigma_p)`` (eq. (5) needs it) and ``q = diag(K - V^T V)``, the diagonal of the
   Nystrom approximation error at every training point (the info-gain criterion needs it).
 
-The ``p x n`` array kept is ``K_p^T`` itself, not ``V``, stored by blocks of 2048 rows (an
-``n_blocks x p_max x 2048`` array, so that a block's active ``p x 2048`` part is one
-contiguous stretch of memory, which BLAS streams at full bandwidth; the row-strided slices of a
-``p_max x n`` array gave half of it): a new basis vector's kernel column is
-stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
+The ``p x n`` array kept is ``K_p^T`` itself, not ``V``, stored by blocks of 2048 rows
+(``skgpsparse._kernel_columns._ColumnBlocks``: each block's ``p x 2048`` part is contiguous,
+which BLAS streams at twice the bandwidth of row-strided slices): a new basis vector's kernel
+column is stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
 gives (``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L``
 and ``R`` with one fused pass over ``K_p^T`` (the new row ``v`` of ``V`` chunk by chunk, and
 ``K_p^T v`` while the chunk is in cache); a working set is scored with one more pass, in which
@@ -52,7 +51,13 @@ import threading
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ._kernel_columns import _blas_threads, _kernel_diag, _KernelColumns, _run_chunks
+from ._kernel_columns import (
+    _blas_threads,
+    _ColumnBlocks,
+    _kernel_diag,
+    _KernelColumns,
+    _run_chunks,
+)
 from .linalg import cholesky_append, cholesky_delete, cholesky_rotate
 
 __all__ = ["RELATIVE_JITTER", "RegressionState"]
@@ -176,10 +181,8 @@ class RegressionState:
         pm = self.p_max
         self._L = np.zeros((pm, pm))
         self._R = np.zeros((pm, pm))
-        # K_p^T by blocks of rows: _B[b, i, :] is the kernel column K(X, x_i) of basis vector i
-        # (factor order) on rows b W .. (b + 1) W - 1 (zero beyond n in the last block).
-        self._W = W = max(1, min(_BLOCK_ROWS, n))
-        self._B = np.zeros((-(-n // W), pm, W))
+        # Column i: the kernel column K(X, x_i) of basis vector i (factor order), K_p^T.
+        self._K = _ColumnBlocks(n, pm, _BLOCK_ROWS)
         self._Vy = np.zeros(pm)
         self._beta = np.zeros(pm)
         self._D = np.zeros(pm)
@@ -217,31 +220,12 @@ class RegressionState:
     @property
     def K_pT(self):
         """``K_p^T = K(X_u, X)`` (a new ``p x n`` array, assembled from the blocks)."""
-        p = self.p
-        return self._B[:, :p, :].transpose(1, 0, 2).reshape(p, -1)[:, : self.n].copy()
+        return self._K.dense(self.p)
 
     @property
     def V(self):
         """``L^-1 K_p^T`` (a new ``p x n`` array: one triangular solve)."""
         return _solve_lower(self.L, self.K_pT) if self.p else np.zeros((0, self.n))
-
-    def _Kp_times(self, x):
-        """``K_p x`` (length ``n``): one batched product over the blocks."""
-        return (x @ self._B[:, : self.p, :]).reshape(-1)[: self.n]
-
-    def _KpT_times(self, M):
-        """``K_p^T M`` for an ``n x k`` array ``M``, block by block."""
-        W, p = self._W, self.p
-        out = np.zeros((p, M.shape[1]))
-        for b in range(self._B.shape[0]):
-            a, e = b * W, min((b + 1) * W, self.n)
-            out += self._B[b, :p, : e - a] @ M[a:e]
-        return out
-
-    def _Kp_chunk(self, a, b):
-        """The ``p x (b - a)`` view of ``K_p^T`` on rows ``a .. b-1`` (inside one block)."""
-        blk, W = divmod(a, self._W)[0], self._W
-        return self._B[blk, : self.p, a - blk * W : b - blk * W]
 
     @property
     def sigma_diag(self):
@@ -265,7 +249,7 @@ class RegressionState:
     def residual(self):
         """``mu = y - K_p alpha_p`` (computed on first access after a change)."""
         if self._residual is None:
-            self._residual = self.y - self._Kp_times(self.alpha) if self.p else self.y.copy()
+            self._residual = self.y - self._K.times(self.alpha) if self.p else self.y.copy()
         return self._residual
 
     @property
@@ -306,13 +290,9 @@ class RegressionState:
 
     def _chunks(self, entries_per_row, budget):
         """Row ranges ``(a, b)`` of chunks with about ``budget`` entries, inside the blocks."""
-        size = int(np.clip(budget // max(entries_per_row, 1), 256, max(self.n, 256)))
-        W, n = self._W, self.n
-        return [
-            (a, min(a + size, start + W, n))
-            for start in range(0, n, W)
-            for a in range(start, min(start + W, n), size)
-        ]
+        return self._K.chunks(
+            int(np.clip(budget // max(entries_per_row, 1), 256, max(self.n, 256)))
+        )
 
     # ------------------------------------------------------------------ protocol
     def candidates(self):
@@ -393,7 +373,7 @@ class RegressionState:
     def _decrease_block(self, criterion, J, K_J, sq):
         """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
         p = self.p
-        KpK = self._KpT_times(K_J) if criterion == "exact" and p else None
+        KpK = self._K.transpose_times(K_J, p) if criterion == "exact" and p else None
         return self._decrease_from(criterion, J, self.residual @ K_J, sq, K_J[self._idx[:p]], KpK)
 
     def _decrease_streaming(self, criterion, J):
@@ -432,7 +412,7 @@ class RegressionState:
                 K_c = self._columns.block(slice(a, b), Z, out=buf[: b - a])
                 mu_c = mu[a:b]
                 if p:
-                    Kp_c = self._Kp_chunk(a, b)
+                    Kp_c = self._K.chunk(a, b, p)
                     np.dot(alpha, Kp_c, out=mu_c)
                     np.subtract(y[a:b], mu_c, out=mu_c)
                 else:
@@ -529,9 +509,7 @@ class RegressionState:
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
         Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
-        full = (self._B.shape[0] - 1) * self._W  # rows in the full blocks
-        self._B[:-1, p, :] = k_j[:full].reshape(-1, self._W)
-        self._B[-1, p, : self.n - full] = k_j[full:]
+        self._K.set_column(p, k_j)
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
@@ -566,7 +544,7 @@ class RegressionState:
 
         def work(i):
             a, b = chunks[i]
-            K_c = self._Kp_chunk(a, b)
+            K_c = self._K.chunk(a, b, p)
             v = k[a:b] - t @ K_c if p else k[a:b].copy()
             v /= lpp
             if p:
@@ -603,11 +581,9 @@ class RegressionState:
         L_old = self.L.copy()
         _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)
         u = rot.apply(np.eye(p), overwrite=True)[p - 1]
-        r = self._Kp_times(_solve_lower(L_old, u, trans=1))
+        r = self._K.times(_solve_lower(L_old, u, trans=1))
         self.q += r * r
-        # Drop row pos of K_p^T, block by block (a temporary copy of one block at most).
-        for blk in self._B:
-            blk[pos : p - 1] = blk[pos + 1 : p]
+        self._K.delete_column(pos, p)
         cholesky_rotate(self._R, rot, size=p, overwrite_L=True)
         self._R[p - 1, :p] = 0.0
         rot.apply(self._Vy, overwrite=True)

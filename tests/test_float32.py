@@ -90,7 +90,7 @@ def test_state_of_a_float32_input_scores_in_float32_and_keeps_float64():
             np.testing.assert_allclose(
                 getattr(state, attr), getattr(ref, attr), rtol=1e-12, atol=1e-13, err_msg=attr
             )
-        assert state.alpha.dtype == np.float64 and state._B.dtype == np.float64
+        assert state.alpha.dtype == np.float64 and state._K.B.dtype == np.float64
         J = np.setdiff1d(J, state.basis)
         mp32 = state.decrease("matching_pursuit", J)
         mp64 = ref.decrease("matching_pursuit", J)
@@ -187,3 +187,31 @@ def test_float32_fit_matches_the_float64_fit(n_exchange):
     )
     if same:
         np.testing.assert_allclose(m32.predict(X), m64.predict(X), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- block storage of K_p^T
+def test_block_storage_in_many_blocks_matches_dense(monkeypatch):
+    # Blocks of 64 rows (the last one partial), chunks of 256 requested: passes, deletions
+    # and the float32 scores all work across block boundaries.
+    import skgpsparse._regression_state as rs
+
+    monkeypatch.setattr(rs, "_BLOCK_ROWS", 64)
+    X, y = _data(n=301)
+    state = RegressionState(KERNEL, X, y, S2, max_basis=8, n_threads=2)
+    assert state._K.B.shape == (5, 8, 64)
+    assert all(b - a <= 64 and a // 64 == (b - 1) // 64 for a, b in state._chunks(1, 1 << 30))
+    for j in (7, 64, 200, 300, 13):
+        state.append(j)
+    state.delete(1)
+    basis = state.basis.tolist()
+    assert basis == [7, 200, 300, 13]
+    K_ref = KERNEL(X[basis].astype(float), X.astype(float))
+    np.testing.assert_allclose(state.K_pT, K_ref, rtol=1e-12, atol=1e-14)
+    alpha, mu, cost = _dense_model(X, y, basis, state.jitter)
+    np.testing.assert_allclose(state.alpha, alpha, rtol=1e-8)
+    np.testing.assert_allclose(state.residual, mu, atol=1e-10)
+    np.testing.assert_allclose(state.cost, cost, rtol=1e-10)
+    J = np.setdiff1d(np.arange(0, 301, 7), basis)
+    dense = _dense_dmax(X, y, basis, J, state.jitter)
+    np.testing.assert_allclose(state.decrease("matching_pursuit", J), dense, rtol=1e-4)
+    np.testing.assert_allclose(state.residual, mu, atol=1e-10)
