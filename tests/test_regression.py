@@ -644,3 +644,42 @@ def test_scoring_partial_sums_stay_bounded(monkeypatch):
     state._last_J = np.zeros(0, dtype=np.intp)
     np.testing.assert_allclose(state.decrease("exact", J), ref, rtol=1e-10)
     assert seen == [2]
+
+
+@pytest.mark.parametrize("selection", ["matching_pursuit", "exact"])
+def test_n_jobs_runs_the_row_passes_on_threads_with_the_same_model(monkeypatch, selection):
+    # n_jobs reaches the state (two threads over several chunks) and the fitted model, with
+    # exchange steps (deletions) included, is bit for bit the one-thread model.
+    import skgpsparse._regression_state as rs
+
+    monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
+    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    threads = []
+    init = rs.RegressionState.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        threads.append(self.n_threads)
+
+    monkeypatch.setattr(rs.RegressionState, "__init__", spy)
+    X, y = _data(n=1500, d=3)
+    params = dict(max_basis=12, n_exchange=4, selection=selection, random_state=0)
+    one = SparseGPRegressor(KERNEL, noise_variance=S2, optimizer=None, **params).fit(X, y)
+    assert set(threads) == {1}
+    threads.clear()
+    two = SparseGPRegressor(KERNEL, noise_variance=S2, optimizer=None, n_jobs=2, **params)
+    two.fit(X, y)
+    assert set(threads) == {2}
+    np.testing.assert_array_equal(one.basis_indices_, two.basis_indices_)
+    np.testing.assert_array_equal(one.alpha_, two.alpha_)
+    np.testing.assert_array_equal(one.cost_curve_, two.cost_curve_)
+    mean1, std1 = one.predict(X[:50], return_std=True)
+    mean2, std2 = two.predict(X[:50], return_std=True)
+    np.testing.assert_array_equal(mean1, mean2)
+    np.testing.assert_array_equal(std1, std2)
+
+
+def test_n_jobs_zero_is_rejected():
+    X, y = _data(n=30, d=2)
+    with pytest.raises(ValueError, match="n_jobs"):
+        SparseGPRegressor(n_jobs=0).fit(X, y)
