@@ -353,9 +353,7 @@ def test_rotations_apply_variants():
     assert out.dtype == np.float32 and np.shares_memory(out, M32)
     np.testing.assert_allclose(M32, expected, rtol=1e-5, atol=1e-5)
     Mi = np.arange(p * n).reshape(p, n)
-    np.testing.assert_allclose(
-        rot.apply(Mi), rot.apply(Mi.astype(float)), rtol=1e-14, atol=1e-12
-    )
+    np.testing.assert_allclose(rot.apply(Mi), rot.apply(Mi.astype(float)), rtol=1e-14, atol=1e-12)
 
     # Read-only input is fine without overwrite.
     M_ro = M.copy()
@@ -408,6 +406,36 @@ def rank_one_case(seed, p, sign):
     return A, L, v
 
 
+def check_factor_contract(func, L, V, L_ref, garbage, **overwrite):
+    """Check an up/downdate ``func(L, V)`` against ``L_ref`` and the storage contract.
+
+    A new factor (``L`` untouched); only the lower triangle read; in place in a larger storage
+    with ``size=p`` the same result, the upper triangle and the spare capacity untouched.
+    ``overwrite`` (e.g. ``overwrite_v=True``) is passed to the in-place call on a copy of ``V``.
+    Returns the new factor.
+    """
+    p = L.shape[0]
+    L0 = L.copy()
+    L_new = func(L, V)
+    assert_valid_factor(L_new, L_ref)
+    assert not np.shares_memory(L_new, L)
+    np.testing.assert_array_equal(L, L0)
+
+    S = with_garbage(L, garbage)
+    S0 = S.copy()
+    np.testing.assert_allclose(func(S, V), L_new, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(S, S0)
+
+    S = with_garbage(L, garbage, p + 2)
+    out = func(S, np.array(V, copy=True), size=p, overwrite_L=True, **overwrite)
+    assert out.shape == (p, p) and np.shares_memory(out, S)
+    np.testing.assert_allclose(np.tril(out), L_new, rtol=1e-14, atol=1e-14)
+    assert upper_is(S, garbage)
+    spare = S[p:, :p]
+    assert np.all(np.isnan(spare)) if np.isnan(garbage) else np.all(spare == garbage)
+    return L_new
+
+
 @SETTINGS
 @given(case, st.sampled_from([1, -1]), st.sampled_from(GARBAGE))
 def test_rank_one_matches_scipy(case, sign, garbage):
@@ -415,29 +443,10 @@ def test_rank_one_matches_scipy(case, sign, garbage):
     A, L, v = rank_one_case(seed, p, sign)
     func = cholesky_update if sign > 0 else cholesky_downdate
     L_ref = chol(A + sign * np.outer(v, v))
-    L0, v0 = L.copy(), v.copy()
+    v0 = v.copy()
 
-    L_new = func(L, v)
-    assert_valid_factor(L_new, L_ref)
-    assert not np.shares_memory(L_new, L)
-    np.testing.assert_array_equal(L, L0)
+    L_new = check_factor_contract(func, L, v, L_ref, garbage, overwrite_v=True)
     np.testing.assert_array_equal(v, v0)
-
-    # Only the lower triangle is read.
-    S = with_garbage(L, garbage)
-    S0 = S.copy()
-    np.testing.assert_allclose(func(S, v), L_new, rtol=1e-14, atol=1e-14)
-    np.testing.assert_array_equal(S, S0)
-
-    # In place in a storage: same result, upper triangle and spare capacity untouched.
-    S = with_garbage(L, garbage, p + 2)
-    v_work = v.copy()
-    out = func(S, v_work, size=p, overwrite_L=True, overwrite_v=True)
-    assert out.shape == (p, p) and np.shares_memory(out, S)
-    np.testing.assert_allclose(np.tril(out), L_new, rtol=1e-14, atol=1e-14)
-    assert upper_is(S, garbage)
-    spare = S[p:, :p]
-    assert np.all(np.isnan(spare)) if np.isnan(garbage) else np.all(spare == garbage)
 
     # A list is accepted for v and is not a problem for overwrite_v.
     np.testing.assert_array_equal(func(L, list(v), overwrite_v=True), L_new)
@@ -514,28 +523,9 @@ def test_rank_k_matches_scipy(case, k, sign, garbage):
     A, L, V = rank_k_case(seed, p, k, sign)
     func = _rank_k_func(sign)
     L_ref = chol(A + sign * V @ V.T)
-    L0, V0 = L.copy(), V.copy()
+    V0 = V.copy()
 
-    L_new = func(L, V)
-    assert_valid_factor(L_new, L_ref)
-    assert not np.shares_memory(L_new, L)
-    np.testing.assert_array_equal(L, L0)
-    np.testing.assert_array_equal(V, V0)
-
-    # Only the lower triangle is read.
-    S = with_garbage(L, garbage)
-    S0 = S.copy()
-    np.testing.assert_allclose(func(S, V), L_new, rtol=1e-14, atol=1e-14)
-    np.testing.assert_array_equal(S, S0)
-
-    # In place in a storage: same result, upper triangle and spare capacity untouched.
-    S = with_garbage(L, garbage, p + 2)
-    out = func(S, V, size=p, overwrite_L=True)
-    assert out.shape == (p, p) and np.shares_memory(out, S)
-    np.testing.assert_allclose(np.tril(out), L_new, rtol=1e-14, atol=1e-14)
-    assert upper_is(S, garbage)
-    spare = S[p:, :p]
-    assert np.all(np.isnan(spare)) if np.isnan(garbage) else np.all(spare == garbage)
+    check_factor_contract(func, L, V, L_ref, garbage)
     np.testing.assert_array_equal(V, V0)
 
 

@@ -663,7 +663,7 @@ def test_n_jobs_runs_the_row_passes_on_threads_with_the_same_model(monkeypatch, 
 
     monkeypatch.setattr(rs.RegressionState, "__init__", spy)
     X, y = _data(n=1500, d=3)
-    params = dict(max_basis=12, n_exchange=4, selection=selection, random_state=0)
+    params = {"max_basis": 12, "n_exchange": 4, "selection": selection, "random_state": 0}
     one = SparseGPRegressor(KERNEL, noise_variance=S2, optimizer=None, **params).fit(X, y)
     assert set(threads) == {1}
     threads.clear()
