@@ -16,8 +16,9 @@ __all__ = ["main"]
 _DESCRIPTION = """\
 Fit skgpsparse's sparse GP and scikit-learn's full GP on the same data and print a report:
 rows, basis size, fit time, and test accuracy / log loss (classification) or RMSE / NLPD
-(regression). With no arguments it runs on built-in generated data, one classification and
-one regression problem. With --csv it runs on your file (numeric feature columns; the target
+(regression). Both models start from the same kernel, an RBF with one length scale per
+feature (ARD), and learn its hyperparameters. With no arguments it runs on built-in generated
+data, one classification and one regression problem. With --csv it runs on your file (numeric feature columns; the target
 column may hold labels of any kind for classification).
 """
 
@@ -31,12 +32,19 @@ def _builtin_problems(random_state):
     from sklearn.datasets import make_classification, make_friedman1
 
     Xc, yc = make_classification(
-        n_samples=2000, n_features=8, n_informative=5, n_redundant=1, flip_y=0.03,
-        class_sep=0.8, random_state=random_state,
+        n_samples=2000,
+        n_features=8,
+        n_informative=5,
+        n_redundant=1,
+        flip_y=0.03,
+        class_sep=0.8,
+        random_state=random_state,
     )
     Xr, yr = make_friedman1(n_samples=2000, n_features=8, noise=0.5, random_state=random_state)
-    return [("classification", "make_classification", Xc, yc),
-            ("regression", "make_friedman1", Xr, yr)]
+    return [
+        ("classification", "make_classification", Xc, yc),
+        ("regression", "make_friedman1", Xr, yr),
+    ]
 
 
 def _read_csv(path, target):
@@ -129,19 +137,29 @@ def _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift=0.0, y_scal
     return row
 
 
-def _models(task, max_basis, random_state):
+def _models(task, max_basis, random_state, n_features):
     from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
+    # One length scale per feature (ARD), the same starting kernel for both models: features
+    # of unequal relevance are the rule (both built-in problems have irrelevant ones), and
+    # with a single length scale both GPs underfit them (make_friedman1: test RMSE 0.93
+    # sparse and 0.64 full, against 0.50 for both with ARD).
     if task == "classification":
-        sparse = SparseGPClassifier(max_basis=max_basis, random_state=random_state)
-        full = GaussianProcessClassifier(ConstantKernel() * RBF(), random_state=random_state)
+        # The classifier's default start, per feature: amplitude capped at 100, length sqrt(d).
+        kernel = ConstantKernel(1.0, (1e-5, 100.0)) * RBF(np.full(n_features, np.sqrt(n_features)))
+        sparse = SparseGPClassifier(kernel, max_basis=max_basis, random_state=random_state)
+        full = GaussianProcessClassifier(kernel, random_state=random_state)
     else:
-        sparse = SparseGPRegressor(max_basis=max_basis, random_state=random_state)
+        ard = RBF(np.ones(n_features))
+        sparse = SparseGPRegressor(
+            ConstantKernel() * ard, max_basis=max_basis, random_state=random_state
+        )
         full = GaussianProcessRegressor(
-            ConstantKernel() * RBF() + WhiteKernel(0.1), random_state=random_state,
+            ConstantKernel() * ard + WhiteKernel(0.1),
+            random_state=random_state,
         )
     return [("skgpsparse", sparse), ("scikit-learn full GP", full)]
 
@@ -164,14 +182,17 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
         y_shift, y_scale = float(np.mean(y_train)), float(np.std(y_train)) or 1.0
         y_train = (y_train - y_shift) / y_scale
     basis = min(max_basis, len(X_train))
-    print(f"\n{task}: {name}, {len(X_train)} training rows, {len(X_test)} test rows, "
-          f"{X.shape[1]} features", file=out)
+    print(
+        f"\n{task}: {name}, {len(X_train)} training rows, {len(X_test)} test rows, "
+        f"{X.shape[1]} features",
+        file=out,
+    )
     if task == "classification":
         header = f"  {'model':<22}{'basis':>7}{'fit (s)':>10}{'accuracy':>10}{'NLP':>9}"
     else:
         header = f"  {'model':<22}{'basis':>7}{'fit (s)':>10}{'RMSE':>10}{'NLPD':>9}"
     print(header, file=out)
-    for label, model in _models(task, basis, random_state):
+    for label, model in _models(task, basis, random_state, X.shape[1]):
         if label != "skgpsparse" and not baseline:
             continue
         row = _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift, y_scale)
@@ -179,26 +200,43 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
             scores = f"{row['accuracy']:>10.3f}{row['nlp']:>9.3f}"
         else:
             scores = f"{row['rmse']:>10.3f}{row['nlpd']:>9.3f}"
-        print(f"  {label:<22}{row['basis']:>7d}{row['fit_s']:>10.2f}{scores}", file=out,
-              flush=True)
+        print(
+            f"  {label:<22}{row['basis']:>7d}{row['fit_s']:>10.2f}{scores}", file=out, flush=True
+        )
 
 
 def _parser():
     parser = argparse.ArgumentParser(
-        prog="python -m skgpsparse", description=_DESCRIPTION,
+        prog="python -m skgpsparse",
+        description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--csv", metavar="PATH", help="a CSV file with a header row")
     parser.add_argument("--target", metavar="COLUMN", help="the target column of --csv")
-    parser.add_argument("--task", choices=["classification", "regression"],
-                        help="default: guessed from the target column")
-    parser.add_argument("--max-basis", type=int, default=100, metavar="N",
-                        help="basis vectors of the sparse GP (default: 100)")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip scikit-learn's full GP (O(n^3): slow beyond a few "
-                             "thousand rows)")
-    parser.add_argument("--random-state", type=int, default=0, metavar="SEED",
-                        help="seed of the data split and the models (default: 0)")
+    parser.add_argument(
+        "--task",
+        choices=["classification", "regression"],
+        help="default: guessed from the target column",
+    )
+    parser.add_argument(
+        "--max-basis",
+        type=int,
+        default=100,
+        metavar="N",
+        help="basis vectors of the sparse GP (default: 100)",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip scikit-learn's full GP (O(n^3): slow beyond a few thousand rows)",
+    )
+    parser.add_argument(
+        "--random-state",
+        type=int,
+        default=0,
+        metavar="SEED",
+        help="seed of the data split and the models (default: 0)",
+    )
     return parser
 
 
@@ -230,14 +268,17 @@ def main(argv=None, out=sys.stdout):
             X, y, guess = _read_csv(args.csv, args.target)
             task = args.task or guess
             if task == "regression" and y.dtype.kind not in "fiu":
-                raise DataError(f"target column {args.target!r} is not numeric; "
-                                "use --task classification")
+                raise DataError(
+                    f"target column {args.target!r} is not numeric; use --task classification"
+                )
             problems = [(task, args.csv, X, y)]
-        print("skgpsparse: sparse GP vs scikit-learn's full GP (test metrics on a 50% "
-              "held-out split)", file=out)
+        print(
+            "skgpsparse: sparse GP vs scikit-learn's full GP (test metrics on a 50% "
+            "held-out split)",
+            file=out,
+        )
         for task, name, X, y in problems:
-            _report(task, name, X, y, args.max_basis, not args.no_baseline,
-                    args.random_state, out)
+            _report(task, name, X, y, args.max_basis, not args.no_baseline, args.random_state, out)
     except DataError as exc:
         print(f"python -m skgpsparse: error: {exc}", file=sys.stderr)
         return 2
