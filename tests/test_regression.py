@@ -12,6 +12,8 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+import skgpsparse._regression_scoring as scoring
+import skgpsparse._regression_state as rs
 from skgpsparse._regression import SparseGPRegressor
 from skgpsparse._regression_likelihood import dtc_log_marginal_likelihood
 from skgpsparse._regression_state import RegressionState
@@ -566,16 +568,14 @@ def test_streaming_scores_equal_dense_formulas(basis):
 
 
 def test_large_working_sets_scored_by_column_blocks(monkeypatch):
-    import skgpsparse._regression_state as rs
-
     X, y = _data(n=120)
     state = RegressionState(KERNEL, X, y, S2, max_basis=10)
     for j in (3, 50, 90):
         state.append(j)
     J = state.candidates()[:40]
     streamed = {c: state.decrease(c, J) for c in ("exact", "matching_pursuit")}
-    monkeypatch.setattr(rs, "_STREAM_MAX", 10)
-    monkeypatch.setattr(rs, "_CACHE_ENTRIES", 0)
+    monkeypatch.setattr(scoring, "_STREAM_MAX", 10)
+    monkeypatch.setattr(scoring, "_CACHE_ENTRIES", 0)
     for criterion, ref in streamed.items():
         np.testing.assert_allclose(state.decrease(criterion, J), ref, rtol=1e-10)
     np.testing.assert_allclose(
@@ -584,10 +584,8 @@ def test_large_working_sets_scored_by_column_blocks(monkeypatch):
 
 
 def test_append_pass_in_many_chunks_matches_dense(monkeypatch):
-    import skgpsparse._regression_state as rs
-
     monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
-    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    monkeypatch.setattr(scoring, "_SCORE_CHUNK_ENTRIES", 1)
     X, y = _data(n=700, d=3)
     model = SparseGPRegressor(KERNEL, max_basis=12, optimizer=None, random_state=0).fit(X, y)
     state = RegressionState(KERNEL, X, y, S2, max_basis=12)
@@ -598,10 +596,8 @@ def test_append_pass_in_many_chunks_matches_dense(monkeypatch):
 
 
 def test_passes_on_two_threads_give_the_same_numbers(monkeypatch):
-    import skgpsparse._regression_state as rs
-
     monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
-    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    monkeypatch.setattr(scoring, "_SCORE_CHUNK_ENTRIES", 1)
     X, y = _data(n=3000, d=3)
     states = [RegressionState(KERNEL, X, y, S2, 8, n_threads=t) for t in (1, 2)]
     J = np.arange(100, 130)
@@ -628,19 +624,19 @@ def test_length_scale_of_the_wrong_size_is_left_to_the_kernel():
 def test_scoring_partial_sums_stay_bounded(monkeypatch):
     # Many chunks and a large working set: the exact criterion's partial sums of K_p^T K_J
     # are grouped (at most _PARTIAL_ENTRIES), with the same scores.
-    import skgpsparse._regression_state as rs
-
     X, y = _data(n=2000, d=3)
     state = RegressionState(KERNEL, X, y, S2, max_basis=8, n_threads=2)
     for j in (5, 900, 1500):
         state.append(j)
     J = np.arange(100, 160)
     ref = state.decrease("exact", J)
-    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)  # 8 chunks of 256 rows
-    monkeypatch.setattr(rs, "_PARTIAL_ENTRIES", 3 * len(J) * 2)  # 2 groups
+    monkeypatch.setattr(scoring, "_SCORE_CHUNK_ENTRIES", 1)  # 8 chunks of 256 rows
+    monkeypatch.setattr(scoring, "_PARTIAL_ENTRIES", 3 * len(J) * 2)  # 2 groups
     seen = []
-    run = rs._run_chunks
-    monkeypatch.setattr(rs, "_run_chunks", lambda n, work, t: (seen.append(n), run(n, work, t)))
+    run = scoring._run_chunks
+    monkeypatch.setattr(
+        scoring, "_run_chunks", lambda n, work, t: (seen.append(n), run(n, work, t))
+    )
     state._last_J = np.zeros(0, dtype=np.intp)
     np.testing.assert_allclose(state.decrease("exact", J), ref, rtol=1e-10)
     assert seen == [2]
@@ -650,10 +646,8 @@ def test_scoring_partial_sums_stay_bounded(monkeypatch):
 def test_n_jobs_runs_the_row_passes_on_threads_with_the_same_model(monkeypatch, selection):
     # n_jobs reaches the state (two threads over several chunks) and the fitted model, with
     # exchange steps (deletions) included, is bit for bit the one-thread model.
-    import skgpsparse._regression_state as rs
-
     monkeypatch.setattr(rs, "_APPEND_CHUNK_ENTRIES", 1)  # chunks of 256 rows
-    monkeypatch.setattr(rs, "_SCORE_CHUNK_ENTRIES", 1)
+    monkeypatch.setattr(scoring, "_SCORE_CHUNK_ENTRIES", 1)
     threads = []
     init = rs.RegressionState.__init__
 
