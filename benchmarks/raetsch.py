@@ -187,6 +187,7 @@ CODE_FILES = [
     "_adf.py",
     "_selection.py",
     "_classification_loss.py",
+    "_kernel_columns.py",
     "kernels.py",
     "linalg.py",
 ]

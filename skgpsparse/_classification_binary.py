@@ -13,8 +13,8 @@ from threadpoolctl import threadpool_limits
 from ._adf import ADFState
 from ._classification_evidence import fit_evidence
 from ._classification_loss import nlp_loss
+from ._kernel_columns import iter_cross_kernel
 from ._selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
-from .kernels import iter_kernel
 
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
 # with the basis fixed, then re-selects the basis (§2.5).
@@ -227,7 +227,7 @@ class _BinarySparseGPClassifier:
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
         mean = np.empty(X.shape[0])
         var = self.kernel_.diag(X).astype(float)
-        for rows, K in iter_kernel(self.kernel_, X, self.basis_vectors_):
+        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
             mean[rows] = K @ self._w + self.bias_
             V = solve_triangular(self._L, (K * self._sqrt_pi).T, lower=True)
             var[rows] -= np.einsum("ij,ij->j", V, V)

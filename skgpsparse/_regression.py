@@ -15,12 +15,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._kernel_columns import _kernel_diag
+from ._kernel_columns import _kernel_diag, iter_cross_kernel
 from ._optimize import lbfgs_in_moving_box
 from ._regression_likelihood import dtc_log_marginal_likelihood
 from ._regression_state import RELATIVE_JITTER, RegressionState
 from ._selection import BaseSelector, GreedySelector, RandomSelector
-from .kernels import iter_kernel
 
 __all__ = ["SparseGPRegressor"]
 
@@ -584,7 +583,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         if return_cov:
             A_all = np.empty((len(self.alpha_), m))
         s2 = self.noise_variance_
-        for rows, K in iter_kernel(self.kernel_, X, self.basis_vectors_):
+        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
             mean[rows] = K @ self.alpha_
             if return_std or return_cov:
                 A = solve_triangular(self._L, K.T, lower=True, check_finite=False)

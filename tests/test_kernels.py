@@ -15,6 +15,7 @@ from sklearn.gaussian_process.kernels import (
     ExpSineSquared,
     Matern,
     PairwiseKernel,
+    Product,
     RationalQuadratic,
     WhiteKernel,
 )
@@ -161,9 +162,7 @@ def test_analytic_diag_gradient_matches_finite_differences(kernel, data):
 # kernel_gradient follows kernel(X, Z), so kernels with a WhiteKernel term are compared in
 # test_white_kernel_cross_covariance_is_zero_but_diag_is_not instead.
 NO_WHITE_KERNELS = {
-    name: kernel
-    for name, kernel in ANALYTIC_KERNELS.items()
-    if not _contains(kernel, WhiteKernel)
+    name: kernel for name, kernel in ANALYTIC_KERNELS.items() if not _contains(kernel, WhiteKernel)
 }
 
 
@@ -356,3 +355,57 @@ def test_random_composite_kernels_match_finite_differences(log_params, nu, seed)
     diag, dDiag = kernel_diag_gradient(kernel, X)
     np.testing.assert_allclose(diag, kernel.diag(X), rtol=1e-12)
     assert _rel_err(dDiag, _fd_gradient(kernel, lambda k: k.diag(X))) <= 1e-6
+
+
+# ------------------------------------------------------------------ prediction kernel blocks
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        RBF(0.7),
+        RBF([0.5, 2.0, 1.3]),
+        ConstantKernel(3.0) * RBF(1.1),
+        RBF([0.9, 0.4, 5.0]) * ConstantKernel(0.2),
+        Matern(0.8, nu=1.5),  # not an RBF: the kernel's own call
+        ConstantKernel(2.0) * RBF(1.0) + WhiteKernel(0.1),  # a sum: the kernel's own call
+    ],
+)
+def test_iter_cross_kernel_equals_the_kernel(kernel):
+    from skgpsparse._kernel_columns import iter_cross_kernel
+
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(17, 3)) * 2 + 5
+    X = np.vstack([rng.normal(size=(40, 3)) * 2 + 5, Z[:4]])  # some rows on the basis
+    seen = []
+    for rows, K in iter_cross_kernel(kernel, X, Z, chunk_size=16):
+        seen.append(rows)
+        np.testing.assert_allclose(K, kernel(X[rows], Z), rtol=1e-12, atol=1e-14)
+        assert K.shape == (rows.stop - rows.start, 17) and np.all(K >= 0)
+    assert seen == [slice(0, 16), slice(16, 32), slice(32, 44)]
+    # on the basis points themselves the RBF's exponent is clipped at log c: k(z, z) = c
+    K_zz = np.vstack([K for _, K in iter_cross_kernel(kernel, Z, Z)])
+    np.testing.assert_allclose(np.diag(K_zz), np.diag(kernel(Z, Z)), rtol=1e-13)
+
+
+def test_iter_cross_kernel_far_rows_go_through_the_kernel(monkeypatch):
+    # A block with a row far from the basis (|s_x|^2 / 2 > 1e4, where inner products would
+    # lose digits) is computed by the kernel itself, the other blocks by the product form.
+    import skgpsparse._kernel_columns as kc
+
+    kernel = ConstantKernel(2.0) * RBF(1.0)
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(6, 2))
+    X = np.vstack([rng.normal(size=(5, 2)), [[300.0, -200.0]], rng.normal(size=(5, 2))])
+    calls = []
+    call = Product.__call__
+
+    def spy(self, A, B=None, eval_gradient=False):
+        calls.append(len(A))
+        return call(self, A, B, eval_gradient)
+
+    monkeypatch.setattr(Product, "__call__", spy)
+    blocks = list(kc.iter_cross_kernel(kernel, X, Z, chunk_size=4))
+    monkeypatch.undo()
+    assert calls == [4]  # only the block of rows 4-7 holds the far row
+    K = np.vstack([K for _, K in blocks])
+    np.testing.assert_allclose(K, kernel(X, Z), rtol=1e-12, atol=1e-300)
+    assert np.all(K[5] == 0.0)  # exp(-|x - z|^2 / 2) underflows: zero, not NaN
