@@ -13,7 +13,8 @@ from skgpsparse._rvm_classification import (
     _MeanFieldEM,
     probit_site,
 )
-from skgpsparse._rvm_regression import RelevanceVectorRegressor, _RegressionEM
+from skgpsparse._rvm_regression import RelevanceVectorRegressor
+from skgpsparse._rvm_regression_em import _RegressionEM
 
 
 def _sine(n, seed=0, noise=0.1):

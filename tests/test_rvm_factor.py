@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF
 
-from skgpsparse._rvm_regression import RelevanceVectorRegressor, _RegressionEM
+from skgpsparse._rvm_regression import RelevanceVectorRegressor
+from skgpsparse._rvm_regression_em import _RegressionEM
 
 
 def _model(n=60, seed=7, learn_noise=True):
