@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
-from scipy.linalg import LinAlgError, solve_triangular
+from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, Kernel
@@ -16,8 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._kernel_columns import _kernel_diag, iter_cross_kernel
-from ._optimize import lbfgs_in_moving_box
-from ._regression_likelihood import dtc_log_marginal_likelihood
+from ._regression_likelihood import dtc_log_marginal_likelihood, learn_hyperparameters
 from ._regression_state import RELATIVE_JITTER, RegressionState
 from ._selection import BaseSelector, GreedySelector, RandomSelector
 
@@ -427,60 +426,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         return False
 
     # ------------------------------------------------------------------ hyperparameters
-    def _lml(self, kernel, s2, X, y, X_basis, eval_gradient=False, jitter=None):
-        if jitter is None:
-            jitter = _jitter(kernel, X)
-        return dtc_log_marginal_likelihood(
-            kernel, X, y, X_basis, s2, eval_gradient=eval_gradient, jitter=jitter
-        )
-
     def _learn_hyperparameters(self, kernel, s2, X, y, X_basis):
         """Maximise GPML eq. (8.17) on the basis, warm-started at the current values."""
-        noise_bounds = self._noise_bounds()
-        learn_noise = noise_bounds is not None
-        n_k = kernel.n_dims
-
-        def split(theta):
-            k = kernel.clone_with_theta(theta[:n_k])
-            return k, (float(np.exp(theta[n_k])) if learn_noise else s2)
-
-        # The jitter is held at its value for the starting kernel during the search. Were it
-        # recomputed from each theta (it is relative to the prior variance, so it scales with a
-        # constant factor), the likelihood's gradient, which treats it as a constant, would
-        # disagree with the value: with an ill-conditioned K_uu (long length scales) by far
-        # more than the tolerance, and L-BFGS-B's line search ended "ABNORMAL".
-        jitter = _jitter(kernel, X)
-
-        def obj_func(theta, eval_gradient=True):
-            k, noise = split(np.asarray(theta, dtype=float))
-            try:
-                if eval_gradient:
-                    lml, grad = self._lml(
-                        k, noise, X, y, X_basis, eval_gradient=True, jitter=jitter
-                    )
-                    grad = grad if learn_noise else grad[:n_k]
-                    return -lml, -grad
-                return -self._lml(k, noise, X, y, X_basis, jitter=jitter)
-            except LinAlgError:
-                return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
-
-        theta0 = kernel.theta
-        bounds = kernel.bounds
-        if learn_noise:
-            theta0 = np.append(theta0, np.log(np.clip(s2, *noise_bounds)))
-            bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
-        if self.optimizer == "fmin_l_bfgs_b":
-            theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
-        else:
-            theta_opt, func_min = self.optimizer(obj_func, theta0, bounds=bounds)
-        theta_opt = np.asarray(theta_opt, dtype=float)
-        if not np.isfinite(func_min):
-            raise ValueError(
-                "Hyperparameter learning failed: the approximate marginal likelihood is not "
-                "finite at the optimum. Try other initial hyperparameters or bounds."
-            )
-        k, noise = split(theta_opt)
-        return k, noise, -float(func_min)
+        return learn_hyperparameters(
+            kernel,
+            s2,
+            X,
+            y,
+            X_basis,
+            noise_bounds=self._noise_bounds(),
+            optimizer=self.optimizer,
+            jitter=_jitter(kernel, X),
+        )
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood (GPML eq. (8.17)) on the fitted basis.
@@ -526,12 +483,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 "on (X, y) to evaluate the likelihood at another theta."
             )
         kernel = self.kernel_.clone_with_theta(theta[:-1])
-        return self._lml(
+        return dtc_log_marginal_likelihood(
             kernel,
-            float(np.exp(theta[-1])),
             self._X_train,
             self._y_train,
             self.basis_vectors_,
+            float(np.exp(theta[-1])),
             eval_gradient=eval_gradient,
             # The fitted model's jitter, constant in theta, so the gradient is the value's.
             jitter=self._jitter_value,

@@ -1,4 +1,4 @@
-"""Approximate (DTC / projected-process) log marginal likelihood of sparse GP regression.
+"""DTC marginal likelihood of sparse GP regression (GPML eq. (8.17)) and its maximisation.
 
 The sparse regression model with basis vectors ``X_u`` (``p`` of them) replaces the training
 covariance by its Nystrom approximation ``Q_ff = K_fu K_uu^-1 K_uf`` (GPML sec. 8.3.3 / 8.3.4).
@@ -52,10 +52,11 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from sklearn.gaussian_process.kernels import Kernel
 
+from ._optimize import lbfgs_in_moving_box
 from ._regression_state import RELATIVE_JITTER
 from .kernels import iter_kernel, iter_kernel_gradient, kernel_gradient
 
-__all__ = ["dtc_log_marginal_likelihood"]
+__all__ = ["dtc_log_marginal_likelihood", "learn_hyperparameters"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -242,3 +243,98 @@ def dtc_log_marginal_likelihood(
             grad_theta += B_t[rows].reshape(-1) @ dK_block.reshape(n_rows * p, n_theta)
         gradient[:-1] = grad_theta
     return float(lml), gradient
+
+
+def learn_hyperparameters(
+    kernel, noise_variance, X, y, X_basis, *, noise_bounds, optimizer, jitter
+):
+    """Maximise eq. (8.17) on a fixed basis over ``kernel.theta`` and ``log(noise_variance)``.
+
+    Warm-started at the given values; ``noise_bounds=None`` keeps the noise variance fixed.
+    The jitter is held at the given value during the search: were it recomputed from each
+    theta (it is relative to the prior variance, so it scales with a constant factor), the
+    gradient, which treats it as a constant, would disagree with the value; with an
+    ill-conditioned ``K_uu`` (long length scales) by far more than the tolerance, and
+    L-BFGS-B's line search ended "ABNORMAL".
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Starting kernel (its bounds bound the search).
+    noise_variance : float
+        Starting noise variance.
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    X_basis : ndarray of shape (p, n_features)
+    noise_bounds : (float, float) or None
+        Bounds of the noise variance; ``None`` keeps it fixed.
+    optimizer : "fmin_l_bfgs_b" or callable
+        ``"fmin_l_bfgs_b"`` runs L-BFGS-B in a moving trust box
+        (:func:`skgpsparse._optimize.lbfgs_in_moving_box`); a callable follows scikit-learn's
+        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)`` contract.
+    jitter : float
+        Added to ``diag(K_uu)``.
+
+    Returns
+    -------
+    kernel : Kernel
+        The kernel at the optimum.
+    noise_variance : float
+    log_likelihood : float
+        Eq. (8.17) at the optimum.
+
+    Raises
+    ------
+    ValueError
+        If the likelihood is not finite at the optimum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse._regression_likelihood import learn_hyperparameters
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
+    >>> k, s2, lml = learn_hyperparameters(
+    ...     RBF(3.0), 0.5, X, y, X[:10], noise_bounds=(1e-4, 10.0),
+    ...     optimizer="fmin_l_bfgs_b", jitter=1e-8)
+    >>> bool(s2 < 0.05 and k.length_scale < 3.0)
+    True
+    """
+    learn_noise = noise_bounds is not None
+    n_k = kernel.n_dims
+
+    def split(theta):
+        k = kernel.clone_with_theta(theta[:n_k])
+        return k, (float(np.exp(theta[n_k])) if learn_noise else noise_variance)
+
+    def obj_func(theta, eval_gradient=True):
+        k, noise = split(np.asarray(theta, dtype=float))
+        try:
+            if eval_gradient:
+                lml, grad = dtc_log_marginal_likelihood(
+                    k, X, y, X_basis, noise, eval_gradient=True, jitter=jitter
+                )
+                grad = grad if learn_noise else grad[:n_k]
+                return -lml, -grad
+            return -dtc_log_marginal_likelihood(k, X, y, X_basis, noise, jitter=jitter)
+        except LinAlgError:
+            return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
+
+    theta0 = kernel.theta
+    bounds = kernel.bounds
+    if learn_noise:
+        theta0 = np.append(theta0, np.log(np.clip(noise_variance, *noise_bounds)))
+        bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
+    if optimizer == "fmin_l_bfgs_b":
+        theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
+    else:
+        theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)
+    theta_opt = np.asarray(theta_opt, dtype=float)
+    if not np.isfinite(func_min):
+        raise ValueError(
+            "Hyperparameter learning failed: the approximate marginal likelihood is not "
+            "finite at the optimum. Try other initial hyperparameters or bounds."
+        )
+    k, noise = split(theta_opt)
+    return k, noise, -float(func_min)
