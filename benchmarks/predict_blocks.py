@@ -1,0 +1,82 @@
+"""Prediction cost: kernel blocks by the kernel's own call against the product form.
+
+``SparseGPRegressor.predict(return_std=True)`` and ``SparseGPClassifier.predict_proba`` form
+``K(X*, X_u)`` chunk by chunk. For ``RBF`` / ``c * RBF`` kernels they use
+``skgpsparse._kernel_columns.iter_cross_kernel`` (one BLAS product of centred, scaled inputs
+and one ``exp``); this script times both estimators with it and, in the same run, with
+scikit-learn's kernel call (``skgpsparse.kernels.iter_kernel``, patched in), on ``n`` random
+rows, d = 20, p = 500 basis vectors (random selection on 20,000 training rows, fixed
+hyperparameters), one BLAS thread, and prints the CPU times (median of the repeats), their
+ratio and the largest difference of the outputs.
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/predict_blocks.py            # n = 200,000, 3 repeats
+    OPENBLAS_NUM_THREADS=1 python benchmarks/predict_blocks.py --n 1000000 --repeats 1
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from threadpoolctl import threadpool_limits
+
+import skgpsparse._classification_binary as binary
+import skgpsparse._regression as regression
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+from skgpsparse._kernel_columns import iter_cross_kernel
+from skgpsparse.kernels import iter_kernel
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200_000, help="rows to predict")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    d, p = 20, 500
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=len(X))
+    X_new = rng.normal(size=(args.n, d))
+    kernel = C(1.0) * RBF(np.sqrt(d))
+    fixed = {"max_basis": p, "optimizer": None, "selection": "random", "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = {
+            "SparseGPRegressor.predict(return_std=True)": SparseGPRegressor(kernel, **fixed).fit(
+                X, y
+            ),
+            "SparseGPClassifier.predict_proba": SparseGPClassifier(kernel, **fixed).fit(X, y > 0),
+        }
+    times, outputs = {}, {}
+    with threadpool_limits(limits=1):
+        for _ in range(args.repeats):
+            for blocks, function in (
+                ("kernel call", iter_kernel),
+                ("product form", iter_cross_kernel),
+            ):
+                regression.iter_cross_kernel = binary.iter_cross_kernel = function
+                for name, model in models.items():
+                    start = time.process_time()
+                    if isinstance(model, SparseGPRegressor):
+                        out = np.column_stack(model.predict(X_new, return_std=True))
+                    else:
+                        out = model.predict_proba(X_new)
+                    times.setdefault((name, blocks), []).append(time.process_time() - start)
+                    outputs[name, blocks] = out
+    regression.iter_cross_kernel = binary.iter_cross_kernel = iter_cross_kernel
+    print(
+        f"n = {args.n}, d = {d}, p = {p}, one BLAS thread, CPU seconds (median of {args.repeats})"
+    )
+    print(f"{'method':<46}{'kernel call':>12}{'product form':>14}{'ratio':>8}{'max |diff|':>12}")
+    for name in models:
+        old, new = (float(np.median(times[name, b])) for b in ("kernel call", "product form"))
+        diff = np.max(np.abs(outputs[name, "kernel call"] - outputs[name, "product form"]))
+        print(f"{name:<46}{old:>12.2f}{new:>14.2f}{old / new:>8.2f}{diff:>12.1e}")
+
+
+if __name__ == "__main__":
+    main()
