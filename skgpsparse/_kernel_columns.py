@@ -94,6 +94,23 @@ def _rbf_parameters(kernel, n_features):
     return c, ls
 
 
+def _augmented_rows(X, centre, length_scale):
+    """Rows ``[s_x, -|s_x|^2/2, 1]`` of ``s_x = (x - centre) / length_scale``, in float64.
+
+    With the rows ``[s_z, 1, log c - |s_z|^2/2]`` of the other inputs (the same array with its
+    last two columns swapped and ``log c`` added), one BLAS product gives the exponent
+    ``log c - |s_x - s_z|^2 / 2`` of ``c * RBF`` (no passes over the block to shift it). The
+    arithmetic is float64 even for a float32 ``X`` (the difference, the scaling).
+    """
+    d = X.shape[1]
+    A = np.empty((X.shape[0], d + 2))
+    np.subtract(X, centre, out=A[:, :d])
+    np.divide(A[:, :d], length_scale, out=A[:, :d])
+    A[:, d] = -0.5 * np.einsum("ij,ij->i", A[:, :d], A[:, :d])
+    A[:, d + 1] = 1.0
+    return A
+
+
 class _KernelColumns:
     """Blocks ``K(X[rows], X[J])`` of one training set's kernel.
 
@@ -118,14 +135,7 @@ class _KernelColumns:
         if params is not None:
             c, ls = params
             d = X.shape[1]
-            # Rows [s_x, -|s_x|^2/2, 1] and [s_z, 1, log c - |s_z|^2/2]: their inner product is
-            # the exponent, so one BLAS product forms it (no passes over the block to shift it).
-            A = np.empty((X.shape[0], d + 2))
-            # float64 arithmetic even for a float32 X (the mean, the difference, the scaling).
-            np.subtract(X, X.mean(axis=0, dtype=np.float64), out=A[:, :d])
-            np.divide(A[:, :d], ls, out=A[:, :d])
-            A[:, d] = -0.5 * np.einsum("ij,ij->i", A[:, :d], A[:, :d])
-            A[:, d + 1] = 1.0
+            A = _augmented_rows(X, X.mean(axis=0, dtype=np.float64), ls)
             if np.all(np.isfinite(A)) and -A[:, d].min() <= _MAX_HALF_SQNORM:
                 self.A, self.log_c, self.fast = A, np.log(c), True
                 if score_dtype == np.float32 and -A[:, d].min() <= _MAX_HALF_SQNORM_32:
@@ -211,19 +221,14 @@ def iter_cross_kernel(kernel, X, Z, *, chunk_size=None):
     c, ls = params
     d = Z.shape[1]
     centre = Z.mean(axis=0)
-    Zop = np.empty((Z.shape[0], d + 2))
-    np.divide(Z - centre, ls, out=Zop[:, :d])
-    Zop[:, d] = 1.0
-    half_sq = 0.5 * np.einsum("ij,ij->i", Zop[:, :d], Zop[:, :d])
-    Zop[:, d + 1] = np.log(c) - half_sq
-    if not (np.all(np.isfinite(Zop)) and half_sq.max() <= _MAX_HALF_SQNORM):
+    Zop = _augmented_rows(Z, centre, ls)
+    if not (np.all(np.isfinite(Zop)) and -Zop[:, d].min() <= _MAX_HALF_SQNORM):
         yield from iter_kernel(kernel, X, Z, chunk_size=chunk_size)
         return
+    Zop = Zop[:, [*range(d), d + 1, d]]
+    Zop[:, d + 1] += np.log(c)
     for rows in _row_blocks(X, _chunk_rows(chunk_size, Z.shape[0], 1)):
-        A = np.empty((rows.stop - rows.start, d + 2))
-        np.divide(X[rows] - centre, ls, out=A[:, :d])
-        A[:, d] = -0.5 * np.einsum("ij,ij->i", A[:, :d], A[:, :d])
-        A[:, d + 1] = 1.0
+        A = _augmented_rows(X[rows], centre, ls)
         if not (np.all(np.isfinite(A)) and -A[:, d].min() <= _MAX_HALF_SQNORM):
             yield rows, np.asarray(kernel(X[rows], Z), dtype=float)
             continue
