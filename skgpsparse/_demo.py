@@ -195,14 +195,18 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
     for label, model in _models(task, basis, random_state, X.shape[1]):
         if label != "skgpsparse" and not baseline:
             continue
-        row = _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift, y_scale)
+        # The model's name first, its figures when its fit is done (the full GP takes a while).
+        print(f"  {label:<22}", end="", file=out, flush=True)
+        try:
+            row = _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift, y_scale)
+        except BaseException:
+            print(file=out, flush=True)  # end the line before the error is reported
+            raise
         if task == "classification":
             scores = f"{row['accuracy']:>10.3f}{row['nlp']:>9.3f}"
         else:
             scores = f"{row['rmse']:>10.3f}{row['nlpd']:>9.3f}"
-        print(
-            f"  {label:<22}{row['basis']:>7d}{row['fit_s']:>10.2f}{scores}", file=out, flush=True
-        )
+        print(f"{row['basis']:>7d}{row['fit_s']:>10.2f}{scores}", file=out, flush=True)
 
 
 def _parser():
