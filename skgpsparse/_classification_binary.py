@@ -19,10 +19,12 @@ from ._selection import BaseSelector, GreedySelector, RandomSelector, check_work
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
 # with the basis fixed, then re-selects the basis (§2.5).
 _OPTIMIZER_MAXITER = 15
-# BLAS threads during basis selection: its products are matrix-vector ones over the p x n
+# BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
-# p = 128 (benchmarks/results/floor.md), as for the regressor.
-_SELECTION_BLAS_THREADS = 1
+# p = 128 (benchmarks/results/floor.md), and the NLP gradient's products are small; two
+# BLAS threads made whole fits slower in wall time even on the idle two-core machine
+# (n = 1,000, p = 100: 1.21 s against 0.61 s; n = 20,000, p = 200: 19.0 s against 16.6 s).
+_FIT_BLAS_THREADS = 1
 # The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
 _PATIENCE = 5
 # Bounds of the bias b (probit units) for the optimiser.
@@ -113,10 +115,9 @@ class _BinarySparseGPClassifier:
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
-        with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
-            return self._select_into(
-                ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update), rng
-            )
+        return self._select_into(
+            ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update), rng
+        )
 
     def _select_into(self, state, rng):
         """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
@@ -148,8 +149,13 @@ class _BinarySparseGPClassifier:
         self._last_exchange_curve = curve
 
     def fit(self, X, y, rng):
-        if self.hyperparameter_objective == "evidence":
-            return fit_evidence(self, X, y, rng)  # the IVM's outer loop
+        with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+            if self.hyperparameter_objective == "evidence":
+                return fit_evidence(self, X, y, rng)  # the IVM's outer loop
+            return self._fit_nlp(X, y, rng)
+
+    def _fit_nlp(self, X, y, rng):
+        """The two-loop design with NLP eq. (4) as the hyperparameter objective (§2.5)."""
         kernel = clone(self.kernel)
         bias = _initial_bias(kernel, X, y) + self.bias_offset
         self.loss_curve_ = []

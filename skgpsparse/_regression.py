@@ -25,13 +25,16 @@ __all__ = ["SparseGPRegressor"]
 _DEFAULT_WORKING_SET = 59
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
-# BLAS threads during basis selection. Its products are matrix-vector ones over the p x n
-# kernel columns (memory bound); a second BLAS thread gains little for them and, on a loaded
-# machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md). The
-# state runs its passes over row chunks on threads of its own instead (RegressionState's
-# n_threads, the estimator's n_jobs): one by default, as two were slower on a loaded machine;
-# on an idle one two took the 1e6-row fit from 234 s to 163 s (benchmarks/results/million.md).
-_SELECTION_BLAS_THREADS = 1
+# BLAS threads during fit. The selection's products are matrix-vector ones over the p x n
+# kernel columns (memory bound), where a second BLAS thread gains little and, on a loaded
+# machine, its synchronisation made them up to 5x slower (benchmarks/results/floor.md); the
+# hyperparameter learning's products are small (p x p, chunks of rows x p), and two BLAS
+# threads made a whole fit slower in wall time even on the idle two-core machine (n = 1,000,
+# p = 100, ARD: 12.3 s against 5.0 s; n = 20,000, p = 200: 92 s against 71 s). The state runs
+# its passes over row chunks on threads of its own instead (RegressionState's n_threads, the
+# estimator's n_jobs): one by default, as two were slower on a loaded machine; on an idle one
+# two took the 1e6-row fit from 234 s to 163 s (benchmarks/results/million.md).
+_FIT_BLAS_THREADS = 1
 
 
 def _make_selector(selection, working_set_size):
@@ -249,6 +252,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
+        with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(self, X, y, y_numeric=True, dtype=[np.float64, np.float32])
         y = np.asarray(y, dtype=np.float64)
@@ -321,10 +328,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             state = RegressionState(
                 kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X), n_threads=self._n_threads
             )
-            # BLAS on one thread, as during the selection.
-            with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
-                for j in basis:
-                    state.append(j)
+            for j in basis:
+                state.append(j)
         self.basis_indices_ = state.basis
         self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
         self.alpha_ = state.alpha * self._y_train_std
@@ -383,8 +388,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             kernel, X, y, s2, p, jitter=_jitter(kernel, X), n_threads=self._n_threads
         )
         curve = []
-        with threadpool_limits(limits=_SELECTION_BLAS_THREADS, user_api="blas"):
-            return self._select_into(state, curve, p, rng)
+        return self._select_into(state, curve, p, rng)
 
     def _select_into(self, state, curve, p, rng):
         while state.n_basis < p and self._forward_step(state, rng, curve):

@@ -454,3 +454,30 @@ def test_verbose_prints_one_line_per_outer_iteration(capsys):
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "NLP" in ln]
     assert len(lines) == clf.n_iter_ >= 1
     assert "basis 5" in lines[0]
+
+
+def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
+    # Two BLAS threads made whole fits slower in wall time on a two-core machine (the NLP
+    # gradient's products are small); the fit limits BLAS to one thread and gives it back.
+    import threadpoolctl
+
+    import skgpsparse._classification_binary as binary
+
+    def blas_threads():
+        infos = threadpoolctl.threadpool_info()
+        return [i["num_threads"] for i in infos if i["user_api"] == "blas"]
+
+    seen = []
+    loss = binary.nlp_loss
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr(binary, "nlp_loss", spy)
+    X, y = make_moons(n_samples=80, noise=0.3, random_state=0)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        SparseGPClassifier(max_basis=8, max_iter=2, random_state=0).fit(X, y)
+        assert blas_threads() == before
+    assert seen and all(t == [1] * len(t) for t in seen)

@@ -677,3 +677,30 @@ def test_n_jobs_zero_is_rejected():
     X, y = _data(n=30, d=2)
     with pytest.raises(ValueError, match="n_jobs"):
         SparseGPRegressor(n_jobs=0).fit(X, y)
+
+
+def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
+    # Hyperparameter learning included: two BLAS threads made the fit slower in wall time on
+    # a two-core machine (small products); the fit limits BLAS to one thread and gives it back.
+    import threadpoolctl
+
+    import skgpsparse._regression_likelihood as likelihood
+
+    def blas_threads():
+        infos = threadpoolctl.threadpool_info()
+        return [i["num_threads"] for i in infos if i["user_api"] == "blas"]
+
+    seen = []
+    lml = likelihood.dtc_log_marginal_likelihood
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return lml(*args, **kwargs)
+
+    monkeypatch.setattr(likelihood, "dtc_log_marginal_likelihood", spy)
+    X, y = _data(n=60, d=2)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        SparseGPRegressor(max_basis=8, max_iter=2, random_state=0).fit(X, y)
+        assert blas_threads() == before
+    assert seen and all(t == [1] * len(t) for t in seen)
