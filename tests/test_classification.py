@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from _dense_adf import binary_problem, dense_posterior
+from _threads import blas_thread_counts, record_blas_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblib import parallel_config
@@ -238,8 +239,10 @@ def test_weighted_working_set_follows_the_weights(rng_kind):
     # binomial standard error <= 0.0036 at 20,000 draws: 4 standard errors
     np.testing.assert_allclose(freq, expected, atol=0.015)
     assert freq[0] == 0 and freq[5] == 0
-    pairs = [GreedySelector("nlp_all", 2, sampling="weighted").working_set(state, rng)
-             for _ in range(200)]
+    pairs = [
+        GreedySelector("nlp_all", 2, sampling="weighted").working_set(state, rng)
+        for _ in range(200)
+    ]
     assert all(len(set(p)) == 2 and 0 not in p and 5 not in p for p in pairs)
 
 
@@ -459,25 +462,12 @@ def test_verbose_prints_one_line_per_outer_iteration(capsys):
 def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     # Two BLAS threads made whole fits slower in wall time on a two-core machine (the NLP
     # gradient's products are small); the fit limits BLAS to one thread and gives it back.
-    import threadpoolctl
-
     import skgpsparse._classification_binary as binary
 
-    def blas_threads():
-        infos = threadpoolctl.threadpool_info()
-        return [i["num_threads"] for i in infos if i["user_api"] == "blas"]
-
-    seen = []
-    loss = binary.nlp_loss
-
-    def spy(*args, **kwargs):
-        seen.append(blas_threads())
-        return loss(*args, **kwargs)
-
-    monkeypatch.setattr(binary, "nlp_loss", spy)
+    seen = record_blas_threads(monkeypatch, binary, "nlp_loss")
     X, y = make_moons(n_samples=80, noise=0.3, random_state=0)
     with threadpool_limits(limits=2, user_api="blas"):
-        before = blas_threads()
+        before = blas_thread_counts()
         SparseGPClassifier(max_basis=8, max_iter=2, random_state=0).fit(X, y)
-        assert blas_threads() == before
+        assert blas_thread_counts() == before
     assert seen and all(t == [1] * len(t) for t in seen)

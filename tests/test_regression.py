@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _threads import blas_thread_counts, record_blas_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
@@ -11,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
+from threadpoolctl import threadpool_limits
 
 import skgpsparse._regression_scoring as scoring
 import skgpsparse._regression_state as rs
@@ -682,25 +684,12 @@ def test_n_jobs_zero_is_rejected():
 def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     # Hyperparameter learning included: two BLAS threads made the fit slower in wall time on
     # a two-core machine (small products); the fit limits BLAS to one thread and gives it back.
-    import threadpoolctl
-
     import skgpsparse._regression_likelihood as likelihood
 
-    def blas_threads():
-        infos = threadpoolctl.threadpool_info()
-        return [i["num_threads"] for i in infos if i["user_api"] == "blas"]
-
-    seen = []
-    lml = likelihood.dtc_log_marginal_likelihood
-
-    def spy(*args, **kwargs):
-        seen.append(blas_threads())
-        return lml(*args, **kwargs)
-
-    monkeypatch.setattr(likelihood, "dtc_log_marginal_likelihood", spy)
+    seen = record_blas_threads(monkeypatch, likelihood, "dtc_log_marginal_likelihood")
     X, y = _data(n=60, d=2)
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        before = blas_threads()
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_thread_counts()
         SparseGPRegressor(max_basis=8, max_iter=2, random_state=0).fit(X, y)
-        assert blas_threads() == before
+        assert blas_thread_counts() == before
     assert seen and all(t == [1] * len(t) for t in seen)
