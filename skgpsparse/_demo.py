@@ -16,10 +16,11 @@ __all__ = ["main"]
 _DESCRIPTION = """\
 Fit skgpsparse's sparse GP and scikit-learn's full GP on the same data and print a report:
 rows, basis size, fit time, and test accuracy / log loss (classification) or RMSE / NLPD
-(regression). Both models start from the same kernel (for regression an RBF with one
-length scale per feature) and learn its hyperparameters. With no arguments it runs on built-in generated
-data, one classification and one regression problem. With --csv it runs on your file (numeric feature columns; the target
-column may hold labels of any kind for classification).
+(regression). Both models start from the same kernel (for regression an RBF with one length
+scale per feature) and learn its hyperparameters. With no arguments it runs on built-in
+generated data, one classification and one regression problem. With --csv it runs on your
+file (numeric feature columns; the target column may hold labels of any kind for
+classification).
 """
 
 
