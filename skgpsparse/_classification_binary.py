@@ -218,25 +218,31 @@ class _BinarySparseGPClassifier:
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
 
     def _set_predictive_factors(self):
-        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |L^-1 S k_u*|^2``.
+        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |W k_u*|^2``.
 
-        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel; ``B >= I``.
+        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel and
+        ``W = L^-1 S``. As ``B >= I``, ``|L^-1| <= 1``: the explicit (lower triangular) factor
+        ``W`` is as accurate as a triangular solve per block, and makes a prediction block one
+        GEMM against ``[w, W^T]``, which BLAS runs at full speed on every core (a triangular
+        solve of the same O(p^2) per row was 1.6x slower on two threads).
         """
         s = np.sqrt(self.site_precision_)
         K_uu = self.kernel_(self.basis_vectors_)
         B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
-        self._L = cholesky(B, lower=True)
-        self._sqrt_pi = s
-        self._w = s * cho_solve((self._L, True), s * self.site_mean_)
+        L = cholesky(B, lower=True)
+        w = s * cho_solve((L, True), s * self.site_mean_)
+        W = solve_triangular(L, np.diag(s), lower=True)
+        self._projection = np.ascontiguousarray(np.column_stack([w, W.T]))
 
     def latent_mean_and_variance(self, X):
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
         mean = np.empty(X.shape[0])
         var = self.kernel_.diag(X).astype(float)
         for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
-            mean[rows] = K @ self._w + self.bias_
-            V = solve_triangular(self._L, (K * self._sqrt_pi).T, lower=True)
-            var[rows] -= np.einsum("ij,ij->j", V, V)
+            P = K @ self._projection  # [f_*, (W k_u*)^T] for the block's rows
+            mean[rows] = P[:, 0] + self.bias_
+            V = P[:, 1:]
+            var[rows] -= np.einsum("ij,ij->i", V, V)
         np.maximum(var, 0.0, out=var)
         return mean, var
 

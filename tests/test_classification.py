@@ -283,6 +283,43 @@ def test_predict_proba_matches_dense_eq_2_7(optimizer):
     np.testing.assert_array_equal(clf.predict(Xt), clf.classes_[(p1 > 0.5).astype(int)])
 
 
+@pytest.mark.parametrize("precision", [1e-3, 1.0, 1e4, 1e8])
+def test_predictive_variance_gemm_form_equals_triangular_solve(precision):
+    """``|W k|^2`` with the explicit ``W = L^-1 S`` equals ``|L^-1 (S k)|^2`` by a triangular
+    solve, to round-off relative to the prior variance, also for near-duplicate basis points
+    and huge site precisions (an ill-conditioned ``K_uu``, posterior variance ~0)."""
+    from scipy.linalg import cholesky, solve_triangular
+
+    from skgpsparse._classification_binary import _BinarySparseGPClassifier
+
+    rng = np.random.default_rng(0)
+    Xu = rng.normal(size=(40, 3))
+    Xu[20:] = Xu[:20] + 1e-6 * rng.normal(size=(20, 3))  # near-duplicates
+    model = _BinarySparseGPClassifier(None, 40, None, None, 1, 0.0, 0)
+    model.kernel_ = ConstantKernel(4.0) * RBF(3.0)
+    model.basis_vectors_ = Xu
+    model.site_precision_ = precision * rng.uniform(0.5, 2.0, size=40)
+    model.site_mean_ = rng.normal(size=40)
+    model.bias_ = 0.3
+    model._set_predictive_factors()
+    Xt = np.vstack([Xu[:10] + 1e-3 * rng.normal(size=(10, 3)), 3 * rng.normal(size=(30, 3))])
+    mean, var = model.latent_mean_and_variance(Xt)
+
+    s = np.sqrt(model.site_precision_)
+    L = cholesky(np.eye(40) + s[:, None] * model.kernel_(Xu) * s[None, :], lower=True)
+    K = model.kernel_(Xt, Xu)
+    V = solve_triangular(L, (K * s).T, lower=True)
+    prior = model.kernel_.diag(Xt)
+    ref_var = np.maximum(prior - np.einsum("ij,ij->j", V, V), 0.0)
+    z = solve_triangular(L, s * model.site_mean_, lower=True)
+    ref_mean = K @ (s * solve_triangular(L.T, z, lower=False)) + model.bias_
+    np.testing.assert_allclose(var, ref_var, rtol=0, atol=1e-10 * prior.max())
+    # The mean is k_*u w with |w| ~ 1e6 here: equal to round-off in that sum.
+    w = s * solve_triangular(L.T, z, lower=False)
+    np.testing.assert_allclose(mean, ref_mean, rtol=0, atol=1e-12 * np.max(np.abs(K) @ np.abs(w)))
+    assert np.all(np.isfinite(mean)) and np.all(var >= 0)
+
+
 @pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
 def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     X, y = make_moons(n_samples=100, noise=0.3, random_state=2)
