@@ -4,7 +4,7 @@ import numbers
 import warnings
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from scipy.special import log_ndtr, logsumexp, ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
@@ -145,7 +145,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts.
     n_jobs : int, default=None
-        Parallel jobs for the one-vs-rest models (joblib).
+        Parallel jobs (joblib's reading: ``None`` means 1 unless in a
+        :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
+        two classes, the one-vs-rest models are fitted in parallel; with two, the row blocks
+        of each scored working set are spread over threads (BLAS runs on one thread per block
+        meanwhile). The fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Randomness of the working sets and random selection.
     verbose : int, default=0
@@ -303,6 +307,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             "max_iter": self.max_iter,
             "tol": self.tol,
             "verbose": self.verbose,
+            # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models
+            "n_threads": effective_n_jobs(self.n_jobs) if n_classes == 2 else 1,
         }
         rng = check_random_state(self.random_state)
         restarts = (self.n_restarts, self.validation_fraction)

@@ -99,8 +99,11 @@ class _BinarySparseGPClassifier:
         n_exchange=0,
         hyperparameter_objective="nlp",
         bias_offset=0.0,
+        n_threads=1,
     ):
         self.kernel = kernel
+        # threads over the row blocks of each scored working set (ADFState)
+        self.n_threads = n_threads
         # added to the class-balance start of b (restarts, _classification_restarts)
         self.bias_offset = bias_offset
         self.site_update = site_update
@@ -116,7 +119,16 @@ class _BinarySparseGPClassifier:
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
         return self._select_into(
-            ADFState(kernel, X, y, bias, self.max_basis, site_update=self.site_update), rng
+            ADFState(
+                kernel,
+                X,
+                y,
+                bias,
+                self.max_basis,
+                site_update=self.site_update,
+                n_threads=self.n_threads,
+            ),
+            rng,
         )
 
     def _select_into(self, state, rng):

@@ -32,6 +32,9 @@ from sklearn.base import BaseEstimator
 
 __all__ = ["BaseSelector", "GreedySelector", "RandomSelector"]
 
+# Weighted draws: repeats tolerated per requested draw before the exact fallback.
+_REDRAWS = 20
+
 
 class BaseSelector(BaseEstimator):
     """Base class of basis-selection strategies.
@@ -184,14 +187,7 @@ class GreedySelector(BaseSelector):
         if n_positive == 0:
             return rng.choice(candidates[free], size=size, replace=False)
         size = min(size, n_positive)
-        # Weighted sampling without replacement in one O(n) pass (Efraimidis and Spirakis
-        # 2006): the `size` largest keys log(u_i) / w_i, u_i ~ U(0, 1), are distributed as
-        # `size` successive draws with probabilities w / sum(w). (RandomState.choice with p and
-        # replace=False re-normalises and re-checks p per draw: ~10 % of a default fit.)
-        with np.errstate(divide="ignore"):
-            keys = np.log(rng.uniform(size=len(candidates))) / weights  # w = 0 -> -inf
-        top = np.argpartition(-keys, size - 1)[:size] if size < len(keys) else np.arange(size)
-        return candidates[top]
+        return candidates[_weighted_draws(weights, size, rng)]
 
     def select(self, state, rng):
         J = self.working_set(state, rng)
@@ -199,6 +195,55 @@ class GreedySelector(BaseSelector):
         # A candidate whose score is not finite (numerical trouble) is never preferred.
         scores = np.where(np.isnan(scores), np.inf, scores)
         return int(J[np.argmin(scores)])
+
+
+def _weighted_draws(weights, size, rng):
+    """``size`` successive draws without replacement with probabilities ``weights / sum``.
+
+    Each draw inverts the cumulative sum of the weights at one uniform number (a binary
+    search); a repeat is drawn again, which makes the accepted draw exactly the next draw
+    without replacement (the first distribution conditioned on not repeating). One O(n) sum
+    per call, against O(n) random numbers, logarithms and a partition for sampling by keys.
+    Should the repeats keep coming (a few weights hold nearly all the mass), the weights
+    drawn so far are zeroed and the sum recomputed, one O(n) pass per remaining draw.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n,)
+        Non-negative, at least ``size`` of them positive.
+    size : int
+    rng : numpy.random.RandomState
+
+    Returns
+    -------
+    indices : ndarray of shape (size,)
+        In the order drawn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._selection import _weighted_draws
+    >>> sorted(_weighted_draws(np.array([0.0, 1.0, 0.0, 2.0]), 2, np.random.RandomState(0)).tolist())
+    [1, 3]
+    """
+    cumulative = np.cumsum(weights)
+    chosen = []
+    for _ in range(_REDRAWS * size):
+        i = int(np.searchsorted(cumulative, rng.uniform(0.0, cumulative[-1]), side="right"))
+        i = min(i, weights.size - 1)  # u < total, so only round-off lands past the end
+        if weights[i] > 0 and i not in chosen:
+            chosen.append(i)
+            if len(chosen) == size:
+                return np.array(chosen, dtype=np.intp)
+    weights = weights.copy()
+    while len(chosen) < size:
+        weights[chosen] = 0.0
+        cumulative = np.cumsum(weights)
+        i = int(np.searchsorted(cumulative, rng.uniform(0.0, cumulative[-1]), side="right"))
+        i = min(i, weights.size - 1)
+        if weights[i] > 0:
+            chosen.append(i)
+    return np.array(chosen, dtype=np.intp)
 
 
 def check_working_set_size(working_set_size, default):

@@ -197,6 +197,20 @@ def test_add_after_scoring_uses_the_scored_column_and_equals_dense():
     np.testing.assert_allclose(scored.diag_A, plain.diag_A, rtol=1e-12, atol=1e-14)
 
 
+def test_add_after_another_add_does_not_use_stale_scored_columns():
+    # the kept posterior columns A_.J are those of the state that scored them: once another
+    # point is added, add() must compute its column afresh
+    X, y = binary_problem(n=30, seed=7)
+    kernel = C(1.5) * RBF(0.7)
+    state = ADFState(kernel, X, y, 0.2, max_basis=8)
+    for _ in range(3):
+        J = state.candidates()[:4]
+        state.score("nlp_all", J)
+        state.add(int(J[0]))
+        state.add(int(J[1]))  # scored before J[0] was added
+    _check_against_dense(state)
+
+
 def test_large_working_set_keeps_no_columns():
     # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
     # n x n: only small working sets keep them; add() then computes its column itself
@@ -207,8 +221,9 @@ def test_large_working_set_keeps_no_columns():
     for _ in range(3):
         J = state.candidates()
         assert J.size > _adf._KEPT_COLUMNS
-        state.add(int(J[np.argmin(state.score("nlp", J))]))
-        assert state._columns[1].shape[1] == 0
+        scores = state.score("nlp", J)
+        assert state._columns[1].size == 0
+        state.add(int(J[np.argmin(scores)]))
     _check_against_dense(state)
 
 
@@ -244,6 +259,28 @@ def test_weighted_working_set_follows_the_weights(rng_kind):
         for _ in range(200)
     ]
     assert all(len(set(p)) == 2 and 0 not in p and 5 not in p for p in pairs)
+
+
+@pytest.mark.parametrize("weights", [[1.0, 2.0, 3.0, 4.0], [1e9, 1.0, 0.0, 2.0]])
+def test_weighted_pairs_are_successive_draws_without_replacement(weights):
+    # P(first = i, second = j) = w_i / W * w_j / (W - w_i): the pairs of a kappa = 2 working
+    # set, also when one weight holds nearly all the mass (the redraws give up and the
+    # weights drawn so far are zeroed)
+    from skgpsparse._selection import _weighted_draws
+
+    w = np.array(weights)
+    rng = np.random.RandomState(1)
+    n_draws = 20_000
+    counts = np.zeros((w.size, w.size))
+    for _ in range(n_draws):
+        i, j = _weighted_draws(w, 2, rng)
+        counts[i, j] += 1
+    W = w.sum()
+    expected = (w[:, None] / W) * (w[None, :] / (W - w[:, None]))
+    np.fill_diagonal(expected, 0.0)
+    # binomial standard error <= 0.0036 at 20,000 draws: 4 standard errors
+    np.testing.assert_allclose(counts / n_draws, expected, atol=0.015)
+    assert np.all(np.diag(counts) == 0) and np.all(counts[:, w == 0] == 0)
 
 
 # ---------------------------------------------------------------------------- the estimator

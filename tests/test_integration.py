@@ -39,7 +39,9 @@ def _regressor(**params):
 
 def test_pipeline_with_scaler(classification, regression):
     X, y = classification
-    pipe = make_pipeline(StandardScaler(), _classifier()).fit(X, y)
+    # max_iter=20: after 3 outer iterations the training accuracy still varies with the
+    # seed around 0.82 +- 0.02 (40 seeds); after 20 around 0.85 +- 0.02
+    pipe = make_pipeline(StandardScaler(), _classifier(max_iter=20)).fit(X, y)
     assert pipe.score(X, y) > 0.8
     proba = pipe.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
