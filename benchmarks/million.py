@@ -192,7 +192,9 @@ def main():
             if args.keep_working_set:
                 r["estimator"] = "regressor (kept working set)"
         else:
-            r["estimate_gb"] = 8 * args.n * (args.p + args.d + 5) / 1024**3
+            # M, X and its augmented scaled copy (d + 2), the kept posterior columns of the
+            # working set (kappa = 2) and ~8 vectors of length n
+            r["estimate_gb"] = 8 * args.n * (args.p + 2 * args.d + 12) / 1024**3
         rows.append(r)
         print(r, flush=True)
 
@@ -209,8 +211,8 @@ def main():
         "(optimizer=None), default selection; one run each, in its own process. Peak memory is "
         "the child's maximum resident set size; 'estimate' is the memory formula "
         "8 n (p + kappa + 2 d + 9) bytes for the regressor on a float64 X, one 8 n more on a "
-        "float32 X (kappa = 59 with a kept working set, else 0), 8 n (p + d + 5) for the "
-        "classifier.\n\n"
+        "float32 X (kappa = 59 with a kept working set, else 0), 8 n (p + kappa + 2 d + 10) "
+        "for the classifier (kappa = 2).\n\n"
         "| estimator | X | fit wall (s) | fit CPU (s) | predict wall (s) | predict CPU (s) | "
         "peak memory (GB) | estimate (GB) | load before / after | result |\n"
         "|---|---|---:|---:|---:|---:|---:|---:|---|---|\n"

@@ -211,6 +211,57 @@ def test_add_after_another_add_does_not_use_stale_scored_columns():
     _check_against_dense(state)
 
 
+@pytest.mark.parametrize("criterion", ["nlp", "nlp_all"])
+def test_threads_over_row_blocks_give_identical_scores_and_state(criterion):
+    # n_threads spreads the row blocks of a scored working set (and of the eq. (11) weights)
+    # over threads; the per-block sums are added in block order, so nothing may change
+    X, y = binary_problem(n=300, seed=8)
+    kernel = C(1.3) * RBF(0.9)
+    one = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37)
+    two = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37, n_threads=2)
+    rng = np.random.RandomState(0)
+    for _ in range(12):
+        J = rng.choice(one.candidates(), size=5, replace=False)
+        scores = one.score(criterion, J)
+        np.testing.assert_array_equal(two.score(criterion, J), scores)
+        np.testing.assert_array_equal(
+            two.sampling_weights(two.candidates()), one.sampling_weights(one.candidates())
+        )
+        j = int(J[np.argmin(scores)])
+        one.add(j)
+        two.add(j)
+    np.testing.assert_array_equal(two.f_hat, one.f_hat)
+    np.testing.assert_array_equal(two.diag_A, one.diag_A)
+    _check_against_dense(two)
+
+
+def test_binary_fit_passes_n_jobs_to_the_row_threads(monkeypatch):
+    # a binary problem spends n_jobs on the rows of each scored working set, a multiclass
+    # one on the one-vs-rest models; the fitted model does not depend on it
+    from skgpsparse import _classification_binary
+
+    seen = []
+    real = _classification_binary.ADFState
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["n_threads"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_classification_binary, "ADFState", recording)
+    X, y = make_moons(n_samples=80, noise=0.3, random_state=0)
+    fits = [
+        SparseGPClassifier(max_basis=6, max_iter=2, random_state=0, n_jobs=n_jobs).fit(X, y)
+        for n_jobs in (1, 2)
+    ]
+    assert set(seen[: len(seen) // 2]) == {1} and set(seen[len(seen) // 2 :]) == {2}
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    seen.clear()
+    X3, y3 = make_blobs(n_samples=90, centers=3, random_state=0)
+    with parallel_config(backend="threading"):  # the workers see the recording ADFState
+        SparseGPClassifier(max_basis=6, max_iter=2, random_state=0, n_jobs=2).fit(X3, y3)
+    assert set(seen) == {1}
+
+
 def test_large_working_set_keeps_no_columns():
     # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
     # n x n: only small working sets keep them; add() then computes its column itself
