@@ -135,7 +135,8 @@ class ADFState:
     max_basis : int
         Capacity: the largest basis size this state can hold.
     chunk_size : int, default=None
-        Rows per kernel block when scoring working sets (see :func:`skgpsparse.kernels.iter_kernel`).
+        Rows per block when scoring working sets (default: about 2^16 entries per block of
+        kappa x rows); the scores do not depend on it.
     site_update : {"moment_matching", "optimize"}, default="moment_matching"
         Sites of an added point by moment matching (eq. (2)) or by NLP minimisation
         (additive-model paper §3, :func:`skgpsparse._site_optimization.optimize_sites`); with

@@ -223,14 +223,19 @@ def _weighted_draws(weights, size, rng):
     --------
     >>> import numpy as np
     >>> from skgpsparse._selection import _weighted_draws
-    >>> sorted(_weighted_draws(np.array([0.0, 1.0, 0.0, 2.0]), 2, np.random.RandomState(0)).tolist())
+    >>> draws = _weighted_draws(np.array([0.0, 1.0, 0.0, 2.0]), 2, np.random.RandomState(0))
+    >>> sorted(draws.tolist())
     [1, 3]
     """
+
+    def draw(cumulative):
+        i = int(np.searchsorted(cumulative, rng.uniform(0.0, cumulative[-1]), side="right"))
+        return min(i, cumulative.size - 1)  # u < total: only round-off lands past the end
+
     cumulative = np.cumsum(weights)
     chosen = []
     for _ in range(_REDRAWS * size):
-        i = int(np.searchsorted(cumulative, rng.uniform(0.0, cumulative[-1]), side="right"))
-        i = min(i, weights.size - 1)  # u < total, so only round-off lands past the end
+        i = draw(cumulative)
         if weights[i] > 0 and i not in chosen:
             chosen.append(i)
             if len(chosen) == size:
@@ -238,9 +243,7 @@ def _weighted_draws(weights, size, rng):
     weights = weights.copy()
     while len(chosen) < size:
         weights[chosen] = 0.0
-        cumulative = np.cumsum(weights)
-        i = int(np.searchsorted(cumulative, rng.uniform(0.0, cumulative[-1]), side="right"))
-        i = min(i, weights.size - 1)
+        i = draw(np.cumsum(weights))
         if weights[i] > 0:
             chosen.append(i)
     return np.array(chosen, dtype=np.intp)
