@@ -9,8 +9,8 @@ started 4 probit units higher it ends at ``b ~ 3.5`` with test NLP ~0.11
 its basis was selected by the same loss, and a start far on the wrong side can drive it to ~0
 while the test NLP explodes (waveform, breast cancer). So every start is fitted on a stratified
 split of the training rows and judged by the NLP of the held-out rows; the default start is
-kept unless another one is significantly better there, and the kept start is refitted on all
-rows.
+kept unless another one is significantly better there, than it and than the class prior, and
+the kept start is refitted on all rows.
 """
 
 import copy
@@ -112,7 +112,7 @@ def held_out_nlp(model, X, y):
     return -log_ndtr(y * model.moderated_margin(X))
 
 
-def choose_start(losses):
+def choose_start(losses, prior_losses=None):
     """Index of the start to keep, from the held-out NLP of each start (rows of ``losses``).
 
     The default start (row 0) is kept unless another start is better by more than
@@ -121,9 +121,18 @@ def choose_start(losses):
     small differences apart, and on the small Raetsch sets choosing by the mean alone picked
     a worse start in 6 of 80 fits (titanic, breast cancer, heart).
 
+    With ``prior_losses`` (the held-out NLP of the class prior, a model that learned
+    nothing), another start must also beat it by the same margin: a start that merely
+    matches the prior only shows that the default start's fit on the held-in rows went
+    wrong, and the refit on all rows is then best made from the default start. (On titanic,
+    realization 7, the default start's held-in fit scored 1.12 and the b_0 - 4 start 0.62,
+    the prior 0.63; refitted from b_0 - 4 the model scored 65.1 x 1e-2 on the test set,
+    from the default start 51.4.)
+
     Parameters
     ----------
     losses : ndarray of shape (n_starts, m)
+    prior_losses : ndarray of shape (m,), default=None
 
     Returns
     -------
@@ -136,15 +145,39 @@ def choose_start(losses):
     >>> base = np.linspace(0.2, 0.6, 40)
     >>> choose_start(np.array([base, base - 0.001 * (np.arange(40) % 2), base - 0.15]))
     2
+    >>> choose_start(np.array([base, base - 0.15]), prior_losses=base - 0.15)
+    0
     """
-    diff = losses[1:] - losses[0]
-    m = losses.shape[1]
-    se = diff.std(axis=1, ddof=1) / np.sqrt(m) if m > 1 else np.full(diff.shape[0], np.inf)
-    better = diff.mean(axis=1) + _MIN_Z * se < 0
+    candidates = losses[1:]
+    better = _significantly_lower(candidates, losses[0])
+    if prior_losses is not None:
+        better &= _significantly_lower(candidates, prior_losses)
     if not np.any(better):
         return 0
-    means = np.where(better, diff.mean(axis=1), np.inf)
+    means = np.where(better, candidates.mean(axis=1), np.inf)
     return 1 + int(np.argmin(means))
+
+
+def _significantly_lower(losses, reference):
+    """Rows of ``losses`` lower than ``reference`` by ``_MIN_Z`` paired standard errors."""
+    diff = losses - reference
+    m = diff.shape[1]
+    se = diff.std(axis=1, ddof=1) / np.sqrt(m) if m > 1 else np.full(diff.shape[0], np.inf)
+    return diff.mean(axis=1) + _MIN_Z * se < 0
+
+
+def class_prior_nlp(y_fit, y_held):
+    """Per-row held-out NLP of the class prior of ``y_fit`` (labels in {-1, +1}).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._classification_restarts import class_prior_nlp
+    >>> np.round(class_prior_nlp(np.array([1.0, 1.0, 1.0, -1.0]), np.array([1.0, -1.0])), 4)
+    array([0.2877, 1.3863])
+    """
+    frac = np.clip(np.mean(y_fit > 0), 1e-3, 1.0 - 1e-3)
+    return np.where(y_held > 0, -np.log(frac), -np.log1p(-frac))
 
 
 def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
@@ -193,7 +226,8 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
                 for offset in offsets
             ]
         )
-    best = float(offsets[choose_start(losses)])
+    prior = class_prior_nlp(y[fit], y[held]) if held.size else None
+    best = float(offsets[choose_start(losses, prior)])
     model = _BinarySparseGPClassifier(**params, bias_offset=best).fit(X, y, final_rng)
     model.restart_offsets_, model.restart_losses_ = offsets, losses.mean(axis=1)
     return model

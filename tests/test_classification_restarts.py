@@ -12,6 +12,7 @@ from skgpsparse._classification_binary import _BinarySparseGPClassifier, _make_s
 from skgpsparse._classification_restarts import (
     bias_offsets,
     choose_start,
+    class_prior_nlp,
     fit_binary,
     held_out_nlp,
     stratified_split,
@@ -90,6 +91,21 @@ def test_choose_start_is_a_paired_test_against_the_default_start():
     assert choose_start(losses) == 2
     # one held-out row: no standard error, the default start stays
     assert choose_start(np.array([[0.5], [0.1]])) == 0
+
+
+def test_a_start_must_also_beat_the_class_prior():
+    # a start that is significantly better than a failed default start but no better than
+    # the class prior stays out; one that beats both is chosen
+    rng = np.random.RandomState(1)
+    y = np.where(rng.rand(80) < 0.3, 1.0, -1.0)
+    prior = class_prior_nlp(y, y)
+    np.testing.assert_allclose(prior[y > 0], -np.log(np.mean(y > 0)))
+    failed_default = prior + 0.5 + 0.05 * rng.rand(80)
+    like_prior = prior + 0.01 * rng.normal(size=80)
+    assert choose_start(np.array([failed_default, like_prior])) == 1
+    assert choose_start(np.array([failed_default, like_prior]), prior) == 0
+    informed = 0.4 * prior
+    assert choose_start(np.array([failed_default, like_prior, informed]), prior) == 2
 
 
 def test_no_restarts_is_the_plain_fit():
