@@ -334,6 +334,27 @@ def test_weighted_pairs_are_successive_draws_without_replacement(weights):
     assert np.all(np.diag(counts) == 0) and np.all(counts[:, w == 0] == 0)
 
 
+@pytest.mark.parametrize("n", [12, 5])
+def test_uniform_draws_are_successive_draws_without_replacement(n):
+    # every ordered pair (i, j), i != j, of a kappa = 2 working set has probability
+    # 1 / (n (n - 1)); n = 12 drops repeats and draws again, n = 5 (2 > n / 4) takes the
+    # permutation fallback
+    from skgpsparse._selection import _uniform_draws
+
+    rng = np.random.RandomState(2)
+    n_draws = 20_000
+    counts = np.zeros((n, n))
+    for _ in range(n_draws):
+        i, j = _uniform_draws(n, 2, rng)
+        counts[i, j] += 1
+    expected = np.full((n, n), 1.0 / (n * (n - 1)))
+    np.fill_diagonal(expected, 0.0)
+    # binomial standard error <= 0.0016 at 20,000 draws: 4 standard errors
+    np.testing.assert_allclose(counts / n_draws, expected, atol=0.0065)
+    draws = _uniform_draws(1000, 200, rng)
+    assert len(set(draws.tolist())) == 200 and draws.min() >= 0 and draws.max() < 1000
+
+
 # ---------------------------------------------------------------------------- the estimator
 @pytest.fixture(autouse=True)
 def _single_blas_thread():
