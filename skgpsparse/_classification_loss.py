@@ -28,6 +28,8 @@ With ``z_i = y_i (f_i + b) / sqrt(1 + A_ii)`` and ``r_i = N(z_i) / Phi(z_i)``,
 ``c_i = r_i z_i / (2 |u^c| (1 + A_ii))``; ``dNLP/db = sum_i a_i``. The ``dK_iu`` terms are
 contracted chunk by chunk with the ``n_chunk x p`` weights ``a_i w^T - 2 c_i g_i^T``; the
 ``dK_uu`` terms with the ``p x p`` matrix ``-(sum_i a_i g_i) w^T + sum_i c_i g_i g_i^T``.
+For ``RBF`` and ``ConstantKernel * RBF`` the chunk's contraction never forms ``dK_iu``
+(:mod:`skgpsparse._gradient_contraction`: one ``(n_chunk x p)(p x d)`` product).
 Each chunk of non-basis rows costs one GEMM ``K C`` (``C`` formed once in O(p^3)), from which
 ``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``.
 Total cost O(n p^2 + n p n_theta) time and O(n_chunk p n_theta + p^2 n_theta) memory.
@@ -41,7 +43,9 @@ from scipy.linalg import cho_solve, cholesky
 from scipy.special import log_ndtr
 from scipy.stats import norm
 
-from .kernels import iter_kernel, iter_kernel_gradient, kernel_diag_gradient, kernel_gradient
+from ._gradient_contraction import iter_kernel_contractions
+from ._kernel_columns import iter_cross_kernel
+from .kernels import kernel_diag_gradient, kernel_gradient
 
 __all__ = ["nlp_loss"]
 
@@ -202,7 +206,7 @@ def nlp_loss(
     min_A = np.inf
     if not eval_gradient:
         diag = kernel.diag(X_rest)
-        for rows, K in iter_kernel(kernel, X_rest, X_u, chunk_size=chunk_size):
+        for rows, K in iter_cross_kernel(kernel, X_rest, X_u, chunk_size=chunk_size):
             f = K @ w
             A = diag[rows] - np.einsum("ij,ij->i", K @ C, K)
             min_A = min(min_A, A.min())
@@ -217,7 +221,7 @@ def nlp_loss(
     Q_cc = np.zeros((p, p))  # sum_i c_i g_i g_i^T
     sum_a = 0.0
     sum_c_diag = np.zeros(n_theta)
-    for rows, K, dK in iter_kernel_gradient(kernel, X_rest, X_u, chunk_size=chunk_size):
+    for rows, K, contract in iter_kernel_contractions(kernel, X_rest, X_u, chunk_size=chunk_size):
         G = K @ C  # rows g_i = C k_ui
         f = K @ w
         A = diag[rows] - np.einsum("ij,ij->i", G, K)
@@ -232,7 +236,7 @@ def nlp_loss(
         sum_c_diag += c @ d_diag[rows]
         # dK_iu terms: df_i gives dk_iu . w, dA_ii gives -2 dk_iu . g_i
         W = a[:, None] * w[None, :] - 2.0 * c[:, None] * G
-        grad_theta += W.ravel() @ dK.reshape(W.size, n_theta)  # BLAS, not einsum
+        grad_theta += contract(W)  # sum_iu W_iu dk_iu, without the n x p x n_theta array
         sum_a_g += a @ G
         Q_cc += (G * c[:, None]).T @ G
     _warn_clipped(min_A, diag)

@@ -37,9 +37,10 @@ The lemmas reduce both to ``p x n`` / ``p x p`` quantities. ``W C^-1 = L^-T A^-1
                                                  ``V V^T`` to avoid cancellation)
 
 The first sum is contracted chunk by chunk over rows of ``X`` with
-:func:`skgpsparse.kernels.iter_kernel_gradient`, so the ``n x p x n_theta`` derivative array is
-never held; the second needs ``dK_uu`` (``p x p x n_theta``) once. For ``m`` outputs (``y`` of
-shape ``(n, m)``) the log likelihoods are summed, as in scikit-learn's
+:func:`skgpsparse._gradient_contraction.iter_kernel_contractions`, so the ``n x p x n_theta``
+derivative array is never held (for ``RBF`` and ``ConstantKernel * RBF`` never formed); the
+second needs ``dK_uu`` (``p x p x n_theta``) once. For ``m`` outputs (``y`` of shape
+``(n, m)``) the log likelihoods are summed, as in scikit-learn's
 ``GaussianProcessRegressor``: ``a`` becomes ``n x m`` and ``C^-1`` is counted ``m`` times.
 
 Cross-covariances ``kernel(X, X_u)`` and ``kernel(X_u, X_u)`` are used throughout, so a
@@ -54,7 +55,8 @@ from sklearn.gaussian_process.kernels import Kernel
 
 from ._optimize import lbfgs_in_moving_box
 from ._regression_state import RELATIVE_JITTER
-from .kernels import iter_kernel, iter_kernel_gradient, kernel_gradient
+from ._gradient_contraction import iter_kernel_contractions
+from .kernels import iter_kernel, kernel_gradient
 
 __all__ = ["dtc_log_marginal_likelihood", "learn_hyperparameters"]
 
@@ -238,9 +240,9 @@ def dtc_log_marginal_likelihood(
         # 1/2 tr((a a^T - C^-1) dQ_ff) = <B, dK_uf> - 1/2 <B W^T, dK_uu>, GPML eq. (5.9)
         n_theta = kernel.n_dims
         grad_theta = -0.5 * BW_t.reshape(-1) @ dK_uu.reshape(p * p, n_theta)
-        for rows, _, dK_block in iter_kernel_gradient(kernel, X, X_basis, chunk_size=chunk_size):
-            n_rows = rows.stop - rows.start
-            grad_theta += B_t[rows].reshape(-1) @ dK_block.reshape(n_rows * p, n_theta)
+        blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
+        for rows, _, contract in blocks:
+            grad_theta += contract(B_t[rows])
         gradient[:-1] = grad_theta
     return float(lml), gradient
 

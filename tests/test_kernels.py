@@ -409,3 +409,41 @@ def test_iter_cross_kernel_far_rows_go_through_the_kernel(monkeypatch):
     K = np.vstack([K for _, K in blocks])
     np.testing.assert_allclose(K, kernel(X, Z), rtol=1e-12, atol=1e-300)
     assert np.all(K[5] == 0.0)  # exp(-|x - z|^2 / 2) underflows: zero, not NaN
+
+
+# ----------------------------------------------------------------------------- contractions
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        RBF(0.7),
+        RBF([0.5, 1.5, 3.0]),
+        ConstantKernel(2.5) * RBF(1.3),
+        RBF([0.5, 1.5, 3.0]) * ConstantKernel(0.4),
+        ConstantKernel(2.0, constant_value_bounds="fixed") * RBF([0.5, 1.5, 3.0]),
+        ConstantKernel(2.0) * RBF(1.0, length_scale_bounds="fixed"),
+        ConstantKernel(2.0, "fixed") * RBF(1.0, "fixed"),
+        Matern(1.1, nu=1.5),
+        Matern(1.1, length_scale_bounds="fixed", nu=2.5),
+        ConstantKernel(1.5) * RBF(1.0) + WhiteKernel(0.1),
+    ],
+    ids=repr,
+)
+def test_kernel_contractions_equal_the_dense_gradient_contraction(kernel):
+    # sum_ij W_ij dK_ij for every theta, against the full n x p x n_theta array: the RBF
+    # formula (expanded squares around the mean of Z) and the fallback, block by block, also
+    # with rows far from Z (K underflows there)
+    from skgpsparse._gradient_contraction import iter_kernel_contractions
+
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.normal(size=(37, 3)), rng.normal(size=(3, 3)) + 40.0])
+    Z = rng.normal(size=(6, 3)) + 0.5
+    W = rng.normal(size=(40, 6))
+    K_ref, dK_ref = kernel_gradient(kernel, X, Z)
+    expected = W.ravel() @ dK_ref.reshape(W.size, kernel.n_dims)
+    total, n_rows = np.zeros(kernel.n_dims), 0
+    for rows, K, contract in iter_kernel_contractions(kernel, X, Z, chunk_size=16):
+        np.testing.assert_allclose(K, K_ref[rows], rtol=1e-12, atol=1e-300)
+        total += contract(W[rows])
+        n_rows += K.shape[0]
+    assert n_rows == 40 and total.shape == (kernel.n_dims,)
+    np.testing.assert_allclose(total, expected, rtol=1e-10, atol=1e-12)
