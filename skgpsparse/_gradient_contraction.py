@@ -15,14 +15,16 @@ For the exact ``RBF`` and ``ConstantKernel * RBF`` kernels (GPML eq. (2.31)),
 
 The centre ``m`` is the mean of ``Z``, as for the kernel blocks of
 :func:`skgpsparse._kernel_columns.iter_cross_kernel`, which keeps the cancellation in the
-expanded square at a few ``eps (|s_x|^2 + |s_z|^2)``. Every other kernel goes through
+expanded square at a few ``eps (|s_x|^2 + |s_z|^2)``; blocks with a row (and bases with a
+vector) for which ``|s|^2 / 2 > 1e4`` contract the full array instead. Every other kernel
+goes through
 :func:`skgpsparse.kernels.iter_kernel_gradient` and contracts the array it returns.
 """
 
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
 
-from ._kernel_columns import _rbf_parameters, iter_cross_kernel
+from ._kernel_columns import _MAX_HALF_SQNORM, _rbf_parameters, iter_cross_kernel
 from .kernels import _chunk_rows, iter_kernel_gradient
 
 __all__ = ["iter_kernel_contractions"]
@@ -91,22 +93,36 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
     """
     layout = _rbf_layout(kernel, X.shape[1]) if Z.shape[0] else None
     if layout is None:
-        n_theta = kernel.n_dims
-        for rows, K, dK in iter_kernel_gradient(kernel, X, Z, chunk_size=chunk_size):
-            flat = dK.reshape(K.size, n_theta)
-            yield rows, K, lambda W, flat=flat: np.ravel(W) @ flat
+        yield from _generic(kernel, X, Z, chunk_size)
         return
     _, ls, parts = layout
     centre = Z.mean(axis=0)
     S_Z = (Z - centre) / ls
     S_Z2 = S_Z * S_Z
+    if not np.all(np.isfinite(S_Z2)) or S_Z2.sum(axis=1).max() / 2 > _MAX_HALF_SQNORM:
+        yield from _generic(kernel, X, Z, chunk_size)
+        return
     chunk = _chunk_rows(chunk_size, Z.shape[0], 1)
     for rows, K in iter_cross_kernel(kernel, X, Z, chunk_size=chunk):
         S_X = (X[rows] - centre) / ls
-        yield rows, K, _rbf_contraction(K, S_X, S_Z, S_Z2, parts)
+        S_X2 = S_X * S_X
+        if not np.all(np.isfinite(S_X2)) or S_X2.sum(axis=1).max() / 2 > _MAX_HALF_SQNORM:
+            # rows so far from the centre that the expanded squares would lose digits
+            (_, _, contract), = _generic(kernel, X[rows], Z, None)
+        else:
+            contract = _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts)
+        yield rows, K, contract
 
 
-def _rbf_contraction(K, S_X, S_Z, S_Z2, parts):
+def _generic(kernel, X, Z, chunk_size):
+    """``(rows, K, contract)`` from the full gradient array of each block."""
+    n_theta = kernel.n_dims
+    for rows, K, dK in iter_kernel_gradient(kernel, X, Z, chunk_size=chunk_size):
+        flat = dK.reshape(K.size, n_theta)
+        yield rows, K, lambda W, flat=flat: np.ravel(W) @ flat
+
+
+def _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts):
     def contract(W):
         M = W * K
         r, q = M.sum(axis=1), M.sum(axis=0)
@@ -116,7 +132,7 @@ def _rbf_contraction(K, S_X, S_Z, S_Z2, parts):
                 out.append([r.sum()])
                 continue
             # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
-            per_feature = r @ (S_X * S_X) + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
+            per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
             out.append(per_feature if size > 1 else [per_feature.sum()])
         return np.concatenate(out) if out else np.zeros(0)
 

@@ -431,11 +431,12 @@ def test_iter_cross_kernel_far_rows_go_through_the_kernel(monkeypatch):
 def test_kernel_contractions_equal_the_dense_gradient_contraction(kernel):
     # sum_ij W_ij dK_ij for every theta, against the full n x p x n_theta array: the RBF
     # formula (expanded squares around the mean of Z) and the fallback, block by block, also
-    # with rows far from Z (K underflows there)
+    # with rows far from Z (K underflows there; the last block's row at 400 is too far for
+    # the expanded squares and takes the full array)
     from skgpsparse._gradient_contraction import iter_kernel_contractions
 
     rng = np.random.RandomState(0)
-    X = np.vstack([rng.normal(size=(37, 3)), rng.normal(size=(3, 3)) + 40.0])
+    X = np.vstack([rng.normal(size=(36, 3)), rng.normal(size=(3, 3)) + 40.0, [[400.0] * 3]])
     Z = rng.normal(size=(6, 3)) + 0.5
     W = rng.normal(size=(40, 6))
     K_ref, dK_ref = kernel_gradient(kernel, X, Z)
@@ -447,3 +448,26 @@ def test_kernel_contractions_equal_the_dense_gradient_contraction(kernel):
         n_rows += K.shape[0]
     assert n_rows == 40 and total.shape == (kernel.n_dims,)
     np.testing.assert_allclose(total, expected, rtol=1e-10, atol=1e-12)
+    # a basis spread so widely that its own squares are too large: the full array throughout
+    Z_far = np.vstack([Z, [[1e3, 0.0, 0.0]]])
+    W_far = rng.normal(size=(40, 7))
+    dK_far = kernel_gradient(kernel, X, Z_far)[1]
+    total = sum(c(W_far[r]) for r, _, c in iter_kernel_contractions(kernel, X, Z_far))
+    expected = W_far.ravel() @ dK_far.reshape(W_far.size, kernel.n_dims)
+    np.testing.assert_allclose(total, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_rbf_contractions_never_form_the_gradient_array(monkeypatch):
+    # the fast path for c * RBF: no n x p x n_theta array (iter_kernel_gradient is not called)
+    from skgpsparse import _gradient_contraction as gc
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the full gradient array was formed")
+
+    monkeypatch.setattr(gc, "iter_kernel_gradient", forbidden)
+    rng = np.random.RandomState(1)
+    X, Z = rng.normal(size=(50, 4)), rng.normal(size=(7, 4))
+    for kernel in (ConstantKernel(2.0) * RBF(np.ones(4)), RBF(1.5)):
+        blocks = list(gc.iter_kernel_contractions(kernel, X, Z, chunk_size=20))
+        assert len(blocks) == 3
+        assert all(np.all(np.isfinite(c(np.ones_like(K)))) for _, K, c in blocks)
