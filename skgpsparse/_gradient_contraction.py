@@ -107,8 +107,9 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
         S_X = (X[rows] - centre) / ls
         S_X2 = S_X * S_X
         if not np.all(np.isfinite(S_X2)) or S_X2.sum(axis=1).max() / 2 > _MAX_HALF_SQNORM:
-            # rows so far from the centre that the expanded squares would lose digits
-            (_, _, contract), = _generic(kernel, X[rows], Z, None)
+            # rows so far from the centre that the expanded squares would lose digits: the
+            # full array, by the (smaller) chunks of iter_kernel_gradient, when contracted
+            contract = _generic_contraction(kernel, X[rows], Z)
         else:
             contract = _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts)
         yield rows, K, contract
@@ -120,6 +121,15 @@ def _generic(kernel, X, Z, chunk_size):
     for rows, K, dK in iter_kernel_gradient(kernel, X, Z, chunk_size=chunk_size):
         flat = dK.reshape(K.size, n_theta)
         yield rows, K, lambda W, flat=flat: np.ravel(W) @ flat
+
+
+def _generic_contraction(kernel, X, Z):
+    """``contract(W)`` for the rows ``X`` from the full gradient array, chunk by chunk."""
+
+    def contract(W):
+        return sum(c(W[rows]) for rows, _, c in _generic(kernel, X, Z, None))
+
+    return contract
 
 
 def _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts):

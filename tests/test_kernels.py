@@ -471,3 +471,23 @@ def test_rbf_contractions_never_form_the_gradient_array(monkeypatch):
         blocks = list(gc.iter_kernel_contractions(kernel, X, Z, chunk_size=20))
         assert len(blocks) == 3
         assert all(np.all(np.isfinite(c(np.ones_like(K)))) for _, K, c in blocks)
+
+
+def test_far_rows_fall_back_within_a_block_larger_than_a_gradient_chunk(monkeypatch):
+    # a fast-path block (chunked for K alone) holds more rows than one chunk of the full
+    # gradient array (chunked for n_theta times as much); a far row in it must still give the
+    # dense contraction of the whole block
+    from skgpsparse import kernels as kernels_mod
+    from skgpsparse._gradient_contraction import iter_kernel_contractions
+
+    monkeypatch.setattr(kernels_mod, "_CHUNK_BYTES", 8 * 6 * 10)  # 10 rows of K for 6 columns
+    rng = np.random.RandomState(3)
+    X = np.vstack([rng.normal(size=(9, 3)), [[400.0] * 3]])
+    Z = rng.normal(size=(6, 3))
+    W = rng.normal(size=(10, 6))
+    kernel = ConstantKernel(1.5) * RBF([0.7, 1.0, 2.0])
+    blocks = list(iter_kernel_contractions(kernel, X, Z))
+    assert len(blocks) == 1 and blocks[0][1].shape == (10, 6)
+    dK = kernel_gradient(kernel, X, Z)[1]
+    expected = W.ravel() @ dK.reshape(W.size, kernel.n_dims)
+    np.testing.assert_allclose(blocks[0][2](W), expected, rtol=1e-10, atol=1e-12)
