@@ -177,15 +177,14 @@ class GreedySelector(BaseSelector):
         free = np.ones(len(candidates), dtype=bool)
         if len(kept):
             free[np.searchsorted(candidates, kept)] = False
+        pool = candidates[free] if len(kept) else candidates
         if self.sampling == "uniform":
-            if not len(kept):
-                return candidates[_uniform_draws(len(candidates), size, rng)]
-            return rng.choice(candidates[free], size=size, replace=False)
+            return pool[_uniform_draws(len(pool), size, rng)]
         weights = np.asarray(state.sampling_weights(candidates), dtype=float)
         weights = np.where(free & np.isfinite(weights) & (weights > 0), weights, 0.0)
         n_positive = np.count_nonzero(weights)
         if n_positive == 0:
-            return rng.choice(candidates[free], size=size, replace=False)
+            return pool[_uniform_draws(len(pool), size, rng)]
         size = min(size, n_positive)
         return candidates[_weighted_draws(weights, size, rng)]
 
