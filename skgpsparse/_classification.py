@@ -137,10 +137,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         where ``b`` starts (on ringnorm a start 4 units higher halves the test NLP), and the
         training NLP cannot tell them apart, so each start is fitted on a stratified split
         keeping ``1 - validation_fraction`` of the rows and judged by the NLP of the rows held
-        out. The class-balance start is kept unless another start's held-out NLP is lower,
-        by more than 2 standard errors of the paired per-row difference, than both its own
-        and that of the class prior; the kept start is refitted on all rows. Costs about
-        ``(n_restarts + 1) (1 - validation_fraction) + 1`` fits. Ignored when
+        out after the first two outer iterations (enough to show which fixed point a start
+        leads to). The class-balance start is kept unless another start's held-out NLP is
+        lower, by more than 2 standard errors of the paired per-row difference, than both its
+        own and that of the class prior; the kept start is refitted on all rows. Costs one fit
+        plus ``2 (n_restarts + 1) (1 - validation_fraction)`` outer iterations. Ignored when
         ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts.

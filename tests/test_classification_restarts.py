@@ -123,18 +123,27 @@ def test_restarts_choose_the_lowest_held_out_nlp_and_refit_on_all_rows():
     X, y = _ring(120, 6, rng)
     y = y.astype(float)
     model = fit_binary(_params(), X, y, np.random.RandomState(7), n_restarts=2)
-    # the search, replayed independently: same split, same random stream, same starts
+    # the search, replayed independently: same split, same random stream, same starts, each
+    # held-in fit cut to two outer iterations (of the 3 the plain fit runs)
     replay = np.random.RandomState(7)
     fit, held = stratified_split(y, 0.2, replay)
+    screen = _params(max_iter=2)
     losses = [
         held_out_nlp(
-            _BinarySparseGPClassifier(**_params(), bias_offset=offset).fit(X[fit], y[fit], replay),
+            _BinarySparseGPClassifier(**screen, bias_offset=offset).fit(X[fit], y[fit], replay),
             X[held],
             y[held],
         )
         for offset in (0.0, 4.0, -4.0)
     ]
     np.testing.assert_allclose(model.restart_losses_, np.mean(losses, axis=1), rtol=1e-12)
+    # with whole held-in fits the losses differ: the cut is real
+    whole_replay = np.random.RandomState(7)
+    stratified_split(y, 0.2, whole_replay)
+    whole = held_out_nlp(
+        _BinarySparseGPClassifier(**_params()).fit(X[fit], y[fit], whole_replay), X[held], y[held]
+    )
+    assert abs(whole.mean() - model.restart_losses_[0]) > 1e-9
     chosen = (0.0, 4.0, -4.0)[choose_start(np.array(losses))]
     assert model.bias_offset == chosen
     # the winner is refitted on all rows with the random state a plain fit would use
