@@ -191,6 +191,8 @@ def run_one(dataset, method, realization, max_iter, restarts=0):
         record["kernel"] = str(kernel)
         if hasattr(model, "bias_"):
             record["bias"] = float(np.ravel(model.bias_)[0])
+        if restarts and hasattr(model, "_binary"):
+            record["bias_offset"] = float(model._binary.bias_offset)  # the start kept
     except Exception as exc:  # noqa: BLE001 -- reported in the table, not hidden
         record["failure"] = f"{type(exc).__name__}: {exc}"
         record["traceback"] = traceback.format_exc(limit=4)
