@@ -62,6 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _data import load_dataset
 from _machine import machine
 
+from skgpsparse._selection import GreedySelector
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 DATASETS = [
@@ -87,8 +89,8 @@ SPARSE_METHODS = {
     "adaptive10": {"selection": "adaptive", "working_set_size": 10},
     # the additive-model paper's comparison for adaptive sampling (its §5: "random (uniform)
     # sampling"): the same kappa and NLP_a scoring, the working set drawn uniformly
-    "uniform1": {"selection": ("nlp_all", 1, "uniform")},
-    "uniform2": {"selection": ("nlp_all", 2, "uniform")},
+    "uniform1": {"selection": GreedySelector("nlp_all", 1, sampling="uniform")},
+    "uniform2": {"selection": GreedySelector("nlp_all", 2, sampling="uniform")},
     "ivm": {"selection": "entropy", "hyperparameter_objective": "evidence"},
 }
 METHODS = [*SPARSE_METHODS, "full_gpc"]
@@ -142,19 +144,14 @@ def make_model(method, n_train, n_features, max_iter, seed, restarts=0):
 
         return GaussianProcessClassifier(kernel=kernel, random_state=seed)
     from skgpsparse._classification import SparseGPClassifier
-    from skgpsparse._selection import GreedySelector
 
-    params = dict(SPARSE_METHODS[method])
-    if isinstance(params["selection"], tuple):
-        criterion, kappa, sampling = params["selection"]
-        params["selection"] = GreedySelector(criterion, kappa, sampling=sampling)
     return SparseGPClassifier(
         kernel,
         max_basis=max(1, n_train // 5),
         max_iter=max_iter,
         random_state=seed,
         n_restarts=restarts,
-        **params,
+        **SPARSE_METHODS[method],
     )
 
 
