@@ -63,9 +63,8 @@ def code_hash():
     """Hash of the classifier's sources: a cached fit is reused only for the same code."""
     root = Path(skgpsparse.__file__).resolve().parent
     h = hashlib.sha1()
-    for name in ("_adf.py", "_classification.py", "_classification_binary.py",
-                 "_classification_evidence.py", "_selection.py"):
-        h.update((root / name).read_bytes())
+    for path in sorted((root / "classification").glob("*.py")) + [root / "selection.py"]:
+        h.update(path.read_bytes())
     return h.hexdigest()[:10]
 
 

@@ -3,7 +3,7 @@
 Reproduces the layout of Table 1 of Sun & Yao, "An exchanging-based refinement to sparse Gaussian
 process regression": 500 forward-selected basis vectors followed by 0, 100, 200 and 300 exchange
 steps (backward deletion by eq. (5), then forward re-selection), with test NMSE and NLPD, for each
-selection strategy of :class:`skgpsparse._regression.SparseGPRegressor` (plus
+selection strategy of :class:`skgpsparse.regression._estimator.SparseGPRegressor` (plus
 ``matching_pursuit_kept``: DMAX with the unchosen candidates kept in the working set between
 steps, ``GreedySelector(..., keep_working_set=True)``, against the estimator's
 ``matching_pursuit``, which draws a fresh random working set each step), and beside them
@@ -89,7 +89,7 @@ def selection_param(selection, working_set_size):
     estimator reproduces the latter's 500 + 0 NMSE to 1e-15.)"""
     if selection != "matching_pursuit_kept":
         return selection
-    from skgpsparse._selection import GreedySelector
+    from skgpsparse.selection import GreedySelector
 
     return GreedySelector("matching_pursuit", working_set_size or 59, keep_working_set=True)
 
@@ -229,7 +229,7 @@ def floor_seconds(kernel, X_train, X_basis, repeats=5):
 
 
 def _selector_classes():
-    from skgpsparse._selection import BaseSelector
+    from skgpsparse.selection import BaseSelector
 
     class RecordingSelector(BaseSelector):
         """Delegate to `inner`; report every call and every deletion to `callback`.
@@ -304,7 +304,7 @@ def bases_after_exchanges(records, final_basis, n_exchange, end_time):
 
 
 def make_model(selection, protocol, n_exchange, args, hyper):
-    from skgpsparse._regression import SparseGPRegressor
+    from skgpsparse.regression._estimator import SparseGPRegressor
 
     if protocol == "fixed":
         noise = hyper["noise_variance"] * args.noise_scale
@@ -382,7 +382,7 @@ def run_separate(selection, protocol, n_exchange, args, data, hyper):
 
 def run_recorded(selection, protocol, args, data, hyper):
     """One fixed-hyperparameter fit through max(exchange) steps, rows read off its path."""
-    from skgpsparse._regression import _make_selector
+    from skgpsparse.regression._basis import make_selector as _make_selector
 
     RecordingSelector, ReplaySelector = _selector_classes()
     X_train, y_train, X_test, y_test = data
@@ -407,7 +407,7 @@ def run_recorded(selection, protocol, args, data, hyper):
     for k in args.exchange:
         t, basis = steps[k]
         fit_seconds = total if k == max(args.exchange) else t - start
-        from skgpsparse._regression import SparseGPRegressor
+        from skgpsparse.regression._estimator import SparseGPRegressor
 
         replay = SparseGPRegressor(
             model.kernel_,

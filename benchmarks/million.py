@@ -51,7 +51,7 @@ def child(estimator, n, d, p, seed, keep=False, dtype="float64", threads=1):
     from sklearn.gaussian_process.kernels import ConstantKernel as C
 
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
-    from skgpsparse._selection import BaseSelector, GreedySelector
+    from skgpsparse.selection import BaseSelector, GreedySelector
 
     class Progress(BaseSelector):
         """The selector it wraps, printing the fit's CPU time every 50 steps (to stderr)."""

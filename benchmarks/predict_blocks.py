@@ -2,7 +2,7 @@
 
 ``SparseGPRegressor.predict(return_std=True)`` and ``SparseGPClassifier.predict_proba`` form
 ``K(X*, X_u)`` chunk by chunk. For ``RBF`` / ``c * RBF`` kernels they use
-``skgpsparse._kernel_columns.iter_cross_kernel`` (one BLAS product of centred, scaled inputs
+``skgpsparse.kernels._columns.iter_cross_kernel`` (one BLAS product of centred, scaled inputs
 and one ``exp``); this script times both estimators with it and, in the same run, with
 scikit-learn's kernel call (``skgpsparse.kernels.iter_kernel``, patched in), on ``n`` random
 rows, d = 20, p = 500 basis vectors (random selection on 20,000 training rows, fixed
@@ -24,10 +24,10 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_limits
 
-import skgpsparse._classification_binary as binary
-import skgpsparse._regression as regression
+import skgpsparse.classification._binary as binary
+import skgpsparse.regression._estimator as regression
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse._kernel_columns import iter_cross_kernel
+from skgpsparse.kernels._columns import iter_cross_kernel
 from skgpsparse.kernels import iter_kernel
 
 

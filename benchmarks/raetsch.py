@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _data import load_dataset
 from _machine import machine
 
-from skgpsparse._selection import GreedySelector
+from skgpsparse.selection import GreedySelector
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -143,7 +143,7 @@ def make_model(method, n_train, n_features, max_iter, seed, restarts=0):
         from sklearn.gaussian_process import GaussianProcessClassifier
 
         return GaussianProcessClassifier(kernel=kernel, random_state=seed)
-    from skgpsparse._classification import SparseGPClassifier
+    from skgpsparse.classification._estimator import SparseGPClassifier
 
     return SparseGPClassifier(
         kernel,
@@ -196,18 +196,8 @@ def run_one(dataset, method, realization, max_iter, restarts=0):
     return record
 
 
-CODE_FILES = [
-    "_classification.py",
-    "_classification_binary.py",
-    "_classification_restarts.py",
-    "_adf.py",
-    "_selection.py",
-    "_classification_loss.py",
-    "_gradient_contraction.py",
-    "_kernel_columns.py",
-    "kernels.py",
-    "linalg.py",
-]
+# The classifier's sources: its family, the core it uses and the selection interface.
+CODE_FILES = ["classification", "kernels", "linalg", "selection.py", "_optimize.py"]
 
 
 def code_version():
@@ -218,7 +208,9 @@ def code_version():
     digest = hashlib.sha1()
     for name in CODE_FILES:
         path = package / name
-        digest.update(path.read_bytes() if path.is_file() else b"")
+        for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(str(source.relative_to(package)).encode())
+            digest.update(source.read_bytes())
     return digest.hexdigest()[:10]
 
 

@@ -27,8 +27,8 @@ from _clf_bench import RESULTS, header, initial_kernel, mean_std, paired, split,
 from _clf_bench import timed_fit as fit_timed
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse._adf import ADFState
-from skgpsparse._classification_binary import _make_selector
+from skgpsparse.classification._adf import ADFState
+from skgpsparse.classification._binary import _make_selector
 from skgpsparse.kernels import iter_kernel
 
 UPDATES = ("moment_matching", "optimize")

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
 
-from skgpsparse._rvm_regression import RelevanceVectorRegressor
+from skgpsparse.rvm._regression import RelevanceVectorRegressor
 
 HERE = Path(__file__).resolve().parent
 N_TEST = 5804
@@ -173,7 +173,7 @@ NOTES = [
         "Notes. The series is noise-free: the learned noise variance falls to ~3e-5 (var(t) = "
         "0.05) and the wide basis (variance 10 on inputs in [0.4, 1.3]^16) makes the basis "
         "functions nearly collinear, so the evidence favours weights of +-100s that cancel. "
-        "The M-step keeps alpha_j >= 1e-12 * G_jj / s2 (skgpsparse._rvm.ALPHA_FLOOR) so that "
+        "The M-step keeps alpha_j >= 1e-12 * G_jj / s2 (skgpsparse.rvm._subspace_em.ALPHA_FLOOR) so that "
         "the E-step stays accurate; from N = 1200 this floor binds for many basis functions "
         "and the models keep hundreds of them (batch EM ~1700 of 2400). cond(D Sigma^-1 D) "
         "(D = A^-1/2) reaches ~3e13 from N = 1200 (measured on partition 0)."

@@ -1,10 +1,9 @@
 """Sparse Gaussian process classification and regression for scikit-learn."""
 
-from skgpsparse._classification import SparseGPClassifier
-from skgpsparse._regression import SparseGPRegressor
-from skgpsparse._rvm_classification import RelevanceVectorClassifier
-from skgpsparse._rvm_regression import RelevanceVectorRegressor
-from skgpsparse._selection import BaseSelector, GreedySelector, RandomSelector
+from .classification import SparseGPClassifier
+from .regression import SparseGPRegressor
+from .rvm import RelevanceVectorClassifier, RelevanceVectorRegressor
+from .selection import BaseSelector, GreedySelector, RandomSelector
 
 __version__ = "0.1.0.dev0"
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from skgpsparse._demo import main
+from ._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,220 @@
+"""The binary sparse ADF GP classifier: two-loop design, site updates, exchange, objectives."""
+
+import time
+import warnings
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from sklearn.base import clone
+from threadpoolctl import threadpool_limits
+
+from ..kernels._columns import iter_cross_kernel
+from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
+from ._adf import ADFState
+from ._evidence import fit_evidence
+from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
+from ._nlp_loss import nlp_loss
+
+# BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
+# matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
+# p = 128 (benchmarks/results/floor.md), and the NLP gradient's products are small; two
+# BLAS threads made whole fits slower in wall time even on the idle two-core machine
+# (n = 1,000, p = 100: 1.21 s against 0.61 s; n = 20,000, p = 200: 19.0 s against 16.6 s).
+_FIT_BLAS_THREADS = 1
+def _make_selector(selection, working_set_size):
+    """Map the `selection` parameter to a selector (a user's selector is cloned, used as is)."""
+    if isinstance(selection, BaseSelector):
+        return clone(selection)
+    if selection == "random":
+        return RandomSelector()
+    if selection in ("entropy", "info_gain"):
+        # O(n) per step over all non-basis points (IVM; Seeger et al.)
+        return GreedySelector(selection, check_working_set_size(working_set_size, None))
+    if selection == "nlp":
+        # validation paper §2.5: uniform working set of kappa = 59, NLP eq. (4)
+        return GreedySelector("nlp", check_working_set_size(working_set_size, 59))
+    # additive-model paper eqs. (10)-(11): adaptive sampling, kappa = 2, NLP_a eq. (5)
+    return GreedySelector(
+        "nlp_all", check_working_set_size(working_set_size, 2), sampling="weighted"
+    )
+
+
+class _BinarySparseGPClassifier:
+    """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
+
+    def __init__(
+        self,
+        kernel,
+        max_basis,
+        selector,
+        optimizer,
+        max_iter,
+        tol,
+        verbose,
+        site_update="moment_matching",
+        n_exchange=0,
+        hyperparameter_objective="nlp",
+        bias_offset=0.0,
+        n_threads=1,
+    ):
+        self.kernel = kernel
+        # threads over the row blocks of each scored working set (ADFState)
+        self.n_threads = n_threads
+        # added to the class-balance start of b (restarts, _classification_restarts)
+        self.bias_offset = bias_offset
+        self.site_update = site_update
+        self.n_exchange = n_exchange
+        self.hyperparameter_objective = hyperparameter_objective
+        self.max_basis = max_basis
+        self.selector = selector
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    def _select(self, kernel, X, y, bias, rng):
+        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
+        return self._select_into(
+            ADFState(
+                kernel,
+                X,
+                y,
+                bias,
+                self.max_basis,
+                site_update=self.site_update,
+                n_threads=self.n_threads,
+            ),
+            rng,
+        )
+
+    def _select_into(self, state, rng):
+        """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
+        while state.size < self.max_basis:
+            if not state.candidates().size:
+                warnings.warn(
+                    f"Basis selection stopped at {state.size} basis vectors (max_basis="
+                    f"{self.max_basis}): every remaining point has zero posterior variance "
+                    "(duplicates of basis points or a degenerate kernel).",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                break
+            state.add(self.selector.select(state, rng))
+        self._exchange(state, rng)
+        return state
+
+    def _exchange(self, state, rng):
+        """Backward deletion by least NLP_a increase, then forward re-selection (n_exchange)."""
+        curve = [state.nlp(all_points=True)]
+        for _ in range(self.n_exchange):
+            if state.size < 1:
+                break
+            state.remove(int(np.argmin(state.deletion_scores())))
+            if not state.candidates().size:
+                break
+            state.add(self.selector.select(state, rng))
+            curve.append(state.nlp(all_points=True))
+        self._last_exchange_curve = curve
+
+    def fit(self, X, y, rng):
+        with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+            if self.hyperparameter_objective == "evidence":
+                return fit_evidence(self, X, y, rng)  # the IVM's outer loop
+            return self._fit_nlp(X, y, rng)
+
+    def _fit_nlp(self, X, y, rng):
+        """The two-loop design with NLP eq. (4) as the hyperparameter objective (§2.5)."""
+        kernel = clone(self.kernel)
+        bias = initial_bias(kernel, X, y) + self.bias_offset
+        self.loss_curve_ = []
+        best = None
+        since_best = 0
+        for it in range(self.max_iter):
+            tic = time.perf_counter()
+            state = self._select(kernel, X, y, bias, rng)
+            basis = state.basis_indices.copy()
+            prec = state.site_precision[: state.size].copy()
+            mean = state.site_mean[: state.size].copy()
+            if self.optimizer is None:
+                loss = state.nlp()
+            else:
+                # Algorithm 1, step 6: theta and b by NLP eq. (4), basis and sites fixed
+                kernel, bias, loss = self._optimize(kernel, bias, X, y, basis, prec, mean)
+            self.loss_curve_.append(float(loss))
+            if best is None or loss < best[0]:
+                since_best = 0 if best is None or loss < best[0] - self.tol else since_best + 1
+                best = (loss, kernel, bias, basis, prec, mean, self._last_exchange_curve)
+            else:
+                since_best += 1
+            if self.verbose:
+                print(
+                    f"[SparseGPClassifier] iter {it + 1:3d}  NLP {loss:.6f}  basis {state.size}"
+                    f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+                )
+            if self.optimizer is None or since_best >= PATIENCE:
+                break
+        self.n_iter_ = it + 1
+        # additive-model paper §5: keep the best model by training NLP
+        _, self.kernel_, self.bias_, self.basis_indices_, prec, mean, curve = best
+        if self.optimizer is not None:
+            # Tell the user when a learned hyperparameter sits at a bound (sklearn's warning:
+            # e.g. the amplitude at its upper bound makes the predictions overconfident).
+            self.kernel_._check_bounds_params()
+        self.exchange_loss_curve_ = [float(v) for v in curve]
+        self.site_precision_, self.site_mean_ = prec, mean
+        self.basis_vectors_ = X[self.basis_indices_]
+        self._set_predictive_factors()
+        return self
+
+    def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
+        """NLP eq. (4) with basis and sites fixed."""
+        return nlp_loss(kernel, X, y, bias, basis, mean, prec, eval_gradient=eval_gradient)
+
+    def _optimize(self, kernel, bias, X, y, basis, prec, mean):
+        def obj_func(theta, eval_gradient=True):
+            k = kernel.clone_with_theta(theta[:-1])
+            out = self._objective(k, theta[-1], X, y, basis, prec, mean, eval_gradient)
+            value = out[0] if eval_gradient else out
+            if not np.isfinite(value):  # keep the line search away, never return NaN
+                value = np.finfo(float).max / 1e10
+                out = (value, np.zeros(theta.shape)) if eval_gradient else value
+            return out
+
+        theta0 = np.append(kernel.theta, bias)
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+        theta, loss = minimize_theta(self.optimizer, obj_func, theta0, bounds)
+        return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
+
+    def _set_predictive_factors(self):
+        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |W k_u*|^2``.
+
+        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel and
+        ``W = L^-1 S``. As ``B >= I``, ``|L^-1| <= 1``: the explicit (lower triangular) factor
+        ``W`` is as accurate as a triangular solve per block, and makes a prediction block one
+        GEMM against ``[w, W^T]``, which BLAS runs at full speed on every core (a triangular
+        solve of the same O(p^2) per row took twice as long on two threads: 1e6 rows, p = 500).
+        """
+        s = np.sqrt(self.site_precision_)
+        K_uu = self.kernel_(self.basis_vectors_)
+        B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
+        L = cholesky(B, lower=True)
+        w = s * cho_solve((L, True), s * self.site_mean_)
+        W = solve_triangular(L, np.diag(s), lower=True)
+        self._projection = np.ascontiguousarray(np.column_stack([w, W.T]))
+
+    def latent_mean_and_variance(self, X):
+        """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
+        mean = np.empty(X.shape[0])
+        var = self.kernel_.diag(X).astype(float)
+        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
+            P = K @ self._projection  # [f_*, (W k_u*)^T] for the block's rows
+            mean[rows] = P[:, 0] + self.bias_
+            V = P[:, 1:]
+            var[rows] -= np.einsum("ij,ij->i", V, V)
+        np.maximum(var, 0.0, out=var)
+        return mean, var
+
+    def moderated_margin(self, X):
+        """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
+        mean, var = self.latent_mean_and_variance(X)
+        return mean / np.sqrt(1.0 + var)

@@ -1,0 +1,54 @@
+"""The classifier's hyperparameter step: the optimizer contract, the bias start and bounds.
+
+Both objectives' outer loops (the NLP loss of the two-loop design and the IVM evidence) take
+their hyperparameter step through :func:`minimize_theta`, which follows scikit-learn's
+``optimizer`` contract, and start the bias of the probit likelihood at :func:`initial_bias`.
+"""
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import ndtri
+
+__all__ = ["BIAS_BOUNDS", "PATIENCE", "initial_bias", "minimize_theta"]
+
+# L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
+# with the basis fixed, then re-selects the basis (§2.5).
+_OPTIMIZER_MAXITER = 15
+# The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
+PATIENCE = 5
+# Bounds of the bias b (probit units) for the optimiser.
+BIAS_BOUNDS = (-1e3, 1e3)
+
+
+def initial_bias(kernel, X, y):
+    """Bias with Phi(b / sqrt(1 + k(x, x))) = fraction of positives: the prior's class balance."""
+    frac = np.clip(np.mean(y > 0), 0.01, 0.99)
+    return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
+
+
+def _lbfgs(obj_func, initial_theta, bounds):
+    """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
+    res = minimize(
+        obj_func,
+        initial_theta,
+        method="L-BFGS-B",
+        jac=True,
+        bounds=bounds,
+        options={"maxiter": _OPTIMIZER_MAXITER},
+    )
+    return res.x, res.fun
+
+
+def minimize_theta(optimizer, obj_func, theta0, bounds):
+    """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
+
+    A callable that returns a non-finite loss leaves ``theta0`` in place.
+    """
+    if optimizer == "fmin_l_bfgs_b":
+        theta, loss = _lbfgs(obj_func, theta0, bounds)
+    else:
+        theta, loss = optimizer(obj_func, theta0, bounds)
+    theta, loss = np.asarray(theta, dtype=float), float(loss)
+    if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
+        theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
+    return theta, loss

@@ -1,0 +1,149 @@
+"""Kernel blocks with their gradient contracted against a weight matrix, block by block.
+
+Both hyperparameter objectives (the classifier's NLP loss and the regressor's marginal
+likelihood) only ever use the ``n x p x n_theta`` derivative array ``dK`` of ``K(X, X_u)``
+through a contraction ``sum_ij W_ij dK_ij``, with ``W`` a weight matrix of the same block.
+For the exact ``RBF`` and ``ConstantKernel * RBF`` kernels (GPML eq. (2.31)),
+``k(x, z) = c exp(-|s_x - s_z|^2 / 2)`` with ``s = (x - m) / l``, that contraction needs no
+``dK`` at all: with ``M = W o K`` (elementwise),
+
+- ``d / d log c``: ``sum_ij M_ij``;
+- ``d / d log l_k``: ``sum_ij M_ij (s_ik - s_jk)^2 = sum_i r_i s_ik^2 + sum_j q_j s_jk^2 -
+  2 sum_i s_ik (M S_Z)_ik``, with row sums ``r`` and column sums ``q`` of ``M``: one
+  ``(n x p)(p x d)`` product per block instead of an ``n x p x d`` array (an isotropic length
+  scale sums the ``d`` terms).
+
+The centre ``m`` is the mean of ``Z``, as for the kernel blocks of
+:func:`skgpsparse.kernels._columns.iter_cross_kernel`, which keeps the cancellation in the
+expanded square at a few ``eps (|s_x|^2 + |s_z|^2)``; blocks with a row (and bases with a
+vector) for which ``|s|^2 / 2 > 1e4`` contract the full array instead. Every other kernel
+goes through
+:func:`skgpsparse.kernels.iter_kernel_gradient` and contracts the array it returns.
+"""
+
+import numpy as np
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
+
+from ._columns import MAX_HALF_SQNORM, iter_cross_kernel, rbf_parameters
+from ._gradients import chunk_rows, iter_kernel_gradient
+
+__all__ = ["iter_kernel_contractions"]
+
+
+def _rbf_layout(kernel, n_features):
+    """``(c, length_scale, parts)`` for the fast path, else None.
+
+    ``parts`` lists the free hyperparameters in the order of ``kernel.theta``:
+    ``"constant"`` or ``"length_scale"`` (with its number of entries).
+    """
+    params = rbf_parameters(kernel, n_features)
+    if params is None:
+        return None
+    factors = [kernel.k1, kernel.k2] if type(kernel) is Product else [kernel]
+    parts = []
+    for factor in factors:
+        if type(factor) is ConstantKernel:
+            if not factor.hyperparameter_constant_value.fixed:
+                parts.append(("constant", 1))
+        elif type(factor) is RBF:
+            hp = factor.hyperparameter_length_scale
+            if not hp.fixed:
+                parts.append(("length_scale", hp.n_elements))
+    if sum(size for _, size in parts) != kernel.n_dims:
+        return None
+    return (*params, parts)
+
+
+def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
+    """Yield ``(rows, K, contract)`` over blocks of rows of ``X``.
+
+    ``K = kernel(X[rows], Z)`` and ``contract(W)`` returns ``sum_ij W_ij dK_ij / d theta``
+    (length ``kernel.n_dims``, log-space ``theta`` as in ``kernel.theta``) for a weight matrix
+    ``W`` of ``K``'s shape, equal to ``W.ravel() @ dK.reshape(-1, n_theta)``.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : ndarray of shape (n_X, n_features)
+        Rows, split into blocks (float64).
+    Z : ndarray of shape (n_Z, n_features)
+        Used whole in every block, e.g. the basis vectors (float64).
+    chunk_size : int, default=None
+        Rows per block; by default about 32 MB of ``K`` (of ``dK`` for other kernels).
+
+    Yields
+    ------
+    rows : slice
+    K : ndarray of shape (n_rows, n_Z)
+    contract : callable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from skgpsparse.kernels import kernel_gradient
+    >>> from skgpsparse.kernels._contraction import iter_kernel_contractions
+    >>> rng = np.random.RandomState(0)
+    >>> X, Z, W = rng.rand(6, 2), rng.rand(3, 2), rng.rand(6, 3)
+    >>> kernel = ConstantKernel(2.0) * RBF([0.5, 2.0])
+    >>> (rows, K, contract), = iter_kernel_contractions(kernel, X, Z)
+    >>> dK = kernel_gradient(kernel, X, Z)[1]
+    >>> bool(np.allclose(contract(W), W.ravel() @ dK.reshape(-1, 3)))
+    True
+    """
+    layout = _rbf_layout(kernel, X.shape[1]) if Z.shape[0] else None
+    if layout is None:
+        yield from _generic(kernel, X, Z, chunk_size)
+        return
+    _, ls, parts = layout
+    centre = Z.mean(axis=0)
+    S_Z = (Z - centre) / ls
+    S_Z2 = S_Z * S_Z
+    if not np.all(np.isfinite(S_Z2)) or S_Z2.sum(axis=1).max() / 2 > MAX_HALF_SQNORM:
+        yield from _generic(kernel, X, Z, chunk_size)
+        return
+    chunk = chunk_rows(chunk_size, Z.shape[0], 1)
+    for rows, K in iter_cross_kernel(kernel, X, Z, chunk_size=chunk):
+        S_X = (X[rows] - centre) / ls
+        S_X2 = S_X * S_X
+        if not np.all(np.isfinite(S_X2)) or S_X2.sum(axis=1).max() / 2 > MAX_HALF_SQNORM:
+            # rows so far from the centre that the expanded squares would lose digits: the
+            # full array, by the (smaller) chunks of iter_kernel_gradient, when contracted
+            contract = _generic_contraction(kernel, X[rows], Z)
+        else:
+            contract = _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts)
+        yield rows, K, contract
+
+
+def _generic(kernel, X, Z, chunk_size):
+    """``(rows, K, contract)`` from the full gradient array of each block."""
+    n_theta = kernel.n_dims
+    for rows, K, dK in iter_kernel_gradient(kernel, X, Z, chunk_size=chunk_size):
+        flat = dK.reshape(K.size, n_theta)
+        yield rows, K, lambda W, flat=flat: np.ravel(W) @ flat
+
+
+def _generic_contraction(kernel, X, Z):
+    """``contract(W)`` for the rows ``X`` from the full gradient array, chunk by chunk."""
+
+    def contract(W):
+        return sum(c(W[rows]) for rows, _, c in _generic(kernel, X, Z, None))
+
+    return contract
+
+
+def _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts):
+    def contract(W):
+        M = W * K
+        r, q = M.sum(axis=1), M.sum(axis=0)
+        out = []
+        for name, size in parts:
+            if name == "constant":
+                out.append([r.sum()])
+                continue
+            # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
+            per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
+            out.append(per_feature if size > 1 else [per_feature.sum()])
+        return np.concatenate(out) if out else np.zeros(0)
+
+    return contract

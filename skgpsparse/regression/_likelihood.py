@@ -1,0 +1,380 @@
+"""DTC marginal likelihood of sparse GP regression (GPML eq. (8.17)) and its maximisation.
+
+The sparse regression model with basis vectors ``X_u`` (``p`` of them) replaces the training
+covariance by its Nystrom approximation ``Q_ff = K_fu K_uu^-1 K_uf`` (GPML sec. 8.3.3 / 8.3.4).
+Its marginal likelihood (GPML eq. (8.17), the same for SR and PP/DTC) is::
+
+    log q(y | X) = -1/2 y^T C^-1 y - 1/2 log|C| - n/2 log(2 pi),   C = Q_ff + s2 I.
+
+Value, O(n p^2) time and O(n p) memory, never an ``n x n`` array
+----------------------------------------------------------------------
+With ``L L^T = K_uu + jitter I``, ``V = L^-1 K_uf`` (``p x n``, so ``Q_ff = V^T V``) and
+``R R^T = A = s2 I + V V^T`` (``p x p``), the matrix inversion and determinant lemmas
+(GPML eqs. A.9, A.10) give::
+
+    C^-1   = (I - V^T A^-1 V) / s2
+    log|C| = (n - p) log s2 + 2 sum(log diag R)
+    a      = C^-1 y = (y - V^T A^-1 V y) / s2,     y^T C^-1 y = y . a
+
+Gradient, O(n p^2 + n p n_theta) time
+-------------------------------------
+GPML eq. (5.9): ``d log q / d theta = 1/2 tr((a a^T - C^-1) dC/dtheta)``.
+
+*Noise* (``theta_s = log s2``, ``dC = s2 I``): ``s2/2 (a.a - tr C^-1)`` with
+``tr C^-1 = (n - p)/s2 + tr(A^-1)`` (from ``tr(V^T A^-1 V) = tr(A^-1 (A - s2 I)) = p -
+s2 tr A^-1``; a sum of positive terms, no cancellation).
+
+*Kernel* (``jitter`` held constant): with ``W = K_uu^-1 K_uf = L^-T V``,
+``dQ_ff = dK_fu W + W^T dK_uf - W^T dK_uu W``, so with ``B = W (a a^T - C^-1)`` (``p x n``)::
+
+    1/2 tr((a a^T - C^-1) dQ_ff) = sum_ij B_ij dK_uf_ij - 1/2 sum_ij (B W^T)_ij dK_uu_ij.
+
+The lemmas reduce both to ``p x n`` / ``p x p`` quantities. ``W C^-1 = L^-T A^-1 V``
+(``= Sigma^-1 K_uf`` with ``Sigma = s2 K_uu + K_uf K_fu = L A L^T``), hence with ``w = W a``::
+
+    B     = w a^T - L^-T A^-1 V
+    B W^T = w w^T - L^-T (A^-1 V V^T) L^-1      (``A^-1 V V^T = I - s2 A^-1``, formed from
+                                                 ``V V^T`` to avoid cancellation)
+
+The first sum is contracted chunk by chunk over rows of ``X`` with
+:func:`skgpsparse.kernels._contraction.iter_kernel_contractions`, so the ``n x p x n_theta``
+derivative array is never held (for ``RBF`` and ``ConstantKernel * RBF`` never formed); the
+second needs ``dK_uu`` (``p x p x n_theta``) once. For ``m`` outputs (``y`` of shape
+``(n, m)``) the log likelihoods are summed, as in scikit-learn's
+``GaussianProcessRegressor``: ``a`` becomes ``n x m`` and ``C^-1`` is counted ``m`` times.
+
+Cross-covariances ``kernel(X, X_u)`` and ``kernel(X_u, X_u)`` are used throughout, so a
+``WhiteKernel`` term contributes nothing: give the noise as ``noise_variance``.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import Kernel
+
+from .._optimize import lbfgs_in_moving_box
+from ..kernels import iter_kernel, kernel_gradient
+from ..kernels._contraction import iter_kernel_contractions
+from ._state import RELATIVE_JITTER
+
+__all__ = [
+    "check_noise_bounds",
+    "dtc_log_marginal_likelihood",
+    "learn_hyperparameters",
+    "warn_at_noise_bound",
+]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+def _check_arguments(kernel, X, y, X_basis, noise_variance, jitter):
+    if not isinstance(kernel, Kernel):
+        raise TypeError(
+            "kernel must be a scikit-learn Kernel instance, got "
+            f"{type(kernel).__name__}: {kernel!r}."
+        )
+    X = np.asarray(X, dtype=np.float64)
+    X_basis = np.asarray(X_basis, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}.")
+    if X_basis.ndim != 2 or X_basis.shape[1] != X.shape[1] or X_basis.shape[0] < 1:
+        raise ValueError(
+            "X_basis must be a 2-D array (n_basis >= 1, n_features) with the "
+            f"{X.shape[1]} features of X, got shape {X_basis.shape}."
+        )
+    if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"y must have shape ({X.shape[0]},) or ({X.shape[0]}, n_outputs) to match X, "
+            f"got shape {y.shape}."
+        )
+    for name, value in (("X", X), ("X_basis", X_basis), ("y", y)):
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name} must contain only finite values (no NaN or inf).")
+    if (
+        isinstance(noise_variance, bool)
+        or not isinstance(noise_variance, numbers.Real)
+        or not np.isfinite(noise_variance)
+        or noise_variance <= 0
+    ):
+        raise ValueError(
+            f"noise_variance must be a finite real number > 0, got {noise_variance!r}."
+        )
+    if jitter is not None and (
+        isinstance(jitter, bool)
+        or not isinstance(jitter, numbers.Real)
+        or not np.isfinite(jitter)
+        or jitter < 0
+    ):
+        raise ValueError(f"jitter must be None or a finite real number >= 0, got {jitter!r}.")
+    return X, y.reshape(X.shape[0], -1), X_basis
+
+
+def _cholesky(matrix, name, advice):
+    try:
+        return cholesky(matrix, lower=True, check_finite=False)
+    except LinAlgError as exc:
+        raise LinAlgError(f"{name} is not positive definite ({exc}); {advice}") from exc
+
+
+def dtc_log_marginal_likelihood(
+    kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None, chunk_size=None
+):
+    """Approximate log marginal likelihood of the sparse (DTC / PP) GP, GPML eq. (8.17).
+
+    ``log N(y | 0, Q_ff + s2 I)`` with ``Q_ff = K_fu K_uu^-1 K_uf``, computed in O(n p^2) time
+    (plus O(n p n_theta) for the gradient) and O(n p) memory through the matrix inversion and
+    determinant lemmas; no ``n x n`` array is formed (see the module docstring).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Covariance function; only cross-covariances ``kernel(A, B)`` are evaluated, so a
+        ``WhiteKernel`` term contributes nothing (give the noise as ``noise_variance``).
+    X : array-like of shape (n_samples, n_features)
+        Training inputs.
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets; with several outputs the log likelihoods are summed.
+    X_basis : array-like of shape (n_basis, n_features)
+        Basis vectors (inducing inputs) ``X_u``.
+    noise_variance : float
+        Gaussian noise variance ``s2 > 0``.
+    eval_gradient : bool, default=False
+        Also return the gradient.
+    jitter : float, default=None
+        Added to the diagonal of ``K_uu`` before its Cholesky factorisation; treated as a
+        constant (not differentiated). ``None`` means ``1e-8 * mean(diag(K_uu))``.
+    chunk_size : int, default=None
+        Rows of ``X`` per kernel block (see :func:`skgpsparse.kernels.iter_kernel_gradient`);
+        it changes memory use, not the result.
+
+    Returns
+    -------
+    log_likelihood : float
+        ``log q(y | X)``.
+    gradient : ndarray of shape (kernel.n_dims + 1,)
+        Only if ``eval_gradient``: derivatives with respect to ``kernel.theta`` (log
+        hyperparameters, scikit-learn's convention) followed by ``log(noise_variance)``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``K_uu + jitter I`` is not positive definite (e.g. repeated basis vectors with
+        ``jitter=0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (50, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(50)
+    >>> kernel = ConstantKernel(1.0) * RBF(1.0)
+    >>> lml, grad = dtc_log_marginal_likelihood(
+    ...     kernel, X, y, X[:10], 0.01, eval_gradient=True)
+    >>> grad.shape  # d/dlog constant, d/dlog length_scale, d/dlog noise
+    (3,)
+    >>> bool(lml > dtc_log_marginal_likelihood(kernel, X, y, X[:2], 0.01))
+    True
+    """
+    X, Y, X_basis = _check_arguments(kernel, X, y, X_basis, noise_variance, jitter)
+    s2 = float(noise_variance)
+    n, m = Y.shape
+    p = X_basis.shape[0]
+
+    if eval_gradient:
+        K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
+    else:
+        K_uu = kernel(X_basis, X_basis)
+    if jitter is None:
+        jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
+    K_uu_jittered = K_uu + jitter * np.eye(p)
+    L = _cholesky(
+        K_uu_jittered, "K_uu + jitter * I", "increase `jitter` or remove repeated basis vectors."
+    )
+
+    # V = L^-1 K_uf, block by block over the rows of X (Q_ff = V^T V)
+    V = np.empty((p, n))
+    for rows, K_block in iter_kernel(kernel, X, X_basis, chunk_size=chunk_size):
+        V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
+
+    # A = s2 I + V V^T = R R^T (matrix inversion lemma, GPML eq. A.9)
+    VVt = V @ V.T
+    A = VVt + s2 * np.eye(p)
+    R = _cholesky(A, "s2 * I + V V^T", "increase `noise_variance`.")
+
+    # a = C^-1 y = (y - V^T A^-1 V y) / s2
+    a = (Y - V.T @ cho_solve((R, True), V @ Y, check_finite=False)) / s2
+    # determinant lemma (GPML eq. A.10): log|C| = (n - p) log s2 + log|A|
+    log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
+    # GPML eq. (8.17), summed over the m outputs
+    lml = -0.5 * np.sum(Y * a) - 0.5 * m * log_det - 0.5 * m * n * _LOG_2PI
+    if not eval_gradient:
+        return float(lml)
+
+    gradient = np.empty(kernel.n_dims + 1)
+    # noise: s2/2 (sum a^2 - m tr C^-1), tr C^-1 = (n - p)/s2 + tr A^-1
+    R_inv = solve_triangular(R, np.eye(p), lower=True, check_finite=False)
+    trace_C_inv = (n - p) / s2 + np.sum(R_inv**2)
+    gradient[-1] = 0.5 * s2 * (np.sum(a * a) - m * trace_C_inv)
+
+    if kernel.n_dims:
+        # w = W a = L^-T V a (p x m)
+        w = solve_triangular(L, V @ a, lower=True, trans="T", check_finite=False)
+        # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu
+        P = solve_triangular(
+            L,
+            cho_solve((R, True), V, check_finite=False),
+            lower=True,
+            trans="T",
+            check_finite=False,
+        )
+        del V
+        B_t = a @ w.T
+        B_t -= m * P.T
+        del P
+        # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric
+        D = cho_solve((R, True), VVt, check_finite=False)
+        D = 0.5 * (D + D.T)
+        D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
+        D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
+        BW_t = w @ w.T - m * D
+
+        # 1/2 tr((a a^T - C^-1) dQ_ff) = <B, dK_uf> - 1/2 <B W^T, dK_uu>, GPML eq. (5.9)
+        n_theta = kernel.n_dims
+        grad_theta = -0.5 * BW_t.reshape(-1) @ dK_uu.reshape(p * p, n_theta)
+        blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
+        for rows, _, contract in blocks:
+            grad_theta += contract(B_t[rows])
+        gradient[:-1] = grad_theta
+    return float(lml), gradient
+
+
+def learn_hyperparameters(
+    kernel, noise_variance, X, y, X_basis, *, noise_bounds, optimizer, jitter
+):
+    """Maximise eq. (8.17) on a fixed basis over ``kernel.theta`` and ``log(noise_variance)``.
+
+    Warm-started at the given values; ``noise_bounds=None`` keeps the noise variance fixed.
+    The jitter is held at the given value during the search: were it recomputed from each
+    theta (it is relative to the prior variance, so it scales with a constant factor), the
+    gradient, which treats it as a constant, would disagree with the value; with an
+    ill-conditioned ``K_uu`` (long length scales) by far more than the tolerance, and
+    L-BFGS-B's line search ended "ABNORMAL".
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Starting kernel (its bounds bound the search).
+    noise_variance : float
+        Starting noise variance.
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    X_basis : ndarray of shape (p, n_features)
+    noise_bounds : (float, float) or None
+        Bounds of the noise variance; ``None`` keeps it fixed.
+    optimizer : "fmin_l_bfgs_b" or callable
+        ``"fmin_l_bfgs_b"`` runs L-BFGS-B in a moving trust box
+        (:func:`skgpsparse._optimize.lbfgs_in_moving_box`); a callable follows scikit-learn's
+        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)`` contract.
+    jitter : float
+        Added to ``diag(K_uu)``.
+
+    Returns
+    -------
+    kernel : Kernel
+        The kernel at the optimum.
+    noise_variance : float
+    log_likelihood : float
+        Eq. (8.17) at the optimum.
+
+    Raises
+    ------
+    ValueError
+        If the likelihood is not finite at the optimum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.regression._likelihood import learn_hyperparameters
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
+    >>> k, s2, lml = learn_hyperparameters(
+    ...     RBF(3.0), 0.5, X, y, X[:10], noise_bounds=(1e-4, 10.0),
+    ...     optimizer="fmin_l_bfgs_b", jitter=1e-8)
+    >>> bool(s2 < 0.05 and k.length_scale < 3.0)
+    True
+    """
+    learn_noise = noise_bounds is not None
+    n_k = kernel.n_dims
+
+    def split(theta):
+        k = kernel.clone_with_theta(theta[:n_k])
+        return k, (float(np.exp(theta[n_k])) if learn_noise else noise_variance)
+
+    def obj_func(theta, eval_gradient=True):
+        k, noise = split(np.asarray(theta, dtype=float))
+        try:
+            if eval_gradient:
+                lml, grad = dtc_log_marginal_likelihood(
+                    k, X, y, X_basis, noise, eval_gradient=True, jitter=jitter
+                )
+                grad = grad if learn_noise else grad[:n_k]
+                return -lml, -grad
+            return -dtc_log_marginal_likelihood(k, X, y, X_basis, noise, jitter=jitter)
+        except LinAlgError:
+            return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
+
+    theta0 = kernel.theta
+    bounds = kernel.bounds
+    if learn_noise:
+        theta0 = np.append(theta0, np.log(np.clip(noise_variance, *noise_bounds)))
+        bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
+    if optimizer == "fmin_l_bfgs_b":
+        theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
+    else:
+        theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)
+    theta_opt = np.asarray(theta_opt, dtype=float)
+    if not np.isfinite(func_min):
+        raise ValueError(
+            "Hyperparameter learning failed: the approximate marginal likelihood is not "
+            "finite at the optimum. Try other initial hyperparameters or bounds."
+        )
+    k, noise = split(theta_opt)
+    return k, noise, -float(func_min)
+
+
+def check_noise_bounds(bounds):
+    """``None`` for ``"fixed"``, else ``(low, high)``; a clear error for anything else."""
+    if isinstance(bounds, str):
+        return None
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        lo = hi = np.nan
+    if not (0 < lo <= hi < np.inf):
+        raise ValueError(
+            "`noise_variance_bounds` must be 'fixed' or a pair (low, high) with "
+            f"0 < low <= high < inf, got {bounds!r}."
+        )
+    return lo, hi
+
+
+def warn_at_noise_bound(noise_variance, bounds):
+    """Warn when a learned noise variance ends at one of its ``bounds`` (``None``: fixed)."""
+    if bounds is None:
+        return
+    log_s2 = np.log(noise_variance)
+    for name, b in zip(("lower", "upper"), bounds):
+        if np.isclose(log_s2, np.log(b)):
+            warnings.warn(
+                f"The learned noise_variance_ {noise_variance:.3g} is close to the "
+                f"specified {name} bound {b}. Decreasing/increasing the bound and calling "
+                "fit again may find a better value.",
+                ConvergenceWarning,
+            )

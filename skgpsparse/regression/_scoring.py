@@ -1,0 +1,225 @@
+"""Scoring of candidate basis vectors for sparse MAP GP regression (forward-selection criteria).
+
+The criteria of the regressor's ``selection`` strings, evaluated for a working set ``J`` of
+candidates against the current state of :class:`~skgpsparse.regression._state.RegressionState`
+(which inherits them from :class:`_CandidateScoring`): the exact decrease of the exchange
+paper's cost (2) (Smola & Bartlett 2001), Keerthi & Chu's matching-pursuit decrease (DMAX) and
+an information-gain score in the spirit of Seeger, Williams & Lawrence (2003). All candidates
+of ``J`` are scored by one batched computation: a fresh working set in one streaming pass over
+the training rows (its kernel columns formed chunk by chunk, never stored whole), a working
+set that mostly repeats the previous one from a cache of kernel columns.
+"""
+
+import threading
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from ..kernels._columns import run_chunks
+
+__all__ = ["CRITERIA"]
+
+CRITERIA = ("exact", "matching_pursuit", "info_gain")
+
+# Kernel blocks K(X, X_J) are computed for at most this many entries at a time.
+_BLOCK_ENTRIES = 1 << 22
+# Working sets of at most this many kernel entries (n kappa) can be scored through the column
+# cache (512 MB of float64: n = 1,000,000 with the default kappa = 59 fits). The cache is used
+# when at least half of a working set was in the previous one (a kept working set); a fresh
+# working set is scored in one streaming pass instead, its columns never stored whole.
+_CACHE_ENTRIES = 1 << 26
+# Largest working set scored by the streaming pass (larger ones go by blocks of columns).
+_STREAM_MAX = 4096
+# Entries of a working set's kernel columns per chunk of the scoring pass (2 MB).
+_SCORE_CHUNK_ENTRIES = 1 << 18
+# Entries of the scoring pass's partial sums (32 MB).
+_PARTIAL_ENTRIES = 1 << 22
+
+
+def _solve_lower(L, b):
+    return solve_triangular(L, b, lower=True, check_finite=False)
+
+
+class _CandidateScoring:
+    """Selection criteria of the regression state (a mixin of ``RegressionState``).
+
+    Uses the state's ``n``, ``p``, ``y``, ``q``, ``kdiag``, ``jitter``, ``noise_variance``,
+    ``n_threads``, ``alpha``, ``residual``, factors ``L`` and ``R``, the ``K_p^T`` storage
+    ``_K``, the basis order ``_idx``, the kernel-column helper ``_columns``, ``_chunks`` and
+    ``kernel_columns``; keeps ``_last_J`` and the column cache (``_cache_K``, ``_cache_sq``,
+    ``_cache_idx``), which the state initialises, and stores the residual that the streaming
+    pass forms on its way in the state's ``_residual``.
+    """
+
+    def _blocks(self, J):
+        size = max(1, _BLOCK_ENTRIES // max(self.n, 1))
+        for start in range(0, len(J), size):
+            yield slice(start, start + size), J[start : start + size]
+
+    def score(self, criterion, J):
+        """Scores of candidates ``J`` (lower is better), batched over ``J``.
+
+        ``"exact"`` and ``"matching_pursuit"`` return minus the decrease of cost (2),
+        ``"info_gain"`` minus the approximate information gain (see :meth:`decrease`).
+        """
+        return -self.decrease(criterion, J)
+
+    def decrease(self, criterion, J):
+        """Decrease of the criterion if each candidate of ``J`` joined the basis.
+
+        With ``k_j = K(X, x_j)``, ``k_uj = K(X_u, x_j)`` and the gradient of cost (2) in the new
+        coefficient at zero, ``g_j = k_j^T mu - s2 k_uj^T alpha_p``:
+
+        - ``"matching_pursuit"`` (Keerthi & Chu 2005, DMAX with the old coefficients fixed):
+          ``1/2 g_j^2 / d_j``, ``d_j = |k_j|^2 + s2 (k_jj + jitter)``.
+        - ``"exact"`` (Smola & Bartlett 2001; exchange paper eq. (3)): the exact decrease of the
+          minimum of (2), ``1/2 g_j^2 / (d_j - c_j^T Sigma_p c_j)`` where ``c_j = K_p^T k_j +
+          s2 k_uj`` is the new column of ``Sigma^-1``; ``c_j^T Sigma_p c_j = |R^-1 L^-1 c_j|^2``
+          (bordering of ``Sigma^-1 = (L R)(L R)^T``). One ``(p x n)(n x kappa)`` product.
+        - ``"info_gain"``: the idea of Seeger, Williams & Lawrence (2003): score a candidate by
+          the information its own likelihood term would add, approximated so that only its
+          marginal changes. Our derivation for the PP model: under the current model ``y_j``
+          sees only the projection of ``f_j`` on the basis; including ``j`` lets it also inform
+          the remainder ``r_j ~ N(0, q_j)``, ``q_j = k_jj - |V_.j|^2`` (the Nystrom error).
+          Updating ``r_j`` with the residual ``mu_j`` at noise ``s2`` (new variance
+          ``(1 - rho_j) q_j``, mean ``rho_j mu_j``, ``rho_j = q_j / (q_j + s2)``) and taking
+          ``KL(new || old)`` gives ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j +
+          s2)]``. It is 0 for points the basis already represents (``q_j = 0``), grows with the
+          unexplained variance and with the residual, and costs O(1) per candidate from the
+          maintained ``q`` and ``mu`` (O(n) per step over all remaining points).
+
+        A working set that mostly repeats the previous one is scored from the column cache
+        (:meth:`_cache_columns`); any other one of at most 4096 candidates in one streaming
+        pass over the rows, which forms ``mu = y - K_p alpha_p`` and the candidates' kernel
+        columns chunk by chunk (in cache) and accumulates ``K_J^T mu``, ``|k_j|^2`` and, for
+        ``"exact"``, ``K_p^T K_J``; larger ones by blocks of columns.
+        """
+        J = np.asarray(J, dtype=np.intp).reshape(-1)
+        s2 = self.noise_variance
+        if criterion == "info_gain":
+            qj = self.q[J]
+            mu = self.residual[J]
+            denom = qj + s2
+            rho = qj / denom
+            return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+        if criterion not in CRITERIA:
+            raise ValueError(
+                f"Unknown selection criterion {criterion!r}; the regressor knows "
+                f"{', '.join(map(repr, CRITERIA))}."
+            )
+        repeated = np.count_nonzero(np.isin(J, self._last_J))
+        self._last_J = J.copy()
+        if len(J) * self.n <= _CACHE_ENTRIES and 2 * repeated >= len(J) > 0:
+            slot_of_J = self._cache_columns(J)
+            # Scored in slot order on the whole cache (no n x kappa copy), returned in J's.
+            out = self._decrease_block(criterion, self._cache_idx, self._cache_K, self._cache_sq)
+            return out[slot_of_J]
+        if len(J) <= _STREAM_MAX:
+            return self._decrease_streaming(criterion, J)
+        out = np.empty(len(J))
+        for sl, Jb in self._blocks(J):
+            K_J = self.kernel_columns(Jb)  # n x kappa
+            sq = np.einsum("ij,ij->j", K_J, K_J)
+            out[sl] = self._decrease_block(criterion, Jb, K_J, sq)
+        return out
+
+    def _decrease_block(self, criterion, J, K_J, sq):
+        """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
+        p = self.p
+        KpK = self._K.transpose_times(K_J, p) if criterion == "exact" and p else None
+        return self._decrease_from(criterion, J, self.residual @ K_J, sq, K_J[self._idx[:p]], KpK)
+
+    def _decrease_streaming(self, criterion, J):
+        """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole).
+
+        With ``score_dtype=float32`` and ``"matching_pursuit"``, ``K_J`` is computed in single
+        precision and ``K_J^T mu`` and ``|k_j|^2`` are summed in single precision within a
+        chunk (in double across chunks); the residual stays double.
+        """
+        p, m = self.p, len(J)
+        alpha, y = self.alpha, self.y
+        exact = criterion == "exact" and p
+        dtype = np.float32 if criterion == "matching_pursuit" else np.float64
+        Z = self._columns.operand(J, dtype)
+        single = Z.dtype == np.float32
+        chunks = self._chunks(m, _SCORE_CHUNK_ENTRIES)
+        # Consecutive chunks form groups with one partial sum each, at most _PARTIAL_ENTRIES
+        # of them in all (K_p^T K_J is p x m per group); a group is one thread's work.
+        width = p * m if exact else m
+        groups = np.array_split(
+            np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
+        )
+        mu = np.empty(self.n)
+        Kmu, sq = np.zeros((len(groups), m)), np.zeros((len(groups), m))
+        KpK = np.zeros((len(groups), p, m)) if exact else None
+        rows = max(b - a for a, b in chunks)
+
+        local = threading.local()  # one chunk buffer per thread
+
+        def work(g):
+            if getattr(local, "buf", None) is None:
+                local.buf = np.empty((rows, m), dtype=Z.dtype if single else np.float64)
+            buf = local.buf
+            for i in groups[g]:
+                a, b = chunks[i]
+                K_c = self._columns.block(slice(a, b), Z, out=buf[: b - a])
+                mu_c = mu[a:b]
+                if p:
+                    Kp_c = self._K.chunk(a, b, p)
+                    np.dot(alpha, Kp_c, out=mu_c)
+                    np.subtract(y[a:b], mu_c, out=mu_c)
+                else:
+                    mu_c[:] = y[a:b]
+                Kmu[g] += (mu_c.astype(np.float32) if single else mu_c) @ K_c
+                sq[g] += np.einsum("ij,ij->j", K_c, K_c)
+                if exact:
+                    KpK[g] += Kp_c @ K_c
+
+        run_chunks(len(groups), work, self.n_threads)
+        self._residual = mu
+        K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
+        KpK = KpK.sum(axis=0) if exact else None
+        return self._decrease_from(criterion, J, Kmu.sum(axis=0), sq.sum(axis=0), K_uJ, KpK)
+
+    def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
+        """The criterion from ``K_J^T mu``, ``|k_j|^2``, ``K_uJ`` and (exact) ``K_p^T K_J``."""
+        s2 = self.noise_variance
+        g = Kmu - s2 * (self.alpha @ K_uJ)
+        d = sq + s2 * (self.kdiag[J] + self.jitter)
+        if criterion == "exact" and self.p:
+            C = _solve_lower(self.R, _solve_lower(self.L, KpK + s2 * K_uJ))
+            d = d - np.einsum("ij,ij->j", C, C)
+            # The Schur complement is >= s2 * jitter in exact arithmetic.
+            d = np.maximum(d, s2 * self.jitter)
+        return 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+
+    def _cache_columns(self, J):
+        """Put ``K(X, X_J)`` in a cache of kernel columns; return each column's slot.
+
+        The cache holds the columns of the last scored working set, in slots of an
+        ``n x kappa`` Fortran-ordered array (a column is contiguous) with their squared norms.
+        Columns of ``J`` already cached are reused in place; only the new ones are computed,
+        into the slots of the columns that left. With a working set kept across steps (see
+        :class:`~skgpsparse.selection.GreedySelector`'s ``keep_working_set``) that is one new
+        kernel column per step instead of ``kappa`` (Keerthi & Chu 2005, section 4). ``J``
+        must not repeat indices.
+        """
+        m = len(J)
+        if self._cache_K is None or self._cache_K.shape[1] != m:
+            self._cache_K = np.empty((self.n, m), order="F")
+            self._cache_sq = np.empty(m)
+            self._cache_idx = np.full(m, -1, dtype=np.intp)
+        ci = self._cache_idx
+        order = np.argsort(ci)
+        pos = np.searchsorted(ci[order], J).clip(0, m - 1)
+        hit = ci[order][pos] == J
+        slot_of_J = np.where(hit, order[pos], -1)
+        free = np.setdiff1d(np.arange(m), slot_of_J[hit], assume_unique=True)
+        new = np.flatnonzero(~hit)
+        slot_of_J[new] = free[: len(new)]
+        if len(new):
+            K_new = self.kernel_columns(J[new])
+            self._cache_K[:, slot_of_J[new]] = K_new
+            self._cache_sq[slot_of_J[new]] = np.einsum("ij,ij->j", K_new, K_new)
+            ci[slot_of_J[new]] = J[new]
+        return slot_of_J

@@ -1,0 +1,312 @@
+"""RelevanceVectorRegressor: Tipping's RVM trained by Subspace EM (Quiñonero-Candela & Winther)."""
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.gaussian_process.kernels import RBF, Kernel
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._regression_em import _RegressionEM
+from ._subspace_em import basis_rows, run_subspace_em
+
+__all__ = ["RelevanceVectorRegressor"]
+
+# The noise variance is kept >= this fraction of the target variance (noise-free data such as
+# the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
+_NOISE_FLOOR = 1e-10
+
+
+def default_kernel():
+    """The SSEM paper's Gaussian basis of fixed variance 10: ``exp(-|x - x'|^2 / 20)``."""
+    return RBF(length_scale=np.sqrt(10.0), length_scale_bounds="fixed")
+
+
+class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
+    """Relevance vector machine regression trained by Subspace EM.
+
+    The extended linear model ``y(x) = sum_j w_j phi_j(x)`` with one Gaussian basis function
+    ``phi_j(x) = k(x, x_j)`` per training input (and a constant one if ``bias``), Gaussian
+    noise of variance ``s2`` and an ARD prior ``w_j ~ N(0, 1 / alpha_j)`` (SSEM paper eqs.
+    1-12). ``alpha`` and ``s2`` maximise the marginal likelihood (eq. 11) by EM with MacKay's
+    update (eq. 12); most ``alpha`` grow to ``alpha_max`` (the paper's ``L``) and their basis
+    functions are pruned, leaving a few relevance vectors. The kernel is fixed (not learned).
+
+    ``method="ssem"`` (Subspace EM, §3, Figure 1) starts with every ``alpha = L`` and adds one
+    basis function per EM step, so the E-step costs O(M^3 + n M) with ``M`` the active basis
+    functions, not O(n^3); once all are visited it runs batch EM on the active set until the
+    relative likelihood increase is below ``tol``. During the sweep the Cholesky factor of
+    ``Sigma^-1`` is only updated: an added basis function appends a row, the M-step's changes
+    of every active ``alpha`` (the paper's full step 4) are one rank-k update and one rank-k
+    downdate, a pruned basis function a Givens deletion (``skgpsparse.linalg``). The sweep's
+    one refactorisation is the noise: ``s2`` is re-estimated only when it moved by more than
+    10% and the visited set has grown by 10% since the last time. ``method="batch_em"`` is
+    standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
+    ``n x n`` design; it refactorises once per step, as the final batch phase of SSEM does.
+
+    Parameters
+    ----------
+    kernel : Kernel, default=None
+        Shape of the basis functions; ``None`` is the paper's ``RBF(sqrt(10))`` (Gaussian of
+        variance 10), fixed.
+    method : {"ssem", "batch_em"}, default="ssem"
+        Subspace EM or standard batch EM.
+    alpha_max : float, default=1e9
+        ``L``: a basis function whose ``alpha`` reaches it is pruned; SSEM adds basis functions
+        at this value.
+    noise_variance : float, default=None
+        Initial noise variance ``s2``; ``None`` means ``0.1 * var(y)``.
+    learn_noise : bool, default=True
+        Update ``s2`` in the M-step (eq. 12); otherwise keep it fixed.
+    bias : bool, default=True
+        Add a constant basis function (``phi_0 = 1`` with its own ``alpha_0``, eq. 4). SSEM
+        visits it first; it can be pruned like the others.
+    n_basis_functions : int, default=None
+        Use only this many training inputs, drawn at random, as candidate basis functions;
+        ``None`` uses all of them (the RVM).
+    max_iter : int, default=200
+        Maximum number of batch EM steps (after the SSEM sweep, or in total for batch EM).
+    tol : float, default=1e-5
+        Stop when 5 consecutive batch EM steps each increase the log marginal likelihood by
+        less than ``tol`` times its magnitude.
+    random_state : int, RandomState instance or None, default=None
+        Order in which SSEM visits the basis functions, and the draw of ``n_basis_functions``.
+    verbose : int, default=0
+        Print progress.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The kernel used (a clone of ``kernel``).
+    relevance_indices_ : ndarray of shape (n_relevance,)
+        Training rows whose basis functions survived.
+    relevance_vectors_ : ndarray of shape (n_relevance, n_features)
+        Those training inputs.
+    coef_ : ndarray of shape (n_relevance,)
+        Posterior mean weights ``mu`` of the relevance vectors (eq. 6).
+    intercept_ : float
+        Posterior mean weight of the bias (0 without it or when pruned).
+    alpha_ : ndarray of shape (n_relevance,)
+        Prior precisions of the relevance vectors' weights.
+    alpha_bias_ : float
+        Prior precision of the bias weight (``inf`` without it or when pruned).
+    sigma_ : ndarray of shape (n_active, n_active)
+        Posterior covariance of the weights (eq. 7), relevance vectors then the bias if active.
+    noise_variance_ : float
+        Learned noise variance ``s2``.
+    log_marginal_likelihood_value_ : float
+        Log marginal likelihood (eq. 11) of the final model.
+    log_marginal_likelihood_curve_ : ndarray of shape (n_steps,)
+        Log marginal likelihood after each EM step (SSEM sweep, then batch steps).
+    n_relevance_curve_ : ndarray of shape (n_steps,)
+        Number of active basis functions after each EM step.
+    cpu_time_curve_ : ndarray of shape (n_steps,)
+        Process time (s) since the start of training after each EM step.
+    n_iter_ : int
+        Number of batch EM steps.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    RelevanceVectorClassifier : the classifier, with mean-field E-steps.
+
+    References
+    ----------
+    J. Quiñonero-Candela and O. Winther, "Incremental Gaussian processes", NIPS 15, 2003.
+    M. E. Tipping, "Sparse Bayesian learning and the relevance vector machine", JMLR 1, 2001.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.rvm._regression import RelevanceVectorRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, size=(80, 1)); y = np.sin(X[:, 0]) + 0.05 * rng.randn(80)
+    >>> rvm = RelevanceVectorRegressor(RBF(1.0), random_state=0).fit(X, y)
+    >>> len(rvm.relevance_vectors_) < 20
+    True
+    >>> mean, std = rvm.predict(X[:2], return_std=True)
+    >>> bool(np.all(np.abs(mean - np.sin(X[:2, 0])) < 0.1))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "kernel": [Kernel, None],
+        "method": [StrOptions({"ssem", "batch_em"})],
+        "alpha_max": [Interval(numbers.Real, 0, None, closed="neither")],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "learn_noise": ["boolean"],
+        "bias": ["boolean"],
+        "n_basis_functions": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        method="ssem",
+        alpha_max=1e9,
+        noise_variance=None,
+        learn_noise=True,
+        bias=True,
+        n_basis_functions=None,
+        max_iter=200,
+        tol=1e-5,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.method = method
+        self.alpha_max = alpha_max
+        self.noise_variance = noise_variance
+        self.learn_noise = learn_noise
+        self.bias = bias
+        self.n_basis_functions = n_basis_functions
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the RVM by Subspace EM (or batch EM).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : RelevanceVectorRegressor
+            The fitted estimator.
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        rng = check_random_state(self.random_state)
+        self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
+        n = X.shape[0]
+        scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
+        s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance
+        centers = np.vstack([X, np.zeros((1, X.shape[1]))])
+        bias_mask = np.zeros(n + 1, dtype=bool)
+        bias_mask[n] = True
+        library = np.arange(n)
+        if self.n_basis_functions is not None and self.n_basis_functions < n:
+            library = np.sort(rng.choice(n, self.n_basis_functions, replace=False))
+        first = np.array([n]) if self.bias else None
+        if self.bias:
+            library = np.append(library, n)
+        model = _RegressionEM(
+            self.kernel_,
+            X,
+            y,
+            centers,
+            bias_mask,
+            s2,
+            self.learn_noise,
+            self.alpha_max,
+            _NOISE_FLOOR * scale,
+        )
+        hist = run_subspace_em(
+            model,
+            library,
+            method=self.method,
+            alpha_init="auto",
+            max_iter=self.max_iter,
+            tol=self.tol,
+            rng=rng,
+            verbose=self.verbose,
+            first=first,
+        )
+        if model.noise_clipped:
+            warnings.warn(
+                f"The noise variance reached its floor {_NOISE_FLOOR:g} * var(y) = "
+                f"{model.noise_floor:.3g} and was clipped there; the targets look noise-free "
+                f"for this kernel.",
+                UserWarning,
+            )
+        self._store(model, hist, X, n)
+        return self
+
+    def _store(self, model, hist, X, n):
+        """Keep what prediction needs: the active centres, ``D = A^-1/2``, the factor of B."""
+        idx = model.design.index.copy()
+        is_bias = idx == n
+        self._centers = np.vstack([X, np.zeros((1, X.shape[1]))])[idx]
+        self._bias_mask = is_bias
+        self._d = model.design.alpha**-0.5
+        # the factor of B = D S D (D = A^-1/2, better conditioned for prediction) is D L
+        self._L = self._d[:, None] * model.L
+        mu, resid = model.posterior()
+        self.relevance_indices_ = idx[~is_bias]
+        self.relevance_vectors_ = X[self.relevance_indices_]
+        self.coef_ = mu[~is_bias]
+        self.intercept_ = float(mu[is_bias].sum())
+        self.alpha_ = model.design.alpha[~is_bias].copy()
+        self.alpha_bias_ = float(model.design.alpha[is_bias][0]) if is_bias.any() else np.inf
+        order = np.concatenate([np.flatnonzero(~is_bias), np.flatnonzero(is_bias)])
+        self._mu = mu
+        Sigma = self._posterior_covariance()
+        self.sigma_ = Sigma[np.ix_(order, order)]
+        self.noise_variance_ = model.s2
+        self.log_marginal_likelihood_curve_ = np.asarray(hist["log_likelihood"])
+        self.log_marginal_likelihood_value_ = float(model.log_likelihood(mu, resid))
+        self.n_relevance_curve_ = np.asarray(hist["n_active"])
+        self.cpu_time_curve_ = np.asarray(hist["cpu_time"])
+        self.n_iter_ = hist["n_iter"]
+        self.n_em_fallbacks_ = model.n_fallback
+        self._factor_counts = dict(model.counts)
+
+    def _posterior_covariance(self):
+        """Eq. (7): ``Sigma = D B^-1 D`` over the active basis functions (internal order)."""
+        M = len(self._d)
+        if M == 0:
+            return np.empty((0, 0))
+        Linv = solve_triangular(self._L, np.eye(M), lower=True, check_finite=False)
+        return self._d[:, None] * (Linv.T @ Linv) * self._d[None, :]
+
+    def _design(self, X):
+        """``Phi(X)^T``: the active basis functions at ``X`` (``M x m``)."""
+        return basis_rows(self.kernel_, X, self._centers, self._bias_mask)
+
+    def predict(self, X, return_std=False):
+        """Predictive mean (eq. 9) and, with ``return_std``, standard deviation (eq. 10).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query inputs.
+        return_std : bool, default=False
+            Also return ``sigma_*`` with ``sigma_*^2 = s2 + Phi(x) Sigma Phi(x)^T``.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+            Predictive means ``Phi(x) mu``.
+        y_std : ndarray of shape (n_samples,)
+            Predictive standard deviations (only with ``return_std``).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Phi_T = self._design(X)
+        mean = Phi_T.T @ self._mu
+        if not return_std:
+            return mean
+        if len(self._d):
+            # eq. (10): Phi Sigma Phi^T = |L^-1 D Phi^T|^2 per column
+            V = solve_triangular(self._L, self._d[:, None] * Phi_T, lower=True, check_finite=False)
+            var = self.noise_variance_ + np.einsum("ij,ij->j", V, V)
+        else:
+            var = np.full(X.shape[0], self.noise_variance_)
+        return mean, np.sqrt(var)

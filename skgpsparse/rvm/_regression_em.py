@@ -1,0 +1,307 @@
+"""The RVM regression E- and M-steps on an active set, kept by Cholesky up/downdates (SSEM)."""
+
+import numpy as np
+from scipy.linalg import cholesky, lapack, qr, solve_triangular
+
+from ..linalg import cholesky_append
+from ._subspace_em import (
+    ALPHA_FLOOR,
+    ALPHA_MIN,
+    ActiveDesign,
+    basis_rows,
+    change_precisions,
+    leading_identity,
+    mackay_update,
+)
+
+__all__ = ["NOISE_GAP", "NOISE_RTOL"]
+
+# SSEM sweep: a change of s2 (the one refactorisation) is applied when it exceeds this
+# relative size (|log(s2_new / s2_old)|).
+NOISE_RTOL = 0.1
+# In the sweep s2 is re-estimated (a refactorisation) only after the number of visited basis
+# functions has grown by this factor since the last time: O(log N) refactorisations.
+NOISE_GAP = 1.1
+
+
+class _RegressionEM:
+    """Exact E-step and MacKay M-step of the RVM on an active set (SSEM paper §2, eqs. 6-12).
+
+    Keeps ``G = Phi^T Phi`` and ``h = Phi^T t`` over the active basis functions (grown one row
+    and column per added function, O(n M)) and a lower Cholesky factor ``L L^T = S`` of the
+    posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. In the
+    Subspace EM sweep (:meth:`subspace_step`) only the noise refactorises the factor:
+    adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``
+    (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); the M-step's changes of every active
+    ``alpha`` (eq. 12) are the diagonal change ``S + diag(alpha_new - alpha_old)``, one rank-k
+    update for the increases and one rank-k downdate for the decreases (O(M^3) at most, the
+    E-step's order), and pruning is a Givens deletion
+    (:func:`skgpsparse.rvm._subspace_em.change_precisions`).
+
+    The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
+    change of ``S``: it is the one step that refactorises (O(M^3 / 3), LAPACK, about the cost of
+    the E-step's ``diag(Sigma)``). In the sweep ``s2`` is therefore updated only when it moved
+    by more than ``NOISE_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
+    since its last update (O(log N) refactorisations per sweep); batch EM (:meth:`em_step`)
+    updates ``s2`` and all ``alpha`` every step and refactorises once per step.
+    """
+
+    def __init__(
+        self, kernel, X, t, centers, bias_mask, noise_variance, learn_noise, alpha_max, noise_floor
+    ):
+        n = X.shape[0]
+        self.kernel, self.X, self.t = kernel, X, t
+        self.centers, self.bias_mask = centers, bias_mask
+        self.s2, self.learn_noise = float(noise_variance), learn_noise
+        self.alpha_max, self.noise_floor = alpha_max, noise_floor
+        self.design = ActiveDesign(n)
+        self._G = np.empty((16, 16))
+        self._h = np.empty(16)
+        self._L = np.zeros((16, 16))
+        self.noise_clipped = False
+        self.n_fallback = 0
+        # how the factor changed: refactorisations, appends, rank-one updates, deletions
+        self.visits = self._noise_visit = 0  # basis functions added one at a time
+        self._post = None  # (mu, resid) of the current factor, kept from the last M-step
+        self.counts = dict.fromkeys(
+            ("refactor", "append", "rank_one", "rank_k", "delete", "move"), 0
+        )
+
+    @property
+    def n_active(self):
+        return self.design.size
+
+    @property
+    def L(self):
+        """The factor ``L L^T = A + G / s2`` of the active basis functions."""
+        M = self.design.size
+        return self._L[:M, :M]
+
+    @property
+    def G(self):
+        M = self.design.size
+        return self._G[:M, :M]
+
+    def _reserve(self, m):
+        cap = self._G.shape[0]
+        if m <= cap:
+            return
+        new = max(m, 2 * cap)
+        M = self.design.size
+        G, L = np.empty((new, new)), np.zeros((new, new))
+        G[:M, :M], L[:M, :M] = self._G[:M, :M], self._L[:M, :M]
+        self._G, self._L, self._h = G, L, np.resize(self._h, new)
+
+    def add(self, entries, alpha):
+        """Make library ``entries`` active with precision ``alpha`` (``None``: ``L``)."""
+        rows = basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+        if alpha is None:
+            alpha = self.alpha_max
+        elif isinstance(alpha, str):  # "auto"
+            # prior variance of y(x_i) sum_j phi_j(x_i)^2 / alpha ~ var(t) on average
+            alpha = np.einsum("ij,ij->", rows, rows) / (len(self.t) * max(np.var(self.t), self.s2))
+        M, k = self.design.size, len(entries)
+        self._reserve(M + k)
+        G = self._G
+        # the new columns of G = Phi^T Phi and h = Phi^T t: O(n M k)
+        G[:M, M : M + k] = self.design.rows @ rows.T
+        G[M : M + k, :M] = G[:M, M : M + k].T
+        G[M : M + k, M : M + k] = rows @ rows.T
+        self._h[M : M + k] = rows @ self.t
+        self.design.append(rows, entries, alpha)
+        self._post = None
+        if k == 1:
+            self.visits += 1
+            # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
+            try:
+                cholesky_append(
+                    self._L,
+                    G[:M, M] / self.s2,
+                    self.design.alpha[M] + G[M, M] / self.s2,
+                    size=M,
+                    overwrite_L=True,
+                )
+                self.counts["append"] += 1
+                return
+            except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
+                pass
+        self.refactor()
+
+    def _factor(self, order, alpha, s2):
+        """Lower Cholesky factor of ``S = A + G / s2`` over positions ``order`` (new array)."""
+        G = self.G[np.ix_(order, order)]
+        S = G / s2
+        S[np.diag_indices_from(S)] += alpha
+        self.counts["refactor"] += 1
+        try:
+            return cholesky(S, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            # Rounding in G (nearly collinear basis functions) lost S > 0: factor
+            # S = [Phi / s; A^1/2]^T [Phi / s; A^1/2] from a QR instead, O(n M^2).
+            Psi = self.design.rows[order].T / np.sqrt(s2)
+            R = qr(np.vstack([Psi, np.diag(np.sqrt(alpha))]), mode="r", check_finite=False)[0]
+            R = R[: len(order)]
+            return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
+
+    def refactor(self):
+        """``L L^T = A + G / s2`` from scratch for the current ``alpha`` and ``s2``."""
+        M = self.design.size
+        if M:
+            self._L[:M, :M] = self._factor(np.arange(M), self.design.alpha, self.s2)
+        self._post = None
+
+    def posterior(self, L=None, order=None, s2=None):
+        """Eq. (6): ``mu = S^-1 h / s2`` over positions ``order``, and ``t - Phi mu``."""
+        L = self.L if L is None else L
+        s2 = self.s2 if s2 is None else s2
+        M = self.design.size
+        order = np.arange(M) if order is None else order
+        if len(order) == 0:
+            return np.empty(0), self.t.copy()
+        u = solve_triangular(L, self._h[:M][order], lower=True, check_finite=False)
+        mu = solve_triangular(L, u, lower=True, trans="T", check_finite=False) / s2
+        full = np.zeros(M)
+        full[order] = mu
+        return mu, self.t - self.design.rows.T @ full
+
+    def log_likelihood(self, mu, resid, L=None, alpha=None, s2=None):
+        """Eq. (11): ``log N(t | 0, s2 I + Phi A^-1 Phi^T)`` as ``-1/2 [n log 2 pi s2 +
+        log|S| - log|A| + |t - Phi mu|^2 / s2 + mu^T A mu]`` (determinant lemma)."""
+        L = self.L if L is None else L
+        alpha = self.design.alpha if alpha is None else alpha
+        s2 = self.s2 if s2 is None else s2
+        n = len(self.t)
+        logdet = 2.0 * np.sum(np.log(np.diag(L))) - np.sum(np.log(alpha))
+        data = resid @ resid / s2 + np.sum(alpha * mu * mu)
+        return -0.5 * (n * np.log(2 * np.pi * s2) + logdet + data)
+
+    def e_step(self):
+        """Eqs. (6)-(7): ``mu``, the residual, ``diag(Sigma)`` and ``gamma = 1 - alpha
+        Sigma_jj``; ``Sigma = L^-T L^-1`` needs the inverse factor, O(M^3 / 3)."""
+        M = self.design.size
+        mu, resid = self.posterior() if self._post is None else self._post
+        if M == 0:
+            return mu, resid, np.empty(0), np.empty(0)
+        Linv, info = lapack.dtrtri(self.L, lower=1)
+        if info != 0:  # pragma: no cover - S >= A keeps L invertible
+            raise np.linalg.LinAlgError("RVM: the factor of Sigma^-1 is singular.")
+        sigma_diag = np.einsum("ij,ij->j", Linv, Linv)
+        gamma = np.clip(1.0 - self.design.alpha * sigma_diag, 0.0, 1.0)
+        return mu, resid, sigma_diag, gamma
+
+    def _m_step(self, rule, mu, gamma, sigma_diag, resid, noise=True):
+        """``(alpha, s2)`` by MacKay's update (eq. 12) or by the EM update (§2)."""
+        M, n = self.design.size, len(self.t)
+        s2 = self.s2
+        if self.learn_noise and noise:
+            if rule == "mackay":  # eq. (12): s2 = |t - Phi mu|^2 / (N - sum gamma)
+                s2 = (resid @ resid) / max(n - gamma.sum(), 1e-3)
+            else:  # EM: s2 = (|t - Phi mu|^2 + s2_old sum gamma) / N
+                s2 = (resid @ resid + self.s2 * gamma.sum()) / n
+            if s2 < self.noise_floor:
+                self.noise_clipped = True
+                s2 = self.noise_floor
+        # the floor never raises an alpha (with the old s2), so EM stays an ascent step
+        floor = np.minimum(np.diag(self._G)[:M] / self.s2, self.design.alpha / ALPHA_FLOOR)
+        if rule == "mackay":  # eq. (12): alpha_j = gamma_j / mu_j^2
+            alpha = mackay_update(gamma, mu, floor=floor)
+        else:  # EM (§2): alpha_j = 1 / (mu_j^2 + Sigma_jj)
+            alpha = np.maximum(
+                1.0 / (mu * mu + sigma_diag), np.maximum(ALPHA_MIN, ALPHA_FLOOR * floor)
+            )
+        return alpha, s2
+
+    def _commit(self, L, order, alpha, s2, post):
+        """Make the factor ``L`` over positions ``order`` with ``alpha`` the model's."""
+        M, k = self.design.size, len(order)
+        p = leading_identity(order)
+        if p < k or k < M:
+            # G's leading p x p block stays; the rest is permuted, O(M (M - p))
+            tail = order[p:]
+            G = self._G
+            G[p:k, :k] = G[np.ix_(tail, order)]
+            G[:p, p:k] = G[p:k, :p].T
+            self._h[p:k] = self._h[:M][tail]
+            self.design.take(order)
+        self.design.alpha = alpha
+        self._L[:k, :k] = L
+        self.s2 = s2
+        self._post = post
+
+    def em_step(self, estep=None, reorder=False):
+        """One batch EM step: E-step, M-step of every ``alpha`` and ``s2``, pruning of
+        ``alpha >= L``, one refactorisation of the pruned ``S``; returns the log marginal
+        likelihood of the updated model.
+
+        The M-step is MacKay's update (eq. 12). It is not an EM step and can lower the
+        likelihood (rarely; mostly when the ``ALPHA_FLOOR`` binds); then the step is redone with
+        the EM update of §2, which cannot. With ``reorder`` (the sweep's noise updates) the new
+        factor lists the basis functions whose ``alpha`` is at its floor first: those stay
+        fixed while ``s2`` falls, so the following rank-k changes start further down.
+        """
+        mu, resid, sigma_diag, gamma = self.e_step() if estep is None else estep
+        ll0 = self.log_likelihood(mu, resid)
+        for rule in ("mackay", "em"):
+            alpha, s2 = self._m_step(rule, mu, gamma, sigma_diag, resid)
+            order = np.flatnonzero(alpha < self.alpha_max)
+            if reorder:
+                # rows whose alpha sits at the floor (fixed while s2 falls) first: the sweep's
+                # rank-k changes then start further down the factor
+                at_floor = alpha[order] <= ALPHA_FLOOR * np.diag(self._G)[order] / self.s2
+                order = np.concatenate([order[at_floor], order[~at_floor]])
+            L = self._factor(order, alpha[order], s2) if len(order) else np.empty((0, 0))
+            mu_new, resid_new = self.posterior(L, order, s2)
+            ll = self.log_likelihood(mu_new, resid_new, L, alpha[order], s2)
+            if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
+                break
+            self.n_fallback += 1
+        self._commit(L, order, alpha[order], s2, (mu_new, resid_new))
+        return ll
+
+    def subspace_step(self):
+        """One SSEM step (Figure 1, steps 3-4) on the factor, without refactorising.
+
+        E-step in the active subspace, then the M-step (eq. 12) of every active ``alpha``
+        (step 4: "for all alpha_j such that j in R_n"): all changes are applied to the factor
+        at once, the increases as one rank-k update and the decreases as one rank-k downdate,
+        and those reaching ``L`` are pruned by Givens deletions
+        (:func:`skgpsparse.rvm._subspace_em.change_precisions`). If MacKay's update would lower the
+        likelihood, the step is redone with the EM update of §2, which cannot. ``s2`` keeps its
+        value unless eq. (12) moves it by more than ``NOISE_RTOL`` and the number of visited
+        basis functions has grown by ``NOISE_GAP`` since its last update: then the step is a
+        batch step (:meth:`em_step`), the sweep's one kind of refactorisation, at most
+        ``log N / log NOISE_GAP`` times per sweep.
+        """
+        estep = mu, resid, sigma_diag, gamma = self.e_step()
+        if self.learn_noise and self.visits >= NOISE_GAP * self._noise_visit:
+            s2 = self._m_step("mackay", mu, gamma, sigma_diag, resid)[1]
+            if abs(np.log(s2 / self.s2)) > NOISE_RTOL:
+                self._noise_visit = self.visits
+                return self.em_step(estep, reorder=True)
+        ll0 = self.log_likelihood(mu, resid)
+        old = self.design.alpha
+        for rule in ("mackay", "em"):
+            alpha, _ = self._m_step(rule, mu, gamma, sigma_diag, resid, noise=False)
+            prune = alpha >= self.alpha_max
+            # step 4: every active alpha takes its new value (exactly unchanged ones are skipped)
+            L, order, a = self._apply(alpha, ~prune & (alpha != old), prune)
+            mu_new, resid_new = self.posterior(L, order)
+            ll = self.log_likelihood(mu_new, resid_new, L, a)
+            if ll >= ll0 - 1e-12 * abs(ll0) or rule == "em":
+                break
+            self.n_fallback += 1
+        self._commit(L, order, a, self.s2, (mu_new, resid_new))
+        return ll
+
+    def set_alpha(self, alpha):
+        """Give the active basis functions precisions ``alpha`` (pruning ``alpha >= L``) by
+        rank-k updates and downdates and deletions of the factor, without refactorising."""
+        prune = alpha >= self.alpha_max
+        L, order, a = self._apply(alpha, ~prune & (alpha != self.design.alpha), prune)
+        self._commit(L, order, a, self.s2, self.posterior(L, order))
+
+    def _apply(self, alpha, change, prune):
+        """Factor after pruning ``prune`` and setting ``alpha[change]``, on a copy."""
+        return change_precisions(
+            self.L, self.G, self.s2, self.design.alpha, alpha, change, prune, self.counts
+        )

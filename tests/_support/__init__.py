@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules: dense reference computations and BLAS-thread probes."""
