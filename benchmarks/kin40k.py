@@ -3,7 +3,7 @@
 Reproduces the layout of Table 1 of Sun & Yao, "An exchanging-based refinement to sparse Gaussian
 process regression": 500 forward-selected basis vectors followed by 0, 100, 200 and 300 exchange
 steps (backward deletion by eq. (5), then forward re-selection), with test NMSE and NLPD, for each
-selection strategy of :class:`skgpsparse.regression._estimator.SparseGPRegressor` (plus
+selection strategy of :class:`skgpsparse.SparseGPRegressor` (plus
 ``matching_pursuit_kept``: DMAX with the unchosen candidates kept in the working set between
 steps, ``GreedySelector(..., keep_working_set=True)``, against the estimator's
 ``matching_pursuit``, which draws a fresh random working set each step), and beside them
@@ -304,7 +304,7 @@ def bases_after_exchanges(records, final_basis, n_exchange, end_time):
 
 
 def make_model(selection, protocol, n_exchange, args, hyper):
-    from skgpsparse.regression._estimator import SparseGPRegressor
+    from skgpsparse import SparseGPRegressor
 
     if protocol == "fixed":
         noise = hyper["noise_variance"] * args.noise_scale
@@ -407,7 +407,7 @@ def run_recorded(selection, protocol, args, data, hyper):
     for k in args.exchange:
         t, basis = steps[k]
         fit_seconds = total if k == max(args.exchange) else t - start
-        from skgpsparse.regression._estimator import SparseGPRegressor
+        from skgpsparse import SparseGPRegressor
 
         replay = SparseGPRegressor(
             model.kernel_,

@@ -27,8 +27,8 @@ from threadpoolctl import threadpool_limits
 import skgpsparse.classification._binary as binary
 import skgpsparse.regression._estimator as regression
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse.kernels._columns import iter_cross_kernel
 from skgpsparse.kernels import iter_kernel
+from skgpsparse.kernels._columns import iter_cross_kernel
 
 
 def main(argv=None):

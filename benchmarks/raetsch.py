@@ -143,7 +143,7 @@ def make_model(method, n_train, n_features, max_iter, seed, restarts=0):
         from sklearn.gaussian_process import GaussianProcessClassifier
 
         return GaussianProcessClassifier(kernel=kernel, random_state=seed)
-    from skgpsparse.classification._estimator import SparseGPClassifier
+    from skgpsparse import SparseGPClassifier
 
     return SparseGPClassifier(
         kernel,

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import load_dataset
 from _machine import machine
 
-from skgpsparse.rvm._classification import RelevanceVectorClassifier
+from skgpsparse import RelevanceVectorClassifier
 
 HERE = Path(__file__).resolve().parent
 

@@ -113,7 +113,7 @@ def main(argv=None):
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
     from threadpoolctl import threadpool_limits
 
-    from skgpsparse.classification._estimator import SparseGPClassifier
+    from skgpsparse import SparseGPClassifier
 
     X, y, X_test, y_test = split(args.n_train, args.n_test, args.seed)
     d = X.shape[1]

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
 
-from skgpsparse.rvm._regression import RelevanceVectorRegressor
+from skgpsparse import RelevanceVectorRegressor
 
 HERE = Path(__file__).resolve().parent
 N_TEST = 5804
