@@ -196,7 +196,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn.datasets import make_moons
-    >>> from skgpsparse.classification._estimator import SparseGPClassifier
+    >>> from skgpsparse import SparseGPClassifier
     >>> X, y = make_moons(n_samples=100, noise=0.1, random_state=0)
     >>> clf = SparseGPClassifier(max_basis=15, max_iter=3, random_state=0).fit(X, y)
     >>> len(clf.basis_indices_), bool(clf.score(X, y) > 0.9)

@@ -184,7 +184,7 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse.rvm._classification import RelevanceVectorClassifier
+    >>> from skgpsparse import RelevanceVectorClassifier
     >>> rng = np.random.RandomState(0)
     >>> X = rng.randn(60, 2); y = np.where(X[:, 0] + X[:, 1] > 0, "a", "b")
     >>> clf = RelevanceVectorClassifier(random_state=0).fit(X, y)

@@ -124,7 +124,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.rvm._regression import RelevanceVectorRegressor
+    >>> from skgpsparse import RelevanceVectorRegressor
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, size=(80, 1)); y = np.sin(X[:, 0]) + 0.05 * rng.randn(80)
     >>> rvm = RelevanceVectorRegressor(RBF(1.0), random_state=0).fit(X, y)
