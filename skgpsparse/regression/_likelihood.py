@@ -45,10 +45,19 @@ second needs ``dK_uu`` (``p x p x n_theta``) once. For ``m`` outputs (``y`` of s
 
 Cross-covariances ``kernel(X, X_u)`` and ``kernel(X_u, X_u)`` are used throughout, so a
 ``WhiteKernel`` term contributes nothing: give the noise as ``noise_variance``.
+
+Shared factors
+--------------
+:func:`sparse_factors` computes ``L``, ``V``, ``V V^T``, ``R``, ``a`` and ``log|C|`` once per
+theta into a :class:`SparseFactors` tuple; :func:`dtc_value` and :func:`dtc_gradient` read
+them, and so does Titsias' bound (:mod:`skgpsparse._regression_vfe`), whose trace term
+``tr(K_ff - Q_ff)`` is ``sum_i k(x_i, x_i) - tr(V V^T)`` and whose trace-gradient weights join
+``B`` (``dtc_gradient``'s ``trace_weight``), so both objectives make one pass over the rows.
 """
 
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
@@ -182,10 +191,44 @@ def dtc_log_marginal_likelihood(
     True
     """
     X, Y, X_basis = _check_arguments(kernel, X, y, X_basis, noise_variance, jitter)
+    f = sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size)
+    lml = dtc_value(f)
+    if not eval_gradient:
+        return lml
+    return lml, dtc_gradient(kernel, X, X_basis, f, chunk_size=chunk_size)
+
+
+def _column_chunks(n, p, entries=1 << 20):
+    """Slices of ``range(n)`` with about ``entries`` entries of a ``p x n`` array each."""
+    step = max(1, entries // max(p, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+class SparseFactors(NamedTuple):
+    """Factors shared by the DTC likelihood and the VFE bound, computed once per theta.
+
+    With ``L L^T = K_uu + jitter I``, ``V = L^-1 K_uf`` (``Q_ff = V^T V``) and
+    ``R R^T = A = s2 I + V V^T`` (the module docstring has the lemmas that use them).
+    """
+
+    Y: np.ndarray  # (n, m) targets
+    s2: float  # noise variance
+    L: np.ndarray  # (p, p) lower factor of K_uu + jitter I
+    V: np.ndarray  # (p, n) L^-1 K_uf
+    VVt: np.ndarray  # (p, p) V V^T
+    R: np.ndarray  # (p, p) lower factor of A = s2 I + V V^T
+    a: np.ndarray  # (n, m) C^-1 y
+    log_det: float  # log|C| = log|Q_ff + s2 I|
+    dK_uu: np.ndarray | None  # (p, p, n_theta) with eval_gradient, else None
+
+
+def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size):
+    """:class:`SparseFactors` for checked arguments (``Y`` of shape ``(n, m)``); O(n p^2)."""
     s2 = float(noise_variance)
-    n, m = Y.shape
+    n = X.shape[0]
     p = X_basis.shape[0]
 
+    dK_uu = None
     if eval_gradient:
         K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
     else:
@@ -211,11 +254,26 @@ def dtc_log_marginal_likelihood(
     a = (Y - V.T @ cho_solve((R, True), V @ Y, check_finite=False)) / s2
     # determinant lemma (GPML eq. A.10): log|C| = (n - p) log s2 + log|A|
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    # GPML eq. (8.17), summed over the m outputs
-    lml = -0.5 * np.sum(Y * a) - 0.5 * m * log_det - 0.5 * m * n * _LOG_2PI
-    if not eval_gradient:
-        return float(lml)
+    return SparseFactors(Y, s2, L, V, VVt, R, a, log_det, dK_uu)
 
+
+def dtc_value(f):
+    """GPML eq. (8.17) from the factors, summed over the ``m`` outputs."""
+    n, m = f.Y.shape
+    return float(-0.5 * np.sum(f.Y * f.a) - 0.5 * m * f.log_det - 0.5 * m * n * _LOG_2PI)
+
+
+def dtc_gradient(kernel, X, X_basis, f, *, chunk_size=None, trace_weight=0.0):
+    """Gradient of eq. (8.17) in ``(kernel.theta, log s2)`` from the factors.
+
+    ``trace_weight = c`` adds ``m c / 2`` times the kernel gradient of ``tr(Q_ff)`` to the
+    kernel part (``m`` outputs): the weights ``m c W`` of ``dK_uf`` and ``m c W W^T`` of
+    ``-1/2 dK_uu`` (``W = K_uu^-1 K_uf``, see :mod:`skgpsparse._regression_vfe`) join ``B``
+    and ``B W^T`` before the single pass over the rows. ``0`` is the DTC gradient itself.
+    """
+    s2, L, R, a = f.s2, f.L, f.R, f.a
+    n, m = f.Y.shape
+    p = X_basis.shape[0]
     gradient = np.empty(kernel.n_dims + 1)
     # noise: s2/2 (sum a^2 - m tr C^-1), tr C^-1 = (n - p)/s2 + tr A^-1
     R_inv = solve_triangular(R, np.eye(p), lower=True, check_finite=False)
@@ -223,22 +281,27 @@ def dtc_log_marginal_likelihood(
     gradient[-1] = 0.5 * s2 * (np.sum(a * a) - m * trace_C_inv)
 
     if kernel.n_dims:
+        V, VVt = f.V, f.VVt
         # w = W a = L^-T V a (p x m)
         w = solve_triangular(L, V @ a, lower=True, trans="T", check_finite=False)
-        # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu
-        P = solve_triangular(
-            L,
-            cho_solve((R, True), V, check_finite=False),
-            lower=True,
-            trans="T",
-            check_finite=False,
-        )
-        del V
+        # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu; the trace term
+        # adds (m c) W^T = (m c) (L^-T V)^T, folded into the one triangular solve
+        # (V stays referenced by the factors, so no further p x n temporaries: peak 3 n p)
+        P = cho_solve((R, True), V, check_finite=False)
+        if trace_weight:
+            for rows in _column_chunks(n, p):
+                P[:, rows] -= trace_weight * V[:, rows]
+        P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
+        if m != 1:
+            P *= m
         B_t = a @ w.T
-        B_t -= m * P.T
+        B_t -= P.T
         del P
-        # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric
+        # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric; the trace
+        # term adds (m c) W W^T = (m c) L^-T V V^T L^-1
         D = cho_solve((R, True), VVt, check_finite=False)
+        if trace_weight:
+            D -= trace_weight * VVt
         D = 0.5 * (D + D.T)
         D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
         D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
@@ -246,18 +309,21 @@ def dtc_log_marginal_likelihood(
 
         # 1/2 tr((a a^T - C^-1) dQ_ff) = <B, dK_uf> - 1/2 <B W^T, dK_uu>, GPML eq. (5.9)
         n_theta = kernel.n_dims
-        grad_theta = -0.5 * BW_t.reshape(-1) @ dK_uu.reshape(p * p, n_theta)
+        grad_theta = -0.5 * BW_t.reshape(-1) @ f.dK_uu.reshape(p * p, n_theta)
         blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
         for rows, _, contract in blocks:
             grad_theta += contract(B_t[rows])
         gradient[:-1] = grad_theta
-    return float(lml), gradient
+    return gradient
 
 
 def learn_hyperparameters(
-    kernel, noise_variance, X, y, X_basis, *, noise_bounds, optimizer, jitter
+    kernel, noise_variance, X, y, X_basis, *, noise_bounds, optimizer, jitter, objective=None
 ):
     """Maximise eq. (8.17) on a fixed basis over ``kernel.theta`` and ``log(noise_variance)``.
+
+    Or another objective with the signature of :func:`dtc_log_marginal_likelihood`, such as
+    the VFE bound (:func:`skgpsparse._regression_vfe.vfe_log_marginal_likelihood`).
 
     Warm-started at the given values; ``noise_bounds=None`` keeps the noise variance fixed.
     The jitter is held at the given value during the search: were it recomputed from each
@@ -283,6 +349,10 @@ def learn_hyperparameters(
         ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)`` contract.
     jitter : float
         Added to ``diag(K_uu)``.
+    objective : callable, default=None
+        ``objective(kernel, X, y, X_basis, noise_variance, *, eval_gradient, jitter)``
+        returning the value (and gradient) to maximise; ``None`` means
+        :func:`dtc_log_marginal_likelihood`.
 
     Returns
     -------
@@ -290,7 +360,7 @@ def learn_hyperparameters(
         The kernel at the optimum.
     noise_variance : float
     log_likelihood : float
-        Eq. (8.17) at the optimum.
+        The objective (eq. (8.17) by default) at the optimum.
 
     Raises
     ------
@@ -312,6 +382,8 @@ def learn_hyperparameters(
     """
     learn_noise = noise_bounds is not None
     n_k = kernel.n_dims
+    if objective is None:
+        objective = dtc_log_marginal_likelihood
 
     def split(theta):
         k = kernel.clone_with_theta(theta[:n_k])
@@ -321,12 +393,10 @@ def learn_hyperparameters(
         k, noise = split(np.asarray(theta, dtype=float))
         try:
             if eval_gradient:
-                lml, grad = dtc_log_marginal_likelihood(
-                    k, X, y, X_basis, noise, eval_gradient=True, jitter=jitter
-                )
+                lml, grad = objective(k, X, y, X_basis, noise, eval_gradient=True, jitter=jitter)
                 grad = grad if learn_noise else grad[:n_k]
                 return -lml, -grad
-            return -dtc_log_marginal_likelihood(k, X, y, X_basis, noise, jitter=jitter)
+            return -objective(k, X, y, X_basis, noise, jitter=jitter)
         except LinAlgError:
             return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
 
