@@ -1,0 +1,170 @@
+"""Tests for Titsias' collapsed variational bound (VFE, Titsias 2009 eq. (9))."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse._regression_likelihood import dtc_log_marginal_likelihood
+from skgpsparse._regression_vfe import vfe_log_marginal_likelihood
+
+KERNELS = {
+    "rbf": RBF(1.2),
+    "c-rbf-ard": C(0.8) * RBF([0.9, 2.0, 0.6]),
+    "matern-ard": Matern([1.0, 2.0, 0.5], nu=1.5),
+    "matern52+c-rbf": Matern(1.1, nu=2.5) + C(0.3) * RBF(0.5),
+    "rbf+dot": RBF(1.0) + DotProduct(0.5),
+}
+
+
+def _data(n=40, d=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.randn(n)
+    return X, y
+
+
+def _dense_bound(kernel, X, y, X_basis, s2, jitter):
+    """Titsias' eq. (9) with the n x n matrices formed explicitly."""
+    K_uu = kernel(X_basis, X_basis) + jitter * np.eye(len(X_basis))
+    K_fu = kernel(X, X_basis)
+    Q = K_fu @ np.linalg.solve(K_uu, K_fu.T)
+    log_normal = multivariate_normal(np.zeros(len(X)), Q + s2 * np.eye(len(X))).logpdf(y)
+    return log_normal - np.trace(kernel(X) - Q) / (2.0 * s2)
+
+
+def _finite_difference(kernel, X, y, X_basis, s2, jitter, h=1e-5):
+    theta = np.r_[kernel.theta, np.log(s2)]
+    grad = np.empty_like(theta)
+    for i in range(len(theta)):
+        values = []
+        for step in (h, -h):
+            t = theta.copy()
+            t[i] += step
+            values.append(
+                vfe_log_marginal_likelihood(
+                    kernel.clone_with_theta(t[:-1]), X, y, X_basis, np.exp(t[-1]), jitter=jitter
+                )
+            )
+        grad[i] = (values[0] - values[1]) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("n, p", [(40, 8), (40, 1), (5, 9)])
+def test_value_matches_dense_formula(name, n, p):
+    kernel = KERNELS[name]
+    X, y = _data(n)
+    X_basis = np.random.RandomState(1).randn(p, X.shape[1])
+    expected = _dense_bound(kernel, X, y, X_basis, 0.05, 1e-6)
+    value = vfe_log_marginal_likelihood(kernel, X, y, X_basis, 0.05, jitter=1e-6)
+    assert value == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    value_g, _ = vfe_log_marginal_likelihood(
+        kernel, X, y, X_basis, 0.05, jitter=1e-6, eval_gradient=True
+    )
+    assert value_g == value
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_bound_is_dtc_minus_the_trace_term(name):
+    kernel = KERNELS[name]
+    X, y = _data(30)
+    X_basis = X[:6] + 0.1
+    s2, jitter = 0.07, 1e-8
+    K_fu = kernel(X, X_basis)
+    K_uu = kernel(X_basis, X_basis) + jitter * np.eye(6)
+    trace = np.sum(kernel.diag(X)) - np.sum(K_fu * np.linalg.solve(K_uu, K_fu.T).T)
+    assert trace > 0
+    dtc = dtc_log_marginal_likelihood(kernel, X, y, X_basis, s2, jitter=jitter)
+    vfe = vfe_log_marginal_likelihood(kernel, X, y, X_basis, s2, jitter=jitter)
+    assert vfe == pytest.approx(dtc - trace / (2 * s2), rel=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("s2", [0.01, 0.3])
+def test_gradient_matches_finite_differences(name, s2):
+    kernel = KERNELS[name]
+    X, y = _data(40)
+    X_basis = X[::5] + 0.05
+    _, grad = vfe_log_marginal_likelihood(
+        kernel, X, y, X_basis, s2, jitter=1e-8, eval_gradient=True
+    )
+    assert grad.shape == (kernel.n_dims + 1,)
+    fd = _finite_difference(kernel, X, y, X_basis, s2, 1e-8)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * np.max(np.abs(fd)))
+
+
+def test_multi_output_sums_and_fixed_kernel():
+    X, y = _data(30)
+    Y = np.c_[y, np.cos(X[:, 1])]
+    X_basis = X[:6]
+    kernel = C(1.5) * RBF([1.0, 0.7, 2.0])
+    value, grad = vfe_log_marginal_likelihood(
+        kernel, X, Y, X_basis, 0.05, jitter=1e-8, eval_gradient=True
+    )
+    parts = [
+        vfe_log_marginal_likelihood(
+            kernel, X, Y[:, k], X_basis, 0.05, jitter=1e-8, eval_gradient=True
+        )
+        for k in range(2)
+    ]
+    assert value == pytest.approx(parts[0][0] + parts[1][0], rel=1e-12)
+    np.testing.assert_allclose(grad, parts[0][1] + parts[1][1], rtol=1e-10)
+    np.testing.assert_allclose(
+        grad, _finite_difference(kernel, X, Y, X_basis, 0.05, 1e-8), rtol=1e-5
+    )
+    # every kernel hyperparameter fixed: only the noise derivative remains
+    fixed = RBF(1.0, length_scale_bounds="fixed")
+    _, grad = vfe_log_marginal_likelihood(fixed, X, y, X_basis, 0.05, eval_gradient=True)
+    assert grad.shape == (1,)
+    np.testing.assert_allclose(
+        grad, _finite_difference(fixed, X, y, X_basis, 0.05, None), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("chunk_size", [1, 4])
+def test_chunk_size_does_not_change_the_result(chunk_size):
+    kernel = KERNELS["matern52+c-rbf"]
+    X, y = _data(23)
+    X_basis = X[:7] * 0.9
+    value, grad = vfe_log_marginal_likelihood(kernel, X, y, X_basis, 0.05, eval_gradient=True)
+    value_c, grad_c = vfe_log_marginal_likelihood(
+        kernel, X, y, X_basis, 0.05, eval_gradient=True, chunk_size=chunk_size
+    )
+    assert value_c == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(grad_c, grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rbf", "c-rbf-ard", "matern-ard", "matern52+c-rbf"])
+def test_bound_below_exact_likelihood_and_equal_with_every_row(name):
+    kernel = KERNELS[name]
+    X, y = _data(25)
+    s2 = 0.1
+    exact = GaussianProcessRegressor(kernel, alpha=s2, optimizer=None).fit(X, y)
+    lml = exact.log_marginal_likelihood_value_
+    rng = np.random.RandomState(3)
+    for p in (1, 3, 10, 24):
+        X_basis = X[rng.choice(25, p, replace=False)] + 0.01 * rng.randn(p, 3)
+        assert vfe_log_marginal_likelihood(kernel, X, y, X_basis, s2, jitter=0.0) < lml
+    # Q_ff = K_ff: the bound is tight (Titsias 2009, sec. 3); a tiny jitter only
+    full = vfe_log_marginal_likelihood(kernel, X, y, X, s2, jitter=1e-12)
+    assert full == pytest.approx(lml, rel=1e-8)
+    assert full <= lml + 1e-10 * abs(lml)
+
+
+def test_white_kernel_level_is_charged_by_the_trace_term():
+    # cross-covariances ignore it (Q_ff unchanged), but k(x, x) includes it
+    X, y = _data(20)
+    kernel = RBF(1.0)
+    plain = vfe_log_marginal_likelihood(kernel, X, y, X[:4], 0.1)
+    with_white = vfe_log_marginal_likelihood(kernel + WhiteKernel(0.5), X, y, X[:4], 0.1)
+    assert with_white == pytest.approx(plain - 20 * 0.5 / (2 * 0.1), rel=1e-12)
+
+
+def test_invalid_arguments_are_those_of_dtc():
+    with pytest.raises(ValueError, match="noise_variance must be a finite real number > 0"):
+        vfe_log_marginal_likelihood(RBF(), np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1)), 0)
+    with pytest.raises(TypeError, match="kernel must be a scikit-learn Kernel"):
+        vfe_log_marginal_likelihood("rbf", np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1)), 1)
