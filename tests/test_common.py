@@ -31,6 +31,7 @@ def _regressors():
     for selection in ("random", "exact", "info_gain"):
         yield SparseGPRegressor(selection=selection, **common)
     yield SparseGPRegressor(n_exchange=5, **common)
+    yield SparseGPRegressor(hyperparameter_objective="vfe", **common)
     yield SparseGPRegressor(ConstantKernel(1.0) * RBF(3.0), max_basis=8, n_exchange=2,
                             selection="exact", optimizer=None)
     # Fixed hyperparameters must suit the checks' data (10 standardised features, 1 informative).

@@ -17,13 +17,9 @@ from threadpoolctl import threadpool_limits
 from ..kernels._columns import iter_cross_kernel, kernel_diag
 from ..selection import BaseSelector
 from ._basis import make_selector, select_and_exchange
-from ._likelihood import (
-    check_noise_bounds,
-    dtc_log_marginal_likelihood,
-    learn_hyperparameters,
-    warn_at_noise_bound,
-)
+from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
 from ._state import RELATIVE_JITTER, RegressionState
+from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
 
@@ -78,13 +74,28 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         the cost least (eq. (5)), then forward-select a replacement; a step whose replacement
         would leave the cost higher than before is undone, so exchange never raises the cost.
     optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
-        Maximiser of the approximate log marginal likelihood (GPML eq. (8.17)) over the kernel
-        hyperparameters and ``log(noise_variance)``, on the selected basis; scikit-learn's
+        Maximiser of the approximate log marginal likelihood (GPML eq. (8.17), or the bound
+        chosen by ``hyperparameter_objective``) over the kernel hyperparameters and
+        ``log(noise_variance)``, on the selected basis; scikit-learn's
         contract ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, with
         ``obj_func(theta, eval_gradient=True) -> (-lml, -gradient)``. ``None`` keeps the
         hyperparameters fixed. Learning starts from the exact GP likelihood on a random subset
         of ``max(max_basis, 100)`` points (as the exchange paper's experiments set their
         hyperparameters), then alternates basis selection and learning on the basis.
+    hyperparameter_objective : {"dtc", "vfe"}, default="dtc"
+        What ``optimizer`` maximises. ``"dtc"``: the marginal likelihood of the
+        projected-process model, GPML eq. (8.17), ``log N(y | 0, Q_ff + s2 I)`` with the
+        Nystrom approximation ``Q_ff = K_fu K_uu^-1 K_uf``. ``"vfe"``: Titsias' collapsed
+        variational bound (Titsias 2009, eq. (9)), eq. (8.17) minus
+        ``tr(K_ff - Q_ff) / (2 s2)``. DTC does not charge for the prior variance that the
+        basis leaves unexplained at the training points, so its optimum tends to inflate the
+        signal amplitude, and with it the predictive variance. The bound charges for it and
+        stays below the exact GP's log marginal likelihood (equal to it when every training
+        point is in the basis), so its hyperparameters approach the full GP's as the basis
+        grows; with a basis too small for the data it tends to over-estimate the noise
+        variance and under-fit instead (Bauer, van der Wilk and Rasmussen 2016). Both cost
+        O(n p^2) per evaluation; the basis selection and the form of the predictions are the
+        same for either.
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
     tol : float, default=1e-4
@@ -117,7 +128,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     alpha_ : ndarray of shape (n_basis,)
         Weights of the predictive mean on the basis (in the units of ``y``).
     log_marginal_likelihood_value_ : float
-        Approximate log marginal likelihood (GPML eq. (8.17)) of the fitted model.
+        The ``hyperparameter_objective`` of the fitted model: the approximate log marginal
+        likelihood (GPML eq. (8.17)) or the VFE bound.
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
     cost_curve_ : ndarray
@@ -136,7 +148,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     ----------
     P. Sun and X. Yao, "An exchanging-based refinement to sparse Gaussian process regression",
     2006. S. S. Keerthi and W. Chu, "A matching pursuit approach to sparse Gaussian process
-    regression", NIPS 18, 2005. M. Seeger, C. K. I. Williams and N. D. Lawrence, "Fast forward
+    regression", NIPS 18, 2005. M. K. Titsias, "Variational learning of inducing variables in
+    sparse Gaussian processes", AISTATS 2009. M. Bauer, M. van der Wilk and C. E. Rasmussen,
+    "Understanding probabilistic sparse Gaussian process approximations", NIPS 29, 2016.
+    M. Seeger, C. K. I. Williams and N. D. Lawrence, "Fast forward
     selection to speed up sparse Gaussian process regression", AISTATS 2003. A. J. Smola and
     P. Bartlett, "Sparse greedy Gaussian process regression", NIPS 13, 2001. C. E. Rasmussen and
     C. K. I. Williams, *Gaussian Processes for Machine Learning*, 2006, ch. 8.
@@ -166,6 +181,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "working_set_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
+        "hyperparameter_objective": [StrOptions(set(OBJECTIVES))],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "normalize_y": ["boolean"],
@@ -185,6 +201,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         working_set_size=None,
         n_exchange=0,
         optimizer="fmin_l_bfgs_b",
+        hyperparameter_objective="dtc",
         max_iter=10,
         tol=1e-4,
         normalize_y=False,
@@ -200,6 +217,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.working_set_size = working_set_size
         self.n_exchange = n_exchange
         self.optimizer = optimizer
+        self.hyperparameter_objective = hyperparameter_objective
         self.max_iter = max_iter
         self.tol = tol
         self.normalize_y = normalize_y
@@ -281,7 +299,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                     s2 = max(s2, float(np.mean(state.residual**2)))
                 kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X[state.basis])
             else:
-                lml = state.log_marginal_likelihood()
+                lml = state_objective(state, self.hyperparameter_objective)
             self.n_iter_ = it + 1
             if self.verbose:
                 print(
@@ -313,7 +331,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.alpha_ = state.alpha * self._y_train_std
         self._L = np.ascontiguousarray(state.L)
         self._R = np.ascontiguousarray(state.R)
-        self.log_marginal_likelihood_value_ = float(state.log_marginal_likelihood())
+        self.log_marginal_likelihood_value_ = float(
+            state_objective(state, self.hyperparameter_objective)
+        )
         self.cost_curve_ = np.asarray(curve)
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p factors. The data are
@@ -342,7 +362,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ hyperparameters
     def _learn_hyperparameters(self, kernel, s2, X, y, X_basis):
-        """Maximise GPML eq. (8.17) on the basis, warm-started at the current values."""
+        """Maximise the objective on the basis, warm-started at the current values."""
         return learn_hyperparameters(
             kernel,
             s2,
@@ -352,10 +372,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             noise_bounds=check_noise_bounds(self.noise_variance_bounds),
             optimizer=self.optimizer,
             jitter=_jitter(kernel, X),
+            objective=OBJECTIVES[self.hyperparameter_objective],
         )
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """Approximate log marginal likelihood (GPML eq. (8.17)) on the fitted basis.
+        """The hyperparameter objective on the fitted basis: GPML eq. (8.17) or the VFE bound.
 
         Parameters
         ----------
@@ -370,7 +391,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Returns
         -------
         log_likelihood : float
-            The approximate log marginal likelihood.
+            The approximate log marginal likelihood (``hyperparameter_objective="dtc"``) or
+            Titsias' bound (``"vfe"``).
         log_likelihood_gradient : ndarray of shape (kernel_.n_dims + 1,)
             Only if ``eval_gradient`` is True.
 
@@ -398,7 +420,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 "on (X, y) to evaluate the likelihood at another theta."
             )
         kernel = self.kernel_.clone_with_theta(theta[:-1])
-        return dtc_log_marginal_likelihood(
+        return OBJECTIVES[self.hyperparameter_objective](
             kernel,
             self._X_train,
             self._y_train,

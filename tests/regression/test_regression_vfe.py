@@ -2,13 +2,17 @@
 
 import numpy as np
 import pytest
+from _support.threads import record_blas_threads
 from scipy.stats import multivariate_normal
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
+from threadpoolctl import threadpool_limits
 
-from skgpsparse._regression_likelihood import dtc_log_marginal_likelihood
-from skgpsparse._regression_vfe import vfe_log_marginal_likelihood
+import skgpsparse.regression._vfe as vfe_module
+from skgpsparse.regression._estimator import SparseGPRegressor
+from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._vfe import vfe_log_marginal_likelihood
 
 KERNELS = {
     "rbf": RBF(1.2),
@@ -168,3 +172,84 @@ def test_invalid_arguments_are_those_of_dtc():
         vfe_log_marginal_likelihood(RBF(), np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1)), 0)
     with pytest.raises(TypeError, match="kernel must be a scikit-learn Kernel"):
         vfe_log_marginal_likelihood("rbf", np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1)), 1)
+
+
+# ---------------------------------------------------------------------------- the estimator
+def _regression_data(n=200, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.randn(n)
+    return X, y
+
+
+@pytest.mark.parametrize("optimizer", ["fmin_l_bfgs_b", None])
+def test_estimator_value_is_the_bound(optimizer):
+    X, y = _regression_data()
+    model = SparseGPRegressor(
+        C(1.0) * RBF([1.0, 1.0]),
+        max_basis=15,
+        max_iter=3,
+        optimizer=optimizer,
+        hyperparameter_objective="vfe",
+        random_state=0,
+    ).fit(X, y)
+    s2 = model.noise_variance_
+    expected = vfe_log_marginal_likelihood(
+        model.kernel_, X, y, model.basis_vectors_, s2, jitter=model._jitter_value
+    )
+    assert model.log_marginal_likelihood_value_ == pytest.approx(expected, rel=1e-10)
+    assert model.log_marginal_likelihood() == model.log_marginal_likelihood_value_
+    theta = np.r_[model.kernel_.theta, np.log(s2)]
+    value, grad = model.log_marginal_likelihood(theta, eval_gradient=True)
+    assert value == pytest.approx(expected, rel=1e-12)
+    assert grad.shape == theta.shape
+    # the bound is below the DTC value on the same basis
+    dtc = dtc_log_marginal_likelihood(
+        model.kernel_, X, y, model.basis_vectors_, s2, jitter=model._jitter_value
+    )
+    assert value < dtc
+    assert model.score(X, y) > 0.9
+
+
+def test_estimator_learns_a_higher_bound_than_the_dtc_optimum():
+    # each objective's optimum on its own terms: VFE's hyperparameters give a higher bound
+    X, y = _regression_data()
+    common = {"max_basis": 12, "max_iter": 3, "random_state": 0}
+    dtc = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **common).fit(X, y)
+    vfe = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), hyperparameter_objective="vfe", **common)
+    vfe.fit(X, y)
+    bound_at_dtc = vfe_log_marginal_likelihood(
+        dtc.kernel_, X, y, vfe.basis_vectors_, dtc.noise_variance_, jitter=vfe._jitter_value
+    )
+    assert vfe.log_marginal_likelihood_value_ > bound_at_dtc
+    # DTC does not charge for unexplained prior variance: it learns a larger amplitude
+    assert vfe.kernel_.k1.constant_value < dtc.kernel_.k1.constant_value
+
+
+def test_default_objective_is_dtc():
+    X, y = _regression_data(n=80)
+    kw = {"max_basis": 8, "max_iter": 2, "random_state": 0}
+    default = SparseGPRegressor(**kw).fit(X, y)
+    explicit = SparseGPRegressor(hyperparameter_objective="dtc", **kw).fit(X, y)
+    assert SparseGPRegressor().hyperparameter_objective == "dtc"
+    np.testing.assert_array_equal(default.alpha_, explicit.alpha_)
+    assert default.log_marginal_likelihood_value_ == explicit.log_marginal_likelihood_value_
+
+
+def test_invalid_objective_is_rejected():
+    X, y = _regression_data(n=20)
+    with pytest.raises(ValueError, match="hyperparameter_objective"):
+        SparseGPRegressor(hyperparameter_objective="fitc").fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_vfe_fit_runs_blas_on_one_thread(monkeypatch):
+    # (8 basis vectors are too few for this function: the bound's optimum explains it all as
+    # noise, with the amplitude at its lower bound)
+    seen = record_blas_threads(monkeypatch, vfe_module, "sparse_factors")
+    X, y = _regression_data(n=60)
+    with threadpool_limits(limits=2, user_api="blas"):
+        SparseGPRegressor(
+            max_basis=8, max_iter=2, hyperparameter_objective="vfe", random_state=0
+        ).fit(X, y)
+    assert seen and all(t == [1] * len(t) for t in seen)
