@@ -18,6 +18,7 @@ from ..kernels._columns import iter_cross_kernel, kernel_diag
 from ..selection import BaseSelector
 from ._basis import make_selector, select_and_exchange
 from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._prediction import prediction_factors
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
 
@@ -328,15 +329,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 state.append(j)
         self.basis_indices_ = state.basis
         self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
-        self.alpha_ = state.alpha * self._y_train_std
+        # The predictive factors with the jitter only where strictly needed (the state's L
+        # as a preconditioner): the exact GP's predictions when every row is in the basis.
+        factors = prediction_factors(state.L, state.R, state.Vy, state.jitter, s2)
+        self.alpha_ = factors.alpha * self._y_train_std
         self._L = np.ascontiguousarray(state.L)
-        self._R = np.ascontiguousarray(state.R)
+        self._S = factors.S
         self.log_marginal_likelihood_value_ = float(
             state_objective(state, self.hyperparameter_objective)
         )
         self.cost_curve_ = np.asarray(curve)
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
-        # all of it); prediction uses the basis, alpha_ and the two p x p factors. The data are
+        # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
         self._jitter_value = state.jitter
@@ -437,8 +441,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         The variance is the projected-process one (GPML eq. (8.27)),
         ``k(x, x) - k_u(x)^T K_uu^-1 k_u(x) + s2 k_u(x)^T (s2 K_uu + K_uf K_fu)^-1 k_u(x)``,
-        computed as ``k(x, x) - |L^-1 k_u|^2 + s2 |R^-1 L^-1 k_u|^2``: O(p^2) per row. It is
-        the variance of the latent function, without ``noise_variance_``.
+        computed as ``k(x, x) - a^T S a`` with ``a = L^-1 k_u`` (``L`` the factor of the
+        jittered ``K_uu``, used as a preconditioner; see
+        :mod:`skgpsparse._regression_prediction`): O(p^2) per row. It is the variance of
+        the latent function, without ``noise_variance_``. With every training point in the
+        basis, the mean and the variance are the exact GP's.
 
         Parameters
         ----------
@@ -476,7 +483,6 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         A_all = None
         if return_cov:
             A_all = np.empty((len(self.alpha_), m))
-        s2 = self.noise_variance_
         for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
             mean[rows] = K @ self.alpha_
             if return_std or return_cov:
@@ -484,20 +490,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 if return_cov:
                     A_all[:, rows] = A
                 else:
-                    B = solve_triangular(self._R, A, lower=True, check_finite=False)
-                    # GPML eq. (8.27): k** - |L^-1 k*|^2 + s2 |R^-1 L^-1 k*|^2.
-                    var[rows] = (
-                        prior[rows]
-                        - np.einsum("ij,ij->j", A, A)
-                        + s2 * np.einsum("ij,ij->j", B, B)
-                    )
+                    # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
+                    var[rows] = prior[rows] - np.einsum("ij,ij->j", A, self._S @ A)
         mean += self._y_train_mean
         if return_std:
             var = self._clip_variance(var, prior)
             return mean, np.sqrt(var) * self._y_train_std
         if return_cov:
-            B = solve_triangular(self._R, A_all, lower=True, check_finite=False)
-            cov = self.kernel_(X) - A_all.T @ A_all + s2 * (B.T @ B)
+            cov = self.kernel_(X) - A_all.T @ (self._S @ A_all)
             diag = self._clip_variance(np.diag(cov).copy(), prior)
             np.fill_diagonal(cov, diag)
             return mean, cov * self._y_train_std**2

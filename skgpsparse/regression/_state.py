@@ -216,6 +216,11 @@ class RegressionState(_CandidateScoring):
         return _solve_lower(self.L, self.K_pT) if self.p else np.zeros((0, self.n))
 
     @property
+    def Vy(self):
+        """``V y = L^-1 K_p^T y`` (a view)."""
+        return self._Vy[: self.p]
+
+    @property
     def sigma_diag(self):
         """``D_p = diag(Sigma_p)``, ``Sigma_p = (K_p^T K_p + s2 Q_p)^-1``."""
         return self._D[: self.p].copy()

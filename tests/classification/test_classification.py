@@ -17,9 +17,9 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Ma
 from threadpoolctl import threadpool_limits
 
 from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._probit import moment_matching
 from skgpsparse.classification._estimator import SparseGPClassifier
 from skgpsparse.classification._nlp_loss import nlp_loss
+from skgpsparse.classification._probit import moment_matching
 from skgpsparse.selection import GreedySelector
 
 C = ConstantKernel

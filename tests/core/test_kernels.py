@@ -20,7 +20,6 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from skgpsparse.kernels import _gradients as kernels_module
 from skgpsparse.kernels import (
     KernelGradientWarning,
     iter_kernel,
@@ -28,6 +27,7 @@ from skgpsparse.kernels import (
     kernel_diag_gradient,
     kernel_gradient,
 )
+from skgpsparse.kernels import _gradients as kernels_module
 
 C = ConstantKernel
 FIXED = "fixed"

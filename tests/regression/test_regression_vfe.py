@@ -253,3 +253,94 @@ def test_vfe_fit_runs_blas_on_one_thread(monkeypatch):
             max_basis=8, max_iter=2, hyperparameter_objective="vfe", random_state=0
         ).fit(X, y)
     assert seen and all(t == [1] * len(t) for t in seen)
+
+
+# ------------------------------------------------- predictions with the minimal jitter
+def _near_duplicates(n, n_dup, distance, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 2))
+    X = np.vstack([X, X[:n_dup] + distance * rng.randn(n_dup, 2)])
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.randn(len(X))
+    return X, 3.0 * y + 2.0
+
+
+@pytest.mark.parametrize(
+    "n, n_dup, distance, kernel",
+    [
+        (30, 0, 0.0, C(1.5) * RBF(1.0)),
+        (100, 0, 0.0, C(1.5) * RBF(1.0)),  # cond(K) ~ 1e10
+        (60, 0, 0.0, C(1.5) * RBF(3.0)),  # cond(K) ~ 1e15
+        (30, 5, 1e-4, C(1.5) * RBF(1.0)),  # near-duplicate rows
+        (100, 10, 1e-3, C(1.5) * Matern(1.0, nu=2.5)),
+    ],
+)
+@pytest.mark.parametrize("normalize_y", [False, True])
+def test_full_basis_limit_is_the_exact_gp(n, n_dup, distance, kernel, normalize_y):
+    # every row in the basis, fixed hyperparameters: the model is the exact GP; the state's
+    # relative jitter 1e-8 in K_uu had moved the mean by up to 2e-5 here
+    X, y = _near_duplicates(n, n_dup, distance)
+    s2 = 0.05
+    kw = {"noise_variance": s2, "optimizer": None, "normalize_y": normalize_y}
+    sparse = SparseGPRegressor(
+        kernel, max_basis=len(X), selection="random", random_state=0, **kw
+    ).fit(X, y)
+    assert len(sparse.basis_indices_) == len(X)
+    full = GaussianProcessRegressor(kernel, alpha=s2, optimizer=None, normalize_y=normalize_y)
+    full.fit(X, y)
+    Xt = np.vstack([np.random.RandomState(1).uniform(-4, 4, (30, 2)), X[:10] + 1e-3, X[:5]])
+    mean, std = sparse.predict(Xt, return_std=True)
+    mean_ref, std_ref = full.predict(Xt, return_std=True)
+    scale = np.std(y) if normalize_y else 1.0
+    np.testing.assert_allclose(mean, mean_ref, rtol=0, atol=1e-8 * scale)
+    np.testing.assert_allclose(std, std_ref, rtol=0, atol=1e-8 * scale)
+    _, cov = sparse.predict(Xt[:20], return_cov=True)
+    _, cov_ref = full.predict(Xt[:20], return_cov=True)
+    np.testing.assert_allclose(cov, cov_ref, rtol=0, atol=1e-8 * scale**2)
+
+
+@pytest.mark.parametrize("selection", ["random", "exact"])
+def test_predictions_are_the_jitter_free_projected_process(selection):
+    # GPML eqs. (8.26)-(8.27) formed densely without jitter (K_uu well conditioned here)
+    X, y = _regression_data(n=150, seed=2)
+    kernel, s2 = C(1.5) * RBF(1.0), 0.02
+    model = SparseGPRegressor(
+        kernel,
+        noise_variance=s2,
+        optimizer=None,
+        max_basis=30,
+        selection=selection,
+        random_state=0,
+    ).fit(X, y)
+    Xu = model.basis_vectors_
+    K_uu, K_uf = kernel(Xu), kernel(Xu, X)
+    assert np.linalg.cond(K_uu) < 1e6
+    Sigma_inv = K_uf @ K_uf.T + s2 * K_uu
+    Xt = np.vstack([np.random.RandomState(1).uniform(-4, 4, (30, 2)), X[:20] + 0.01])
+    K_us = kernel(Xu, Xt)
+    mean_ref = K_us.T @ np.linalg.solve(Sigma_inv, K_uf @ y)
+    var_ref = (
+        kernel.diag(Xt)
+        - np.sum(K_us * np.linalg.solve(K_uu, K_us), axis=0)
+        + s2 * np.sum(K_us * np.linalg.solve(Sigma_inv, K_us), axis=0)
+    )
+    mean, std = model.predict(Xt, return_std=True)
+    np.testing.assert_allclose(mean, mean_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std**2, var_ref, rtol=0, atol=1e-10)
+
+
+def test_prediction_factors_fall_back_to_the_state_model():
+    # with no room below the state's jitter, the factors are the state's own model
+    from scipy.linalg import cho_solve
+    from skgpsparse._regression_prediction import prediction_factors
+    from skgpsparse._regression_state import RegressionState
+
+    X, y = _regression_data(n=60)
+    state = RegressionState(RBF(1.0), X, y, 0.05, 10, jitter=1e-30)
+    for j in range(0, 60, 6):
+        state.append(j)
+    factors = prediction_factors(state.L, state.R, state.Vy, state.jitter, 0.05)
+    assert factors.jitter == state.jitter
+    np.testing.assert_allclose(factors.alpha, state.alpha, rtol=1e-10)
+    R = state.R
+    expected = np.eye(10) - 0.05 * cho_solve((R, True), np.eye(10))
+    np.testing.assert_allclose(factors.S, expected, atol=1e-12)

@@ -1,0 +1,142 @@
+"""Predictive factors of the fitted regressor, with the jitter only where strictly needed.
+
+The projected-process prediction (GPML eqs. (8.26)-(8.27)) on a basis ``X_u`` is::
+
+    mean(x) = k_u^T Sigma K_uf y,      Sigma^-1 = K_uf K_fu + s2 K_uu,
+    var(x)  = k(x, x) - k_u^T (K_uu^-1 - s2 Sigma) k_u,
+
+with ``k_u = k(X_u, x)``. The selection state (:mod:`skgpsparse.regression._state`) keeps
+``L L^T = K_uu + j I`` with the jitter ``j = 1e-8 * mean k(x_i, x_i)`` and
+``R R^T = V V^T + s2 I``, ``V = L^-1 K_uf``. Predicting from them as they are (``alpha_p`` of
+cost (2), ``k(x, x) - |L^-1 k_u|^2 + s2 |R^-1 L^-1 k_u|^2``) puts ``j I`` into ``K_uu`` and
+``s2 j I`` into ``Sigma^-1``: in every direction where ``K_uu``'s eigenvalue is not large
+against ``j``. With every training row in the basis the model is the exact GP, yet that
+prediction differed from scikit-learn's ``GaussianProcessRegressor`` by up to 5e-5 in the
+mean and 2e-7 in the standard deviation (n = 100 to 220, ``cond(K) >= 1e9``); on a smaller
+basis it differed from the jitter-free formulas by up to 2e-3 (``cond(K_uu) = 1e9``).
+
+Here ``L`` is only a preconditioner and the model's jitter is ``delta << j``. In the
+whitened coordinates of ``L`` (``a = L^-1 k_u``)::
+
+    M  = L^-1 (K_uu + delta I) L^-T                  = I - (j - delta) L^-1 L^-T
+    A' = L^-1 (K_uf K_fu + s2 (K_uu + delta I)) L^-T = R R^T - s2 (j - delta) L^-1 L^-T
+    alpha = L^-T A'^-1 V y                              (mean(x) = k_u^T alpha)
+    var(x) = k(x, x) - a^T M^-1 V V^T A'^-1 a,          V V^T = R R^T - s2 I,
+
+the last being ``a^T (M^-1 - s2 A'^-1) a`` without its cancellation
+(``M^-1 - s2 A'^-1 = M^-1 (A' - s2 M) A'^-1``). Everything comes from the state's ``p x p``
+factors and ``V y``: O(p^3), no pass over the data. ``delta = j`` gives back the state's
+model exactly (``M = I``, ``A' = R R^T``).
+
+Where the jitter is strictly needed
+-----------------------------------
+The Cholesky factor of ``K_uu + j I`` is that of a matrix within about ``eps lambda_max`` of
+it, so eigenvalues of ``K_uu`` below that (smooth kernels, dense or repeated rows) are not
+determined, and neither ``M`` nor ``A'`` is in those directions. ``delta`` starts at
+``eps tr(K_uu + j I)`` and grows tenfold until ``M`` and ``A'`` have Cholesky factors whose
+pivots stand clear of rounding (``pivot^2 > p eps`` times the largest diagonal entry), at
+most to ``j``. Rows closer than about 1e-5 length scales are left with the effect of
+``delta`` on their nearly singular pair (errors of a few 1e-8 in the mean at 1e-6 length
+scales): there ``K_uu``'s eigenvalue is itself within a few hundred ``eps lambda_max``.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+
+__all__ = ["PredictionFactors", "prediction_factors"]
+
+_EPS = np.finfo(float).eps
+# Tenfold steps of delta between eps tr(K_uu) and the state's jitter: at most ~8 attempts.
+_DELTA_STEP = 10.0
+
+
+class PredictionFactors(NamedTuple):
+    """What prediction needs, in the units of the fitted (normalised) targets."""
+
+    alpha: np.ndarray  # (p,) weights of the mean, mean(x) = k_u(x)^T alpha
+    S: np.ndarray  # (p, p) symmetric, var(x) = k(x, x) - a^T S a with a = L^-1 k_u(x)
+    jitter: float  # delta, the jitter of K_uu in the predictions
+
+
+def _clear_cholesky(matrix):
+    """Lower Cholesky factor, or None if it fails or a pivot is at the level of rounding."""
+    try:
+        factor = cholesky(matrix, lower=True, check_finite=False)
+    except LinAlgError:
+        return None
+    floor = matrix.shape[0] * _EPS * float(np.max(np.diag(matrix)))
+    return factor if float(np.min(np.diag(factor))) ** 2 > floor else None
+
+
+def prediction_factors(L, R, Vy, jitter, noise_variance):
+    """Projected-process predictive factors (GPML eqs. (8.26)-(8.27)) with a minimal jitter.
+
+    Parameters
+    ----------
+    L : ndarray of shape (p, p)
+        Lower Cholesky factor of ``K_uu + jitter I``.
+    R : ndarray of shape (p, p)
+        Lower Cholesky factor of ``V V^T + s2 I`` with ``V = L^-1 K_uf``.
+    Vy : ndarray of shape (p,)
+        ``V y``.
+    jitter : float
+        The jitter ``j >= 0`` in ``L``.
+    noise_variance : float
+        ``s2 > 0``.
+
+    Returns
+    -------
+    PredictionFactors
+        ``alpha`` (mean weights), ``S`` (variance matrix in the coordinates ``L^-1 k_u``) and
+        the jitter ``delta`` they use (``delta <= jitter``; see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.linalg import cholesky, solve_triangular
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.regression._prediction import prediction_factors
+    >>> X = np.linspace(0, 3, 8).reshape(-1, 1); y = np.sin(X[:, 0]); s2, j = 0.01, 1e-8
+    >>> K = RBF()(X)  # every row in the basis: the exact GP
+    >>> L = cholesky(K + j * np.eye(8), lower=True)
+    >>> V = solve_triangular(L, K, lower=True)
+    >>> R = cholesky(V @ V.T + s2 * np.eye(8), lower=True)
+    >>> f = prediction_factors(L, R, V @ y, j, s2)
+    >>> bool(np.allclose(f.alpha, np.linalg.solve(K + s2 * np.eye(8), y), atol=1e-9))
+    True
+    """
+    p = L.shape[0]
+    s2 = float(noise_variance)
+    jitter = max(float(jitter), 0.0)
+    eye = np.eye(p)
+    if p == 0:
+        return PredictionFactors(np.zeros(0), np.zeros((0, 0)), jitter)
+    L_inv = solve_triangular(L, eye, lower=True, check_finite=False)
+    G = L_inv @ L_inv.T  # L^-1 L^-T = (L^T L)^-1
+    A = R @ R.T  # V V^T + s2 I
+    delta = _EPS * float(np.sum(L * L))  # eps tr(K_uu + j I)
+    while True:
+        if delta >= jitter:
+            # the state's model: M = I, A' = R R^T
+            delta, M_factor, A_factor = jitter, None, R
+            break
+        excess = jitter - delta
+        M = eye - excess * G
+        A_delta = A - (s2 * excess) * G
+        M_factor = _clear_cholesky(0.5 * (M + M.T))
+        A_factor = _clear_cholesky(0.5 * (A_delta + A_delta.T)) if M_factor is not None else None
+        if A_factor is not None:
+            break
+        delta *= _DELTA_STEP
+
+    # GPML eq. (8.26): alpha = Sigma K_uf y = L^-T A'^-1 V y
+    w = cho_solve((A_factor, True), Vy, check_finite=False)
+    alpha = solve_triangular(L, w, lower=True, trans="T", check_finite=False)
+    # GPML eq. (8.27): S = M^-1 V V^T A'^-1 (= M^-1 - s2 A'^-1), symmetrised
+    VVt = A - s2 * eye
+    X = VVt if M_factor is None else cho_solve((M_factor, True), VVt, check_finite=False)
+    S = cho_solve((A_factor, True), X.T, check_finite=False).T
+    S = 0.5 * (S + S.T)
+    return PredictionFactors(alpha, S, delta)
