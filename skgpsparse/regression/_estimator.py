@@ -443,7 +443,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ``k(x, x) - k_u(x)^T K_uu^-1 k_u(x) + s2 k_u(x)^T (s2 K_uu + K_uf K_fu)^-1 k_u(x)``,
         computed as ``k(x, x) - a^T S a`` with ``a = L^-1 k_u`` (``L`` the factor of the
         jittered ``K_uu``, used as a preconditioner; see
-        :mod:`skgpsparse._regression_prediction`): O(p^2) per row. It is the variance of
+        :mod:`skgpsparse.regression._prediction`): O(p^2) per row. It is the variance of
         the latent function, without ``noise_variance_``. With every training point in the
         basis, the mean and the variance are the exact GP's.
 

@@ -331,8 +331,8 @@ def test_predictions_are_the_jitter_free_projected_process(selection):
 def test_prediction_factors_fall_back_to_the_state_model():
     # with no room below the state's jitter, the factors are the state's own model
     from scipy.linalg import cho_solve
-    from skgpsparse._regression_prediction import prediction_factors
-    from skgpsparse._regression_state import RegressionState
+    from skgpsparse.regression._prediction import prediction_factors
+    from skgpsparse.regression._state import RegressionState
 
     X, y = _regression_data(n=60)
     state = RegressionState(RBF(1.0), X, y, 0.05, 10, jitter=1e-30)
