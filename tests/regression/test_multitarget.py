@@ -1,4 +1,4 @@
-"""Several targets in one SparseGPRegressor: shared basis, kernel and noise, scikit-learn's shapes."""
+"""Several targets in one SparseGPRegressor: a shared basis, kernel and noise; sklearn's shapes."""
 
 import numpy as np
 import pytest
