@@ -279,8 +279,14 @@ class ColumnBlocks:
             blk[pos : p - 1] = blk[pos + 1 : p]
 
     def times(self, x):
-        """``K_p x`` (length ``n``) for the first ``p = len(x)`` columns: one batched product."""
-        return (x @ self.B[:, : len(x), :]).reshape(-1)[: self.n]
+        """``K_p x`` for the first ``p = len(x)`` columns: one batched product.
+
+        ``x`` of shape ``(p,)`` gives a length-``n`` vector, ``(p, m)`` an ``n x m`` array.
+        """
+        if x.ndim == 1:
+            return (x @ self.B[:, : len(x), :]).reshape(-1)[: self.n]
+        out = x.T @ self.B[:, : len(x), :]  # n_blocks x m x W
+        return out.transpose(0, 2, 1).reshape(-1, x.shape[1])[: self.n]
 
     def transpose_times(self, M, p):
         """``K_p^T M`` for an ``n x k`` array ``M`` and the first ``p`` columns."""

@@ -126,7 +126,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Training-set indices of the basis vectors.
     basis_vectors_ : ndarray of shape (n_basis, n_features)
         The basis vectors.
-    alpha_ : ndarray of shape (n_basis,)
+    alpha_ : ndarray of shape (n_basis,) or (n_basis, n_targets)
         Weights of the predictive mean on the basis (in the units of ``y``).
     log_marginal_likelihood_value_ : float
         The ``hyperparameter_objective`` of the fitted model: the approximate log marginal
@@ -241,8 +241,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             (about ``1e-7 |x - x_mean|^2 / length_scale^2``) can change which candidate wins
             when two scores nearly tie, so the basis can differ from the one of
             ``X.astype(np.float64)``; the model on a given basis does not.
-        y : array-like of shape (n_samples,)
-            Targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets. Several targets are fitted together, as by scikit-learn's
+            ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the
+            sum of the targets' costs and log marginal likelihoods.
 
         Returns
         -------
@@ -254,7 +256,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     def _fit(self, X, y):
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=[np.float64, np.float32])
+        X, y = validate_data(
+            self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
+        )
+        # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
+        # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
         n = X.shape[0]
         self.kernel_ = C(1.0) * RBF(1.0) if self.kernel is None else clone(self.kernel)
@@ -262,12 +268,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
         self._n_threads = effective_n_jobs(self.n_jobs)
         noise_bounds = check_noise_bounds(self.noise_variance_bounds)
-        if self.normalize_y:
+        if self.normalize_y and y.ndim == 1:
             self._y_train_mean = float(np.mean(y))
             std = float(np.std(y))
             self._y_train_std = std if std > 0 else 1.0
-        else:
+        elif self.normalize_y:
+            self._y_train_mean = np.mean(y, axis=0)
+            std = np.std(y, axis=0)
+            self._y_train_std = np.where(std > 0, std, 1.0)
+        elif y.ndim == 1:
             self._y_train_mean, self._y_train_std = 0.0, 1.0
+        else:
+            self._y_train_mean, self._y_train_std = np.zeros(y.shape[1]), np.ones(y.shape[1])
         y = (y - self._y_train_mean) / self._y_train_std
         p = self.max_basis
         if p > n:
@@ -458,13 +470,16 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        y_mean : ndarray of shape (n_samples,)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Predictive mean ``k_u(x)^T alpha_`` (plus the target mean with ``normalize_y``).
-        y_std : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Latent standard deviation (add ``noise_variance_`` to the variance for the noisy
             targets). Only if ``return_std``.
-        y_cov : ndarray of shape (n_samples, n_samples)
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
             Latent covariance. Only if ``return_cov``.
+
+        With several targets the shapes are scikit-learn's ``GaussianProcessRegressor``'s: a
+        trailing target axis, dropped when there is a single column.
 
         Raises
         ------
@@ -477,7 +492,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         m = X.shape[0]
-        mean = np.empty(m)
+        mean = np.empty((m,) + self.alpha_.shape[1:])
         var = np.empty(m) if return_std else None
         prior = self.kernel_.diag(X) if (return_std or return_cov) else None
         A_all = None
@@ -493,15 +508,29 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                     # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
                     var[rows] = prior[rows] - np.einsum("ij,ij->j", A, self._S @ A)
         mean += self._y_train_mean
+        several = mean.ndim == 2
+        if several and mean.shape[1] == 1:  # as scikit-learn: (n, 1) targets give (n,)
+            mean = mean[:, 0]
         if return_std:
             var = self._clip_variance(var, prior)
-            return mean, np.sqrt(var) * self._y_train_std
+            if not several:
+                return mean, np.sqrt(var) * self._y_train_std
+            std = np.sqrt(var)[:, None] * self._y_train_std  # the targets' own scales
+            return mean, std[:, 0] if std.shape[1] == 1 else std
         if return_cov:
             cov = self.kernel_(X) - A_all.T @ (self._S @ A_all)
             diag = self._clip_variance(np.diag(cov).copy(), prior)
             np.fill_diagonal(cov, diag)
-            return mean, cov * self._y_train_std**2
+            if not several:
+                return mean, cov * self._y_train_std**2
+            cov = cov[:, :, None] * self._y_train_std**2
+            return mean, cov[:, :, 0] if cov.shape[2] == 1 else cov
         return mean
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
 
     @staticmethod
     def _clip_variance(var, prior):

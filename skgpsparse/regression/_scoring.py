@@ -93,6 +93,9 @@ class _CandidateScoring:
         pass over the rows, which forms ``mu = y - K_p alpha_p`` and the candidates' kernel
         columns chunk by chunk (in cache) and accumulates ``K_J^T mu``, ``|k_j|^2`` and, for
         ``"exact"``, ``K_p^T K_J``; larger ones by blocks of columns.
+
+        With several targets (``y`` of shape ``(n, m)``) each criterion is summed over the
+        targets: they share the basis, and cost (2) is the sum of the targets' costs.
         """
         J = np.asarray(J, dtype=np.intp).reshape(-1)
         s2 = self.noise_variance
@@ -101,7 +104,11 @@ class _CandidateScoring:
             mu = self.residual[J]
             denom = qj + s2
             rho = qj / denom
-            return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+            if mu.ndim == 1:
+                return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+            # one remainder r_j per target, each with the prior variance q_j
+            m = mu.shape[1]
+            return 0.5 * (m * (np.log1p(qj / s2) - rho) + rho * np.sum(mu * mu, axis=1) / denom)
         if criterion not in CRITERIA:
             raise ValueError(
                 f"Unknown selection criterion {criterion!r}; the regressor knows "
@@ -127,7 +134,9 @@ class _CandidateScoring:
         """``decrease`` for the columns ``K_J = K(X, X_J)`` with squared norms ``sq``."""
         p = self.p
         KpK = self._K.transpose_times(K_J, p) if criterion == "exact" and p else None
-        return self._decrease_from(criterion, J, self.residual @ K_J, sq, K_J[self._idx[:p]], KpK)
+        mu = self.residual
+        Kmu = mu @ K_J if mu.ndim == 1 else mu.T @ K_J  # (kappa,) or (n_targets, kappa)
+        return self._decrease_from(criterion, J, Kmu, sq, K_J[self._idx[:p]], KpK)
 
     def _decrease_streaming(self, criterion, J):
         """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole).
@@ -149,8 +158,9 @@ class _CandidateScoring:
         groups = np.array_split(
             np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
         )
-        mu = np.empty(self.n)
-        Kmu, sq = np.zeros((len(groups), m)), np.zeros((len(groups), m))
+        targets = y.shape[1:]  # () for one 1-D target, (n_targets,) for several
+        mu = np.empty((self.n,) + targets)
+        Kmu, sq = np.zeros((len(groups),) + targets + (m,)), np.zeros((len(groups), m))
         KpK = np.zeros((len(groups), p, m)) if exact else None
         rows = max(b - a for a, b in chunks)
 
@@ -166,11 +176,15 @@ class _CandidateScoring:
                 mu_c = mu[a:b]
                 if p:
                     Kp_c = self._K.chunk(a, b, p)
-                    np.dot(alpha, Kp_c, out=mu_c)
+                    if targets:
+                        np.dot(Kp_c.T, alpha, out=mu_c)
+                    else:
+                        np.dot(alpha, Kp_c, out=mu_c)
                     np.subtract(y[a:b], mu_c, out=mu_c)
                 else:
                     mu_c[:] = y[a:b]
-                Kmu[g] += (mu_c.astype(np.float32) if single else mu_c) @ K_c
+                mu_s = mu_c.astype(np.float32) if single else mu_c
+                Kmu[g] += (mu_s.T if targets else mu_s) @ K_c
                 sq[g] += np.einsum("ij,ij->j", K_c, K_c)
                 if exact:
                     KpK[g] += Kp_c @ K_c
@@ -184,14 +198,16 @@ class _CandidateScoring:
     def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
         """The criterion from ``K_J^T mu``, ``|k_j|^2``, ``K_uJ`` and (exact) ``K_p^T K_J``."""
         s2 = self.noise_variance
-        g = Kmu - s2 * (self.alpha @ K_uJ)
+        # one row of g per target (Kmu and alpha are 2-D with several targets)
+        g = Kmu - s2 * (self.alpha @ K_uJ if self.alpha.ndim == 1 else self.alpha.T @ K_uJ)
         d = sq + s2 * (self.kdiag[J] + self.jitter)
         if criterion == "exact" and self.p:
             C = _solve_lower(self.R, _solve_lower(self.L, KpK + s2 * K_uJ))
             d = d - np.einsum("ij,ij->j", C, C)
             # The Schur complement is >= s2 * jitter in exact arithmetic.
             d = np.maximum(d, s2 * self.jitter)
-        return 0.5 * g * g / np.maximum(d, np.finfo(float).tiny)
+        gg = g * g if g.ndim == 1 else np.sum(g * g, axis=0)
+        return 0.5 * gg / np.maximum(d, np.finfo(float).tiny)
 
     def _cache_columns(self, J):
         """Put ``K(X, X_J)`` in a cache of kernel columns; return each column's slot.

@@ -79,6 +79,11 @@ def _solve_lower(L, b, trans=0):
     return solve_triangular(L, b, lower=True, trans=trans, check_finite=False)
 
 
+def _sqnorm(a):
+    """``|a|^2`` of a vector, or the squared Frobenius norm of an array of several targets."""
+    return float(a @ a) if a.ndim == 1 else float(np.einsum("ij,ij->", a, a))
+
+
 class RegressionState(_CandidateScoring):
     """Sparse MAP GP regression over a growing and shrinking basis set.
 
@@ -91,8 +96,9 @@ class RegressionState(_CandidateScoring):
         Covariance function (its hyperparameters are used as they are).
     X : ndarray of shape (n_samples, n_features)
         Training inputs.
-    y : ndarray of shape (n_samples,)
-        Training targets.
+    y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Training targets. Several targets share the basis, the kernel and the noise; cost
+        (2) and the selection criteria are summed over them.
     noise_variance : float
         Noise variance ``s2 > 0``.
     max_basis : int
@@ -115,9 +121,9 @@ class RegressionState(_CandidateScoring):
         Current basis size ``p``.
     basis : ndarray of shape (p,)
         Training-set indices of the basis vectors, in factor order.
-    alpha : ndarray of shape (p,)
+    alpha : ndarray of shape (p,) or (p, n_targets)
         Weights ``alpha_p`` minimising cost (2).
-    residual : ndarray of shape (n_samples,)
+    residual : ndarray of shape (n_samples,) or (n_samples, n_targets)
         ``mu = y - K_p alpha_p``.
     cost : float
         Minimum of cost (2).
@@ -171,8 +177,9 @@ class RegressionState(_CandidateScoring):
         self._R = np.zeros((pm, pm))
         # Column i: the kernel column K(X, x_i) of basis vector i (factor order), K_p^T.
         self._K = ColumnBlocks(n, pm, _BLOCK_ROWS)
-        self._Vy = np.zeros(pm)
-        self._beta = np.zeros(pm)
+        # V y and beta = R^-1 V y: one column per target (a vector for one 1-D target).
+        self._Vy = np.zeros((pm,) + self.y.shape[1:])
+        self._beta = np.zeros((pm,) + self.y.shape[1:])
         self._D = np.zeros(pm)
         self._idx = np.zeros(pm, dtype=np.intp)
         self.p = 0
@@ -181,7 +188,7 @@ class RegressionState(_CandidateScoring):
         self.redundant = np.zeros(n, dtype=bool)
         self.excluded = np.zeros(n, dtype=bool)
         self.q = np.clip(self.kdiag, 0.0, None)
-        self.yy = float(self.y @ self.y)
+        self.yy = _sqnorm(self.y)
         self._cache_K = self._cache_sq = self._cache_idx = None
         self._last_J = np.zeros(0, dtype=np.intp)
         self._refresh()
@@ -229,8 +236,8 @@ class RegressionState(_CandidateScoring):
         """Recompute ``w`` and ``alpha`` from ``beta`` (O(p^2)); the residual is lazy."""
         p = self.p
         if p == 0:
-            self.w = np.zeros(0)
-            self.alpha = np.zeros(0)
+            self.w = np.zeros((0,) + self.y.shape[1:])
+            self.alpha = np.zeros((0,) + self.y.shape[1:])
         else:
             self.w = _solve_lower(self.R, self._beta[:p], trans=1)
             self.alpha = _solve_lower(self.L, self.w, trans=1)
@@ -253,23 +260,26 @@ class RegressionState(_CandidateScoring):
         s2 I`` gives ``pi = (|y|^2 - |beta|^2) / 2``. When that difference cancels (the fit
         is nearly exact) the residual is computed instead.
         """
-        b2 = float(self._beta[: self.p] @ self._beta[: self.p])
+        b2 = _sqnorm(self._beta[: self.p])
         fast = 0.5 * (self.yy - b2)
         if self._residual is None and fast > 1e-6 * self.yy:
             return fast
         mu = self.residual
-        return 0.5 * float(mu @ mu) + 0.5 * self.noise_variance * float(self.w @ self.w)
+        return 0.5 * _sqnorm(mu) + 0.5 * self.noise_variance * _sqnorm(self.w)
 
     def log_marginal_likelihood(self):
         """GPML eq. (8.17) on the current basis, O(p) from the factors.
 
         With ``C = V^T V + s2 I``: ``y^T C^-1 y = (|y|^2 - |beta|^2) / s2 = 2 pi / s2`` and
         ``log|C| = (n - p) log s2 + 2 sum(log diag R)`` (matrix inversion and determinant
-        lemmas), so the evidence is ``-pi / s2 - log|C| / 2 - n/2 log(2 pi)``.
+        lemmas), so the evidence is ``-pi / s2 - log|C| / 2 - n/2 log(2 pi)``; with ``m``
+        targets (summed over them, as scikit-learn's GaussianProcessRegressor does) ``pi`` is
+        their summed cost and the other two terms count ``m`` times.
         """
         s2 = self.noise_variance
+        m = 1 if self.y.ndim == 1 else self.y.shape[1]
         log_det = (self.n - self.p) * np.log(s2) + 2.0 * float(np.sum(np.log(np.diag(self.R))))
-        return -self.cost / s2 - 0.5 * log_det - 0.5 * self.n * np.log(2.0 * np.pi)
+        return -self.cost / s2 - 0.5 * m * log_det - 0.5 * m * self.n * np.log(2.0 * np.pi)
 
     # ------------------------------------------------------------------ kernel blocks
     def kernel_columns(self, J):
@@ -297,7 +307,8 @@ class RegressionState(_CandidateScoring):
         ``1/2 alpha_p(j)^2 / Sigma_p(j, j)``, in factor order (position ``j`` of ``basis``).
         """
         D = self._D[: self.p]
-        return 0.5 * self.alpha**2 / np.maximum(D, np.finfo(float).tiny)
+        a2 = self.alpha**2 if self.alpha.ndim == 1 else np.sum(self.alpha**2, axis=1)
+        return 0.5 * a2 / np.maximum(D, np.finfo(float).tiny)
 
     # ------------------------------------------------------------------ updates
     def append(self, j):
@@ -335,7 +346,7 @@ class RegressionState(_CandidateScoring):
         rpp = self._R[p, p]
         self._Vy[p] = vy
         # beta = R^-1 V y gains one entry; the old ones are unchanged.
-        self._beta[p] = (self._Vy[p] - float(r @ self._beta[:p])) / rpp
+        self._beta[p] = (self._Vy[p] - r @ self._beta[:p]) / rpp
         # D = diag((L R)^-T (L R)^-1): bordering (L R) adds the squares of its new inverse row
         # t = -(L^-T (l + l_pp R^-T r)) / (l_pp r_pp) to the old entries.
         if p:
@@ -354,13 +365,15 @@ class RegressionState(_CandidateScoring):
 
         Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): ``v``, then
         ``K_p^T v``, ``|v|^2``, ``v^T y`` and ``q -= v^2`` (``q = diag(K - V^T V)``). Returns
-        ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v`` (``L`` before the append).
+        ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v`` (``L`` before the append); ``v^T y``
+        has one entry per target.
         """
         p = self.p
         y, q = self.y, self.q
         chunks = self._chunks(p, _APPEND_CHUNK_ENTRIES)
         acc = np.zeros((len(chunks), p))
-        sums = np.zeros((len(chunks), 2))
+        # per chunk: |v|^2, then v^T y (one column per target)
+        sums = np.zeros((len(chunks), 1 + (y.shape[1] if y.ndim == 2 else 1)))
 
         def work(i):
             a, b = chunks[i]
@@ -369,13 +382,15 @@ class RegressionState(_CandidateScoring):
             v /= lpp
             if p:
                 np.dot(K_c, v, out=acc[i])
-            sums[i] = v @ v, v @ y[a:b]
+            sums[i, 0] = v @ v
+            sums[i, 1:] = v @ y[a:b]
             q_c = q[a:b]
             q_c -= v * v
             np.maximum(q_c, 0.0, out=q_c)
 
         run_chunks(len(chunks), work, self.n_threads)
-        vv, vy = sums.sum(axis=0)
+        total = sums.sum(axis=0)
+        vv, vy = total[0], (total[1] if y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc.sum(axis=0)) if p else np.zeros(0)), vv, vy
 
     def delete(self, pos):
