@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
-from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -14,12 +13,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ..kernels._columns import iter_cross_kernel, kernel_diag
+from ..kernels._columns import kernel_diag
 from ..selection import BaseSelector
 from ._basis import make_selector, select_and_exchange
 from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
-from ._prediction import prediction_factors
+from ._prediction import predict_latent, prediction_factors
 from ._state import RELATIVE_JITTER, RegressionState
+from ._targets import target_scaling, to_target_units
 from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
@@ -268,18 +268,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
         self._n_threads = effective_n_jobs(self.n_jobs)
         noise_bounds = check_noise_bounds(self.noise_variance_bounds)
-        if self.normalize_y and y.ndim == 1:
-            self._y_train_mean = float(np.mean(y))
-            std = float(np.std(y))
-            self._y_train_std = std if std > 0 else 1.0
-        elif self.normalize_y:
-            self._y_train_mean = np.mean(y, axis=0)
-            std = np.std(y, axis=0)
-            self._y_train_std = np.where(std > 0, std, 1.0)
-        elif y.ndim == 1:
-            self._y_train_mean, self._y_train_std = 0.0, 1.0
-        else:
-            self._y_train_mean, self._y_train_std = np.zeros(y.shape[1]), np.ones(y.shape[1])
+        self._y_train_mean, self._y_train_std = target_scaling(y, self.normalize_y)
         y = (y - self._y_train_mean) / self._y_train_std
         p = self.max_basis
         if p > n:
@@ -491,54 +480,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        m = X.shape[0]
-        mean = np.empty((m,) + self.alpha_.shape[1:])
-        var = np.empty(m) if return_std else None
-        prior = self.kernel_.diag(X) if (return_std or return_cov) else None
-        A_all = None
-        if return_cov:
-            A_all = np.empty((len(self.alpha_), m))
-        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
-            mean[rows] = K @ self.alpha_
-            if return_std or return_cov:
-                A = solve_triangular(self._L, K.T, lower=True, check_finite=False)
-                if return_cov:
-                    A_all[:, rows] = A
-                else:
-                    # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
-                    var[rows] = prior[rows] - np.einsum("ij,ij->j", A, self._S @ A)
-        mean += self._y_train_mean
-        several = mean.ndim == 2
-        if several and mean.shape[1] == 1:  # as scikit-learn: (n, 1) targets give (n,)
-            mean = mean[:, 0]
-        if return_std:
-            var = self._clip_variance(var, prior)
-            if not several:
-                return mean, np.sqrt(var) * self._y_train_std
-            std = np.sqrt(var)[:, None] * self._y_train_std  # the targets' own scales
-            return mean, std[:, 0] if std.shape[1] == 1 else std
-        if return_cov:
-            cov = self.kernel_(X) - A_all.T @ (self._S @ A_all)
-            diag = self._clip_variance(np.diag(cov).copy(), prior)
-            np.fill_diagonal(cov, diag)
-            if not several:
-                return mean, cov * self._y_train_std**2
-            cov = cov[:, :, None] * self._y_train_std**2
-            return mean, cov[:, :, 0] if cov.shape[2] == 1 else cov
-        return mean
+        mean, var, cov = predict_latent(
+            self.kernel_, X, self.basis_vectors_, self._L, self.alpha_, self._S,
+            return_std=return_std, return_cov=return_cov,
+        )
+        return to_target_units(mean, var, cov, self._y_train_mean, self._y_train_std)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
-
-    @staticmethod
-    def _clip_variance(var, prior):
-        neg = var < 0
-        if np.any(var < -1e-8 * np.maximum(prior, np.finfo(float).tiny)):
-            warnings.warn(
-                "Predicted variances smaller than 0 (round-off). Setting them to 0.",
-                UserWarning,
-            )
-        var[neg] = 0.0
-        return var

@@ -40,12 +40,15 @@ most to ``j``. Rows closer than about 1e-5 length scales are left with the effec
 scales): there ``K_uu``'s eigenvalue is itself within a few hundred ``eps lambda_max``.
 """
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 
-__all__ = ["PredictionFactors", "prediction_factors"]
+from ..kernels._columns import iter_cross_kernel
+
+__all__ = ["PredictionFactors", "predict_latent", "prediction_factors"]
 
 _EPS = np.finfo(float).eps
 # Tenfold steps of delta between eps tr(K_uu) and the state's jitter: at most ~8 attempts.
@@ -79,7 +82,7 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
         Lower Cholesky factor of ``K_uu + jitter I``.
     R : ndarray of shape (p, p)
         Lower Cholesky factor of ``V V^T + s2 I`` with ``V = L^-1 K_uf``.
-    Vy : ndarray of shape (p,)
+    Vy : ndarray of shape (p,) or (p, n_targets)
         ``V y``.
     jitter : float
         The jitter ``j >= 0`` in ``L``.
@@ -112,7 +115,7 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
     jitter = max(float(jitter), 0.0)
     eye = np.eye(p)
     if p == 0:
-        return PredictionFactors(np.zeros(0), np.zeros((0, 0)), jitter)
+        return PredictionFactors(np.zeros((0,) + np.shape(Vy)[1:]), np.zeros((0, 0)), jitter)
     L_inv = solve_triangular(L, eye, lower=True, check_finite=False)
     G = L_inv @ L_inv.T  # L^-1 L^-T = (L^T L)^-1
     A = R @ R.T  # V V^T + s2 I
@@ -140,3 +143,47 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
     S = cho_solve((A_factor, True), X.T, check_finite=False).T
     S = 0.5 * (S + S.T)
     return PredictionFactors(alpha, S, delta)
+
+
+def _clip_variance(var, prior):
+    """Set round-off negatives to 0; warn when one is beyond round-off of the prior."""
+    neg = var < 0
+    if np.any(var < -1e-8 * np.maximum(prior, np.finfo(float).tiny)):
+        warnings.warn(
+            "Predicted variances smaller than 0 (round-off). Setting them to 0.",
+            UserWarning,
+        )
+    var[neg] = 0.0
+    return var
+
+
+def predict_latent(kernel, X, basis_vectors, L, alpha, S, *, return_std=False,
+                   return_cov=False):
+    """Latent mean, and variance or covariance, of the fitted model at ``X``, by row blocks.
+
+    ``mean = K_*u alpha`` (``alpha`` of shape ``(p,)`` or ``(p, n_targets)``) and GPML eq.
+    (8.27) as ``k(x, x) - a^T S a`` with ``a = L^-1 k_u(x)`` (see :func:`prediction_factors`),
+    in the units of the fitted targets. Returns ``(mean, var, cov)``; ``var`` is None unless
+    ``return_std``, ``cov`` None unless ``return_cov``.
+    """
+    m = X.shape[0]
+    mean = np.empty((m,) + alpha.shape[1:])
+    var = np.empty(m) if return_std else None
+    prior = kernel.diag(X) if (return_std or return_cov) else None
+    A_all = np.empty((len(alpha), m)) if return_cov else None
+    for rows, K in iter_cross_kernel(kernel, X, basis_vectors):
+        mean[rows] = K @ alpha
+        if return_std or return_cov:
+            A = solve_triangular(L, K.T, lower=True, check_finite=False)
+            if return_cov:
+                A_all[:, rows] = A
+            else:
+                # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
+                var[rows] = prior[rows] - np.einsum("ij,ij->j", A, S @ A)
+    cov = None
+    if return_std:
+        var = _clip_variance(var, prior)
+    if return_cov:
+        cov = kernel(X) - A_all.T @ (S @ A_all)
+        np.fill_diagonal(cov, _clip_variance(np.diag(cov).copy(), prior))
+    return mean, var, cov

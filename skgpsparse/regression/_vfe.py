@@ -158,11 +158,12 @@ def state_objective(state, objective):
 
     ``"dtc"``: GPML eq. (8.17) from the state's factors, O(p). ``"vfe"``: the same minus the
     trace term of Titsias (2009) eq. (9), from the state's Nystrom errors
-    ``q = diag(K_ff - Q_ff)`` (kept for the info-gain criterion), O(n).
+    ``q = diag(K_ff - Q_ff)`` (kept for the info-gain criterion), O(n); once per target.
     """
     lml = state.log_marginal_likelihood()
     if objective == "vfe":
-        lml -= 0.5 * float(np.sum(state.q)) / state.noise_variance
+        n_targets = 1 if state.y.ndim == 1 else state.y.shape[1]
+        lml -= 0.5 * n_targets * float(np.sum(state.q)) / state.noise_variance
     return lml
 
 

@@ -1,0 +1,50 @@
+"""The regressor's targets: their normalisation, and predictions in their units and shapes.
+
+One target is a 1-D ``y``; several are the columns of a 2-D ``y``, fitted together (one basis,
+kernel and noise), with scikit-learn's ``GaussianProcessRegressor`` shapes for the results: a
+trailing target axis, dropped when ``y`` has a single column.
+"""
+
+import numpy as np
+
+__all__ = ["target_scaling", "to_target_units"]
+
+
+def target_scaling(y, normalize):
+    """``(mean, std)`` that the fit subtracts from and divides ``y`` by (per target).
+
+    ``(0, 1)`` without ``normalize``; a constant target keeps the scale 1.
+    """
+    if normalize and y.ndim == 1:
+        std = float(np.std(y))
+        return float(np.mean(y)), (std if std > 0 else 1.0)
+    if normalize:
+        std = np.std(y, axis=0)
+        return np.mean(y, axis=0), np.where(std > 0, std, 1.0)
+    if y.ndim == 1:
+        return 0.0, 1.0
+    return np.zeros(y.shape[1]), np.ones(y.shape[1])
+
+
+def to_target_units(mean, var, cov, y_mean, y_std):
+    """The latent mean, std (from ``var``) or covariance in the targets' units and shapes.
+
+    ``mean`` is ``(n,)`` or ``(n, m)`` in normalised units; ``var`` (``(n,)``) and ``cov``
+    (``(n, n)``) are shared by the targets and scaled by each target's ``y_std``. Returns
+    ``mean``, ``(mean, std)`` or ``(mean, cov)`` as scikit-learn's GPR does.
+    """
+    mean = mean + y_mean
+    several = mean.ndim == 2
+    if several and mean.shape[1] == 1:  # as scikit-learn: (n, 1) targets give (n,)
+        mean = mean[:, 0]
+    if var is not None:
+        if not several:
+            return mean, np.sqrt(var) * y_std
+        std = np.sqrt(var)[:, None] * y_std  # the targets' own scales
+        return mean, std[:, 0] if std.shape[1] == 1 else std
+    if cov is not None:
+        if not several:
+            return mean, cov * y_std**2
+        cov = cov[:, :, None] * y_std**2
+        return mean, cov[:, :, 0] if cov.shape[2] == 1 else cov
+    return mean
