@@ -3,8 +3,9 @@
 :class:`SparseGPRegressor` is the public estimator (``_estimator``). The incremental state
 (``_state``) keeps the factors that forward selection grows and backward deletion shrinks,
 scored by the criteria of ``_scoring``; ``_basis`` runs forward selection and the exchange
-steps; ``_likelihood`` holds the hyperparameter objective (the DTC marginal likelihood, GPML
-eq. 8.17) and its gradient.
+steps. The hyperparameter objectives are the DTC marginal likelihood (``_likelihood``, GPML
+eq. 8.17) and Titsias' variational bound (``_vfe``); ``_prediction`` turns the state's
+factors into the predictive ones, ``_targets`` handles the targets' units and shapes.
 """
 
 from ._estimator import SparseGPRegressor
