@@ -1,0 +1,183 @@
+"""SparseGPRegressor against GPflow's SGPR in one run: NMSE, NLPD, calibration and cost.
+
+Every model is fitted on the same split of each data set, on one thread (BLAS and
+TensorFlow), and scored by the same code (``_peers.regression_metrics``): test NMSE, NLPD
+with the noise, and the mean of ``z^2 = (y - mu)^2 / (std^2 + noise)`` (1 when the error bars
+are calibrated), with fit CPU and wall time and the prediction time. The peers are GPflow's
+SGPR (Titsias' bound) with a fixed random subset of training rows as inducing inputs, and
+with the inducing inputs optimised by L-BFGS (``--sgpr-maxiter``).
+
+Data (``../shared/datasets``): KIN40K (10,000 / 30,000), pol (10,000 / 5,000), pumadyn32nm
+(7,168 / 1,024) and elevators (fold 0 of its 10 folds), inputs and targets standardised on
+the training rows, an ARD squared-exponential kernel started at ``sqrt(d)`` with unit
+amplitude on every side. Records are cached in ``results/peers_regression_runs.json`` by
+data set, model and configuration, so an interrupted run resumes; ``--fresh`` refits.
+
+Usage::
+
+    python benchmarks/peers_regression.py                         # everything (hours)
+    python benchmarks/peers_regression.py --datasets kin40k --models default,vfe,sgpr_fixed
+    python benchmarks/peers_regression.py --quick                 # a smoke run
+"""
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import load_dataset  # noqa: E402
+from _machine import machine  # noqa: E402
+from _peers import fit_sgpr, regression_metrics, standardise  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CACHE = RESULTS / "peers_regression_runs.json"
+DATASETS = ("kin40k", "pol", "pumadyn32nm", "elevators")
+
+# skgpsparse's configurations: label -> SparseGPRegressor keyword arguments (besides the
+# kernel, max_basis and random_state). A configuration whose keyword the installed estimator
+# does not accept is reported as skipped, so the list can name what is still to come.
+OURS = {
+    "default": {},
+    "exchange300": {"n_exchange": 300},
+    "vfe": {"hyperparameter_objective": "vfe"},
+    "vfe_exchange300": {"hyperparameter_objective": "vfe", "n_exchange": 300},
+}
+PEERS = {
+    "sgpr_fixed": {"optimise_inducing": False},
+    "sgpr_optimised": {"optimise_inducing": True},
+}
+
+
+def load(name, quick=False):
+    """Standardised ``(X_train, y_train, X_test, y_test)`` of a data set's standard split."""
+    d = load_dataset("uci_elevators" if name == "elevators" else name)
+    X, y = d["X"].astype(float), d["y"].astype(float)
+    if "test_fold" in d.files:
+        test = d["test_fold"] == 0
+        tr, te = np.flatnonzero(~test), np.flatnonzero(test)
+    else:
+        tr, te = d["train_idx"][0], d["test_idx"][0]
+    if quick:
+        tr, te = tr[:1000], te[:1000]
+    X_train, X_test, y_train, y_test = standardise(X[tr], X[te], y[tr], y[te])
+    return X_train, y_train, X_test, y_test
+
+
+def fit_ours(kwargs, X, y, X_test, y_test, n_basis, seed):
+    """One SparseGPRegressor fit on one thread: metrics, CPU and wall time, prediction time."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from skgpsparse import SparseGPRegressor
+
+    d = X.shape[1]
+    kernel = ConstantKernel(1.0) * RBF(np.full(d, np.sqrt(d)))
+    model = SparseGPRegressor(kernel, max_basis=n_basis, random_state=seed, **kwargs)
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cpu, wall = time.process_time(), time.perf_counter()
+        model.fit(X, y)
+        fit_cpu, fit_wall = time.process_time() - cpu, time.perf_counter() - wall
+        tic = time.perf_counter()
+        mean, std = model.predict(X_test, return_std=True)
+        predict_wall = time.perf_counter() - tic
+    rec = regression_metrics(y_test, mean, std**2 + model.noise_variance_)
+    rec.update(fit_cpu=fit_cpu, fit_wall=fit_wall, predict_wall=predict_wall,
+               noise_variance=float(model.noise_variance_), kernel=str(model.kernel_))
+    return rec
+
+
+def accepts(kwargs):
+    """Whether the installed SparseGPRegressor takes every keyword of ``kwargs``."""
+    from skgpsparse import SparseGPRegressor
+
+    return set(kwargs) <= set(SparseGPRegressor().get_params())
+
+
+def key(dataset, label, config, n_basis, seed, quick):
+    text = json.dumps([dataset, label, config, n_basis, seed, quick], sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def run(args):
+    cache = json.loads(CACHE.read_text()) if CACHE.exists() and not args.fresh else {}
+    models = args.models.split(",") if args.models else list(OURS) + list(PEERS)
+    rows = []
+    for name in args.datasets:
+        X, y, X_test, y_test = load(name, args.quick)
+        n_basis = min(args.basis, X.shape[0])
+        for label in models:
+            if label in OURS:
+                config = OURS[label]
+                if not accepts(config):
+                    print(f"{name} {label}: skipped (the estimator has no {sorted(config)})")
+                    continue
+            elif label in PEERS:
+                config = dict(PEERS[label], maxiter=args.sgpr_maxiter)
+            else:
+                raise SystemExit(f"unknown model {label!r}; known: {list(OURS) + list(PEERS)}")
+            k = key(name, label, config, n_basis, args.seed, args.quick)
+            if k not in cache:
+                print(f"{name} {label} ...", flush=True)
+                if label in OURS:
+                    rec = fit_ours(config, X, y, X_test, y_test, n_basis, args.seed)
+                else:
+                    rec = fit_sgpr(X, y, X_test, y_test, n_basis, seed=args.seed, **config)
+                rec.update(dataset=name, model=label, config=config, n_basis=n_basis,
+                           n_train=int(X.shape[0]), n_test=int(X_test.shape[0]),
+                           date=f"{datetime.now(UTC):%Y-%m-%d %H:%M}")
+                cache[k] = rec
+                RESULTS.mkdir(exist_ok=True)
+                CACHE.write_text(json.dumps(cache, indent=1))
+            rows.append(cache[k])
+    return rows
+
+
+def table(rows):
+    lines = [
+        "| data | model | basis | NMSE | NLPD | mean z^2 | fit CPU s | fit wall s | predict s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['dataset']} | {r['model']} | {r['n_basis']} | {r['nmse']:.4f} | "
+            f"{r['nlpd']:.3f} | {r['z2']:.2f} | {r['fit_cpu']:.1f} | {r['fit_wall']:.1f} | "
+            f"{r['predict_wall']:.2f} |"
+        )
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--models", help="comma-separated labels (default: all)")
+    parser.add_argument("--basis", type=int, default=500, help="basis / inducing points")
+    parser.add_argument("--sgpr-maxiter", type=int, default=1000,
+                        help="L-BFGS iterations of the SGPR fits")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="1,000 rows each, a smoke run")
+    parser.add_argument("--fresh", action="store_true", help="ignore cached records")
+    args = parser.parse_args(argv)
+    rows = run(args)
+    lines = [
+        "# SparseGPRegressor against GPflow's SGPR",
+        "",
+        f"{machine()}; one thread for every model; CPU = process time. "
+        f"`python benchmarks/peers_regression.py {' '.join(argv or sys.argv[1:])}`",
+        "",
+        *table(rows),
+    ]
+    print("\n".join(lines))
+    if not args.quick:
+        (RESULTS / "peers_regression.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
