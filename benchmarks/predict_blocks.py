@@ -25,7 +25,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_limits
 
 import skgpsparse.classification._binary as binary
-import skgpsparse.regression._estimator as regression
+import skgpsparse.regression._prediction as regression
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 from skgpsparse.kernels import iter_kernel
 from skgpsparse.kernels._columns import iter_cross_kernel

@@ -13,28 +13,20 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ..kernels._columns import kernel_diag
 from ..selection import BaseSelector
-from ._basis import make_selector, select_and_exchange
-from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._basis import make_selector
+from ._design import alternate
+from ._likelihood import check_noise_bounds
 from ._prediction import predict_latent, prediction_factors
-from ._state import RELATIVE_JITTER, RegressionState
 from ._targets import target_scaling, to_target_units
 from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
 
-# Size of the random subset whose full-GP likelihood initialises the hyperparameters.
-_INIT_SUBSET = 100
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
 # the learning's are small, so a second BLAS thread made whole fits slower
 # (benchmarks/results/floor.md); the state spreads its row passes over n_jobs threads instead.
 _FIT_BLAS_THREADS = 1
-
-
-def _jitter(kernel, X):
-    """The state's and the likelihood's jitter: relative to the mean prior variance."""
-    return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
 
 
 class SparseGPRegressor(RegressorMixin, BaseEstimator):
@@ -267,7 +259,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
         self._n_threads = effective_n_jobs(self.n_jobs)
-        noise_bounds = check_noise_bounds(self.noise_variance_bounds)
+        check_noise_bounds(self.noise_variance_bounds)  # a clear error before any work
         self._y_train_mean, self._y_train_std = target_scaling(y, self.normalize_y)
         y = (y - self._y_train_mean) / self._y_train_std
         p = self.max_basis
@@ -279,55 +271,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             p = n
         self._selector = make_selector(self.selection, self.working_set_size)
 
-        kernel, s2 = self.kernel_, float(self.noise_variance)
-        learn = self.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
-        if learn:
-            # Initialisation as in the exchange paper's experiments: hyperparameters of the
-            # full GP on a random subset (eq. (8.17) with every subset point in the basis is
-            # the exact GP likelihood), so the first selection does not use a poor kernel.
-            subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
-            kernel, s2, _ = self._learn_hyperparameters(
-                kernel, s2, X[subset], y[subset], X[subset]
-            )
-        best = None
-        previous = None
-        self.n_iter_ = 0
-        for it in range(self.max_iter if learn else 1):
-            state, curve = self._select_basis(kernel, X, y, s2, p, rng)
-            if learn:
-                # Warm start; the noise no lower than the mean squared residual of the MAP fit
-                # (a subset-GP start can put it far below what the sparse model can reach).
-                if noise_bounds is not None:
-                    s2 = max(s2, float(np.mean(state.residual**2)))
-                kernel, s2, lml = self._learn_hyperparameters(kernel, s2, X, y, X[state.basis])
-            else:
-                lml = state_objective(state, self.hyperparameter_objective)
-            self.n_iter_ = it + 1
-            if self.verbose:
-                print(
-                    f"[SparseGPRegressor] iteration {it + 1}: lml = {lml:.6g}, "
-                    f"noise_variance = {s2:.4g}, kernel = {kernel}"
-                )
-            if best is None or lml > best[0]:
-                # With fixed hyperparameters the state is final; otherwise only its basis.
-                best = (lml, state if not learn else state.basis, kernel, s2, curve)
-            if previous is not None and lml - previous < self.tol * max(1.0, abs(previous)):
-                break
-            previous = lml
-
-        _, state, kernel, s2, curve = best
-        self.kernel_ = kernel
-        self.noise_variance_ = s2
-        if learn:
-            self.kernel_._check_bounds_params()
-            warn_at_noise_bound(self.noise_variance_, noise_bounds)
-            # The final state: the best basis with the hyperparameters learned on it.
-            basis = state
-            state = RegressionState(
-                kernel, X, y, s2, len(basis), jitter=_jitter(kernel, X), n_threads=self._n_threads
-            )
-            for j in basis:
-                state.append(j)
+        state, kernel, s2, curve, self.n_iter_ = alternate(self, X, y, p, rng)
+        self.kernel_, self.noise_variance_ = kernel, s2
         self.basis_indices_ = state.basis
         self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
         # The predictive factors with the jitter only where strictly needed (the state's L
@@ -357,39 +302,19 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         state.pop("_y_train", None)
         return state
 
-    def _select_basis(self, kernel, X, y, s2, p, rng):
-        """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
-        state = RegressionState(
-            kernel, X, y, s2, p, jitter=_jitter(kernel, X), n_threads=self._n_threads
-        )
-        curve = []
-        return select_and_exchange(state, self._selector, p, self.n_exchange, rng, curve)
-
-    # ------------------------------------------------------------------ hyperparameters
-    def _learn_hyperparameters(self, kernel, s2, X, y, X_basis):
-        """Maximise the objective on the basis, warm-started at the current values."""
-        return learn_hyperparameters(
-            kernel,
-            s2,
-            X,
-            y,
-            X_basis,
-            noise_bounds=check_noise_bounds(self.noise_variance_bounds),
-            optimizer=self.optimizer,
-            jitter=_jitter(kernel, X),
-            objective=OBJECTIVES[self.hyperparameter_objective],
-        )
-
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """The hyperparameter objective on the fitted basis: GPML eq. (8.17) or the VFE bound.
 
         Parameters
         ----------
-        theta : array-like of shape (kernel_.n_dims + 1,), default=None
-            ``kernel_.theta`` (log hyperparameters) followed by ``log(noise_variance)``.
-            ``None`` returns the stored ``log_marginal_likelihood_value_``.
+        theta : array-like of shape (kernel_.n_dims,) or (kernel_.n_dims + 1,), default=None
+            Log hyperparameters at which to evaluate the objective. Of the kernel's length
+            (as scikit-learn passes ``kernel_.theta``), the noise variance is the fitted
+            ``noise_variance_``; one entry longer, the last entry is ``log(noise_variance)``,
+            the layout the fit optimises when the noise is learned. ``None`` returns the
+            stored ``log_marginal_likelihood_value_``.
         eval_gradient : bool, default=False
-            Also return the gradient with respect to ``theta`` (same layout).
+            Also return the gradient with respect to ``theta`` (the layout of ``theta``).
         clone_kernel : bool, default=True
             Kept for scikit-learn compatibility; the fitted kernel is never modified.
 
@@ -398,7 +323,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         log_likelihood : float
             The approximate log marginal likelihood (``hyperparameter_objective="dtc"``) or
             Titsias' bound (``"vfe"``).
-        log_likelihood_gradient : ndarray of shape (kernel_.n_dims + 1,)
+        log_likelihood_gradient : ndarray of the shape of ``theta``
             Only if ``eval_gradient`` is True.
 
         Raises
@@ -413,28 +338,34 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
         theta = np.asarray(theta, dtype=float)
-        if theta.shape != (self.kernel_.n_dims + 1,):
+        n_dims = self.kernel_.n_dims
+        if theta.shape not in ((n_dims,), (n_dims + 1,)):
             raise ValueError(
-                f"`theta` must have length kernel_.n_dims + 1 = {self.kernel_.n_dims + 1} "
-                f"(kernel theta, then log noise variance), got shape {theta.shape}."
+                f"`theta` must have length kernel_.n_dims = {n_dims} (the kernel's theta, at "
+                f"the fitted noise variance) or {n_dims + 1} (then log noise variance), got "
+                f"shape {theta.shape}."
             )
+        with_noise = theta.shape == (n_dims + 1,)
         if getattr(self, "_X_train", None) is None:
             raise ValueError(
                 "log_marginal_likelihood(theta) needs the training data, which a pickled "
                 "model does not keep (it stores only what prediction needs). Refit the model "
                 "on (X, y) to evaluate the likelihood at another theta."
             )
-        kernel = self.kernel_.clone_with_theta(theta[:-1])
-        return OBJECTIVES[self.hyperparameter_objective](
+        kernel = self.kernel_.clone_with_theta(theta[:n_dims])
+        out = OBJECTIVES[self.hyperparameter_objective](
             kernel,
             self._X_train,
             self._y_train,
             self.basis_vectors_,
-            float(np.exp(theta[-1])),
+            float(np.exp(theta[-1])) if with_noise else self.noise_variance_,
             eval_gradient=eval_gradient,
             # The fitted model's jitter, constant in theta, so the gradient is the value's.
             jitter=self._jitter_value,
         )
+        if eval_gradient and not with_noise:
+            return out[0], out[1][:n_dims]
+        return out
 
     # ------------------------------------------------------------------ predict
     def predict(self, X, return_std=False, return_cov=False):

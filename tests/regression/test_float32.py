@@ -5,7 +5,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import skgpsparse.regression._estimator as regression
+import skgpsparse.regression._design as regression
 from skgpsparse import SparseGPRegressor
 from skgpsparse.kernels._columns import KernelColumns
 from skgpsparse.regression._state import RegressionState
