@@ -18,7 +18,8 @@ from ._basis import make_selector
 from ._design import alternate
 from ._likelihood import check_noise_bounds
 from ._prediction import predict_latent, prediction_factors
-from ._targets import target_scaling, to_target_units
+from ._sampling import EXACT_ROWS, low_rank_draws
+from ._targets import prior_prediction, target_scaling, to_target_units
 from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
@@ -107,6 +108,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         context, ``-1`` means all processors. The fitted model does not depend on it. Worth
         it on large data on an otherwise idle machine; on a busy one the threads compete and
         can be slower (see the benchmarks page).
+    n_targets : int, default=None
+        Number of targets, for ``predict`` and ``sample_y`` before ``fit`` (the prior); a
+        fit checks that ``y`` has that many columns. ``None`` means one, or whatever ``y``
+        has.
 
     Attributes
     ----------
@@ -181,6 +186,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "n_jobs": [numbers.Integral, None],
+        "n_targets": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -201,6 +207,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         random_state=None,
         verbose=0,
         n_jobs=None,
+        n_targets=None,
     ):
         self.kernel = kernel
         self.noise_variance = noise_variance
@@ -217,6 +224,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.n_targets = n_targets
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -254,6 +262,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
         # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
+        n_targets = y.shape[1] if y.ndim == 2 else 1
+        if self.n_targets is not None and n_targets != self.n_targets:
+            raise ValueError(
+                f"The number of targets seen in `y` is different from the parameter "
+                f"`n_targets`. Got {n_targets} != {self.n_targets}."
+            )
         n = X.shape[0]
         self.kernel_ = C(1.0) * RBF(1.0) if self.kernel is None else clone(self.kernel)
         rng = check_random_state(self.random_state)
@@ -409,13 +423,60 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if not hasattr(self, "basis_vectors_"):  # unfitted: the prior, as scikit-learn's GPR
+            kernel = C(1.0) * RBF(1.0) if self.kernel is None else self.kernel
+            return prior_prediction(kernel, X, self.n_targets, return_std, return_cov)
         mean, var, cov = predict_latent(
             self.kernel_, X, self.basis_vectors_, self._L, self.alpha_, self._S,
             return_std=return_std, return_cov=return_cov,
         )
         return to_target_units(mean, var, cov, self._y_train_mean, self._y_train_std)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw functions from the predictive distribution at ``X`` (the prior if unfitted).
+
+        As scikit-learn's ``GaussianProcessRegressor.sample_y``: the draws follow the latent
+        predictive mean and covariance of ``predict(X, return_cov=True)``. Beyond a few
+        thousand rows the covariance is not formed: the part of it carried by the basis is
+        drawn exactly and the rest independently per row, with a ``UserWarning``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Query points.
+        n_samples : int, default=1
+            Number of draws.
+        random_state : int, RandomState instance or None, default=0
+            Randomness of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or \
+                (n_samples_X, n_targets, n_samples)
+            The draws, in the units of the targets.
+        """
+        rng = check_random_state(random_state)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if X.shape[0] <= EXACT_ROWS or not hasattr(self, "basis_vectors_"):
+            y_mean, y_cov = self.predict(X, return_cov=True)
+            if y_mean.ndim == 1:
+                return rng.multivariate_normal(y_mean, y_cov, n_samples).T
+            return np.stack(
+                [rng.multivariate_normal(y_mean[:, t], y_cov[..., t], n_samples).T
+                 for t in range(y_mean.shape[1])],
+                axis=1,
+            )
+        # independent latent draws per target, each in its target's units
+        mean = self.predict(X)
+        scales = np.ravel(self._y_train_std)
+        draws = [
+            mean_t[:, None] + scale * low_rank_draws(
+                self.kernel_, X, self.basis_vectors_, self._L, self._S, n_samples, rng
+            )
+            for mean_t, scale in zip(mean.reshape(len(X), -1).T, scales)
+        ]
+        return draws[0] if mean.ndim == 1 else np.stack(draws, axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,7 +7,7 @@ trailing target axis, dropped when ``y`` has a single column.
 
 import numpy as np
 
-__all__ = ["target_scaling", "to_target_units"]
+__all__ = ["prior_prediction", "target_scaling", "to_target_units"]
 
 
 def target_scaling(y, normalize):
@@ -47,4 +47,21 @@ def to_target_units(mean, var, cov, y_mean, y_std):
             return mean, cov * y_std**2
         cov = cov[:, :, None] * y_std**2
         return mean, cov[:, :, 0] if cov.shape[2] == 1 else cov
+    return mean
+
+
+def prior_prediction(kernel, X, n_targets, return_std, return_cov):
+    """The prior's mean (0), std or covariance at ``X``: ``predict`` before ``fit``.
+
+    One target unless ``n_targets > 1``, which repeats the prior along a trailing target
+    axis, as scikit-learn's ``GaussianProcessRegressor`` does.
+    """
+    m = 1 if n_targets is None else n_targets
+    mean = np.zeros(X.shape[0]) if m == 1 else np.zeros((X.shape[0], m))
+    if return_cov:
+        cov = kernel(X)
+        return mean, (cov if m == 1 else np.repeat(cov[:, :, None], m, axis=2))
+    if return_std:
+        std = np.sqrt(np.clip(kernel.diag(X), 0.0, None))
+        return mean, (std if m == 1 else np.repeat(std[:, None], m, axis=1))
     return mean
