@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._fitted_state import reset_fitted_state
 from ..selection import BaseSelector
 from ._binary import _make_selector
 from ._restarts import fit_binary
@@ -275,6 +276,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
+        reset_fitted_state(self)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from .._fitted_state import reset_fitted_state
 from ..selection import BaseSelector
 from ._basis import make_selector
 from ._design import alternate
@@ -251,6 +252,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
+        reset_fitted_state(self)
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             return self._fit(X, y)
 

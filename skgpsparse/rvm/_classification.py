@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._fitted_state import reset_fitted_state
 from ._mean_field import MeanFieldEM
 from ._regression import default_kernel
 from ._subspace_em import basis_rows, run_subspace_em
@@ -251,6 +252,7 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         self : RelevanceVectorClassifier
             The fitted estimator.
         """
+        reset_fitted_state(self)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()

@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._fitted_state import reset_fitted_state
 from ._regression_em import _RegressionEM
 from ._subspace_em import basis_rows, run_subspace_em
 
@@ -192,6 +193,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self : RelevanceVectorRegressor
             The fitted estimator.
         """
+        reset_fitted_state(self)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
