@@ -1,4 +1,4 @@
-"""What ``fit`` clears first: every attribute a previous fit left on an estimator.
+"""What ``fit`` clears first: the fitted attributes a previous fit left on an estimator.
 
 scikit-learn's convention is that ``fit`` replaces every fitted attribute. An estimator whose
 fit sets some attributes only in some cases (``estimators_`` for several classes, say) would
@@ -7,14 +7,17 @@ otherwise keep those of an earlier fit on other data.
 
 __all__ = ["reset_fitted_state"]
 
-# Attributes scikit-learn itself keeps on an estimator between fits (output and metadata
-# routing configuration): not fitted state.
-_KEEP_PREFIXES = ("_sklearn", "_metadata")
 
+def reset_fitted_state(estimator, private=()):
+    """Delete the fitted attributes of ``estimator``: every ``name_`` and the ``private`` names.
 
-def reset_fitted_state(estimator):
-    """Delete every attribute of ``estimator`` that is not a constructor parameter."""
+    Fitted attributes are the public names ending in an underscore (scikit-learn's
+    convention); the private state a fit keeps is named by the estimator in ``private``.
+    Other private attributes are left alone: scikit-learn sets some of its own on an estimator
+    during ``fit`` (callback and metadata-routing context).
+    """
     params = set(estimator.get_params(deep=False))
     for name in list(vars(estimator)):
-        if name not in params and not name.startswith(_KEEP_PREFIXES):
+        fitted = name.endswith("_") and not name.startswith("_")
+        if (fitted or name in private) and name not in params:
             delattr(estimator, name)

@@ -1,10 +1,12 @@
-"""L-BFGS-B in a box that moves with the iterate, for hyperparameter searches from a warm start."""
+"""L-BFGS-B in a box that moves with the iterate, and the contract of a user's ``optimizer``."""
+
+import warnings
 
 import numpy as np
 import scipy.optimize
 from sklearn.utils.optimize import _check_optimize_result
 
-__all__ = ["lbfgs_in_moving_box"]
+__all__ = ["check_optimizer_result", "lbfgs_in_moving_box"]
 
 # Half-width (in log space) of the search box around the current point, and how often the box
 # may move before the search gives up on reaching an interior optimum.
@@ -63,3 +65,49 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
             break
     _check_optimize_result("lbfgs", res)
     return res.x, res.fun
+
+
+def check_optimizer_result(theta, bounds):
+    """The ``theta`` a user's ``optimizer`` callable returned, made safe to use.
+
+    scikit-learn's contract is ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+    func_min)``. A ``theta_opt`` of the wrong shape or with a non-finite entry raises a
+    ``ValueError`` naming ``optimizer``; entries outside ``bounds`` are clipped to them with a
+    ``UserWarning`` (a kernel must not be fitted beyond its own bounds).
+
+    Returns
+    -------
+    theta : ndarray
+        ``theta_opt`` clipped to ``bounds``.
+    clipped : bool
+        Whether any entry was clipped.
+    """
+    bounds = np.asarray(bounds, dtype=float).reshape(-1, 2)
+    try:
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"The `optimizer` callable must return theta_opt as an array of {len(bounds)} "
+            f"floats, got {theta!r}."
+        ) from exc
+    if theta.shape != (len(bounds),):
+        raise ValueError(
+            f"The `optimizer` callable must return theta_opt of shape ({len(bounds)},), got "
+            f"shape {theta.shape}."
+        )
+    if not np.all(np.isfinite(theta)):
+        raise ValueError(
+            f"The `optimizer` callable returned a non-finite theta_opt: {theta}. It must return "
+            "finite log-hyperparameters within the bounds it is given."
+        )
+    lo, hi = bounds[:, 0], bounds[:, 1]
+    outside = (theta < lo) | (theta > hi)
+    if np.any(outside):
+        warnings.warn(
+            f"The `optimizer` callable returned theta_opt outside its bounds at positions "
+            f"{np.flatnonzero(outside).tolist()} ({theta[outside]} against bounds "
+            f"{bounds[outside].tolist()}); they are clipped to the bounds.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return np.clip(theta, lo, hi), bool(np.any(outside))

@@ -24,6 +24,9 @@ from ._restarts import fit_binary
 
 __all__ = ["SparseGPClassifier"]
 
+# Private fitted state, cleared by fit with the public attributes (see _fitted_state).
+_PRIVATE_STATE = ("_binary",)
+
 # Fitted attributes of each binary model, listed per class with more than two classes.
 _PER_MODEL_ATTRIBUTES = (
     "basis_indices_",
@@ -276,7 +279,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
-        reset_fitted_state(self)
+        reset_fitted_state(self, _PRIVATE_STATE)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()

@@ -9,6 +9,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
+from .._optimize import check_optimizer_result
+
 __all__ = ["BIAS_BOUNDS", "PATIENCE", "initial_bias", "minimize_theta"]
 
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
@@ -42,12 +44,17 @@ def _lbfgs(obj_func, initial_theta, bounds):
 def minimize_theta(optimizer, obj_func, theta0, bounds):
     """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
 
-    A callable that returns a non-finite loss leaves ``theta0`` in place.
+    A callable's theta is checked (:func:`~skgpsparse._optimize.check_optimizer_result`:
+    non-finite raises, outside the bounds is clipped with a warning); one that returns a
+    non-finite loss leaves ``theta0`` in place.
     """
     if optimizer == "fmin_l_bfgs_b":
         theta, loss = _lbfgs(obj_func, theta0, bounds)
     else:
         theta, loss = optimizer(obj_func, theta0, bounds)
+        theta, clipped = check_optimizer_result(theta, bounds)
+        if clipped:  # the loss at the theta kept
+            loss = obj_func(theta, eval_gradient=False)
     theta, loss = np.asarray(theta, dtype=float), float(loss)
     if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
         theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))

@@ -25,6 +25,12 @@ from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
 
+# Private fitted state, cleared by fit with the public attributes (see _fitted_state).
+_PRIVATE_STATE = (
+    "_L", "_S", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
+    "_y_train_mean", "_y_train_std",
+)
+
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
 # the learning's are small, so a second BLAS thread made whole fits slower
 # (benchmarks/results/floor.md); the state spreads its row passes over n_jobs threads instead.
@@ -252,7 +258,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
-        reset_fitted_state(self)
+        reset_fitted_state(self, _PRIVATE_STATE)
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             return self._fit(X, y)
 
@@ -483,4 +489,5 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        tags.requires_fit = False  # predict and sample_y before fit give the prior
         return tags

@@ -64,7 +64,7 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 
-from .._optimize import lbfgs_in_moving_box
+from .._optimize import check_optimizer_result, lbfgs_in_moving_box
 from ..kernels import iter_kernel, kernel_gradient
 from ..kernels._contraction import iter_kernel_contractions
 from ._state import RELATIVE_JITTER
@@ -409,6 +409,9 @@ def learn_hyperparameters(
         theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
     else:
         theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)
+        theta_opt, clipped = check_optimizer_result(theta_opt, bounds)
+        if clipped or not np.isfinite(func_min):  # the objective at the theta kept
+            func_min = obj_func(theta_opt, eval_gradient=False)
     theta_opt = np.asarray(theta_opt, dtype=float)
     if not np.isfinite(func_min):
         raise ValueError(

@@ -17,6 +17,9 @@ from ._subspace_em import basis_rows, run_subspace_em
 
 __all__ = ["RelevanceVectorRegressor"]
 
+# Private fitted state, cleared by fit with the public attributes (see _fitted_state).
+_PRIVATE_STATE = ("_centers", "_bias_mask", "_d", "_L", "_mu", "_factor_counts")
+
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
 # the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
 _NOISE_FLOOR = 1e-10
@@ -193,7 +196,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self : RelevanceVectorRegressor
             The fitted estimator.
         """
-        reset_fitted_state(self)
+        reset_fitted_state(self, _PRIVATE_STATE)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)

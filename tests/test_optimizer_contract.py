@@ -1,0 +1,54 @@
+"""The `optimizer` contract: theta outside the bounds is clipped with a warning, NaN raises."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+
+def _far_out(obj_func, theta0, bounds):
+    """A user optimizer that overshoots every upper bound."""
+    return np.asarray(bounds)[:, 1] + 3.0, float(obj_func(theta0, eval_gradient=False))
+
+
+def _nan(obj_func, theta0, bounds):
+    return np.full_like(theta0, np.nan), 0.0
+
+
+def _estimators():
+    X, y = make_moons(n_samples=80, noise=0.2, random_state=0)
+    kernel = C(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-2, 1e2))
+    return [
+        (SparseGPClassifier(kernel, max_basis=10, max_iter=1, random_state=0), X, y),
+        (SparseGPRegressor(kernel, max_basis=10, max_iter=1, random_state=0), X,
+         np.sin(X[:, 0]) + X[:, 1]),
+    ]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["classifier", "regressor"])
+def test_theta_outside_the_bounds_is_clipped_with_a_warning(index):
+    model, X, y = _estimators()[index]
+    with pytest.warns(UserWarning, match="optimizer.*outside its bounds"):
+        model.set_params(optimizer=_far_out).fit(X, y)
+    bounds = model.kernel_.bounds
+    assert np.all(model.kernel_.theta >= bounds[:, 0]) and np.all(
+        model.kernel_.theta <= bounds[:, 1]
+    )
+    np.testing.assert_allclose(model.kernel_.theta, bounds[:, 1])
+    assert np.all(np.isfinite(model.predict(X)))
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["classifier", "regressor"])
+def test_non_finite_theta_raises_naming_the_optimizer(index):
+    model, X, y = _estimators()[index]
+    with pytest.raises(ValueError, match="`optimizer`.*non-finite"):
+        model.set_params(optimizer=_nan).fit(X, y)
+
+
+def test_wrong_shape_raises_naming_the_optimizer():
+    model, X, y = _estimators()[1]
+    with pytest.raises(ValueError, match="`optimizer`.*shape"):
+        model.set_params(optimizer=lambda f, t, bounds: (np.zeros(7), 0.0)).fit(X, y)
