@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 from ..kernels._columns import iter_cross_kernel
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
-from ._evidence import fit_evidence
+from ._evidence import fit_evidence, negative_log_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
 
@@ -162,8 +162,7 @@ class _BinarySparseGPClassifier:
             self.kernel_._check_bounds_params()
         self.exchange_loss_curve_ = [float(v) for v in curve]
         self.site_precision_, self.site_mean_ = prec, mean
-        self.basis_vectors_ = X[self.basis_indices_]
-        self._set_predictive_factors()
+        self._set_fitted_basis(X, y)
         return self
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
@@ -201,6 +200,36 @@ class _BinarySparseGPClassifier:
         w = s * cho_solve((L, True), s * self.site_mean_)
         W = solve_triangular(L, np.diag(s), lower=True)
         self._projection = np.ascontiguousarray(np.column_stack([w, W.T]))
+
+    def _set_fitted_basis(self, X, y):
+        """The basis, its labels, the predictive factors and the evidence of a finished fit."""
+        self.basis_vectors_ = X[self.basis_indices_]
+        self._basis_labels = y[self.basis_indices_]
+        self._set_predictive_factors()
+        self.log_marginal_likelihood_value_ = float(self.log_marginal_likelihood())
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """EP log marginal likelihood of the basis labels (GPML eq. (3.65)) at ``theta``.
+
+        The approximate evidence of the sparse model: EP on the basis latents with the probit
+        likelihoods of the basis labels and the fitted bias, warm-started at the fitted sites.
+        ``theta`` is the kernel's (``None``: the fitted one); the gradient is with respect to
+        it.
+        """
+        kernel = self.kernel_ if theta is None else self.kernel_.clone_with_theta(theta)
+        prec = self.site_precision_
+        out = negative_log_evidence(
+            kernel,
+            self.basis_vectors_,
+            self._basis_labels,
+            self.bias_,
+            site_precision=prec,
+            site_natural_mean=prec * self.site_mean_,
+            eval_gradient=eval_gradient,
+        )
+        if not eval_gradient:
+            return -out
+        return -out[0], -out[1][:-1]
 
     def latent_mean_and_variance(self, X):
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""

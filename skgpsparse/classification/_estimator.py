@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._fitted_state import reset_fitted_state
 from ..selection import BaseSelector
 from ._binary import _make_selector
+from ._evidence import models_log_marginal_likelihood
 from ._restarts import fit_binary
 
 __all__ = ["SparseGPClassifier"]
@@ -174,6 +175,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         with one entry per class with more than two classes.
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
+    log_marginal_likelihood_value_ : float
+        EP log evidence of the basis labels under the fitted kernel and bias (see
+        :meth:`log_marginal_likelihood`); the mean over the binary models with more than two
+        classes.
     loss_curve_ : list of float, or list of such lists
         Objective (NLP eq. (4), or minus the log evidence plus the bias prior) after each
         outer iteration.
@@ -321,6 +326,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             self._binary = _fit_binary(params, restarts, X, np.where(y_enc == 1, 1.0, -1.0), rng)
             for name in ("kernel_", "bias_", "n_iter_", *_PER_MODEL_ATTRIBUTES):
                 setattr(self, name, getattr(self._binary, name))
+            self.log_marginal_likelihood_value_ = self._binary.log_marginal_likelihood_value_
             return self
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
@@ -332,7 +338,47 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         for name in _PER_MODEL_ATTRIBUTES:
             setattr(self, name, [getattr(est, name) for est in self.estimators_])
+        # as scikit-learn's one-vs-rest GPC: the mean over the binary models
+        self.log_marginal_likelihood_value_ = float(
+            np.mean([est.log_marginal_likelihood_value_ for est in self.estimators_])
+        )
         return self
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Approximate log marginal likelihood: the EP evidence of the basis labels.
+
+        As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
+        kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
+        with the probit likelihoods of the basis labels, at the fitted bias ``bias_``; it is
+        not scikit-learn's Laplace value, and it covers the basis rows only (the evidence the
+        IVM maximises, ``hyperparameter_objective="evidence"``).
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,) or (n_classes * n_kernel_params,), \
+                default=None
+            Log hyperparameters of the kernel; ``None`` returns
+            ``log_marginal_likelihood_value_``. With more than two classes (one vs rest),
+            either one kernel's theta, used for every binary model, or their thetas stacked.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta`` (two classes only, as in
+            scikit-learn).
+        clone_kernel : bool, default=True
+            Kept for scikit-learn compatibility; the fitted kernels are never modified.
+
+        Returns
+        -------
+        log_likelihood : float
+            The EP log evidence (the mean over the binary models with more than two classes).
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,)
+            Only if ``eval_gradient``.
+        """
+        models = self._models()
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        return models_log_marginal_likelihood(models, theta, eval_gradient)
 
     def _models(self):
         check_is_fitted(self)

@@ -43,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._probit import inverse_mills
 
-__all__ = ["negative_log_evidence"]
+__all__ = ["models_log_marginal_likelihood", "negative_log_evidence"]
 
 # EP on the basis: convergence tolerance on the site parameters and a cap on the sweeps.
 _EP_TOL = 1e-7
@@ -312,6 +312,37 @@ def fit_evidence(model, X, y, rng):
             )
     model.exchange_loss_curve_ = [float(v) for v in curve]
     model.site_precision_, model.site_mean_ = prec, mean
-    model.basis_vectors_ = X[model.basis_indices_]
-    model._set_predictive_factors()
+    model._set_fitted_basis(X, y)
     return model
+
+
+def models_log_marginal_likelihood(models, theta, eval_gradient=False):
+    """The estimator's ``log_marginal_likelihood(theta)`` over its binary models.
+
+    One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest, as
+    scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all or every
+    model's stacked; no gradient.
+    """
+    theta = np.asarray(theta, dtype=float)
+    n_dims = models[0].kernel_.n_dims
+    if len(models) == 1:
+        if theta.shape != (n_dims,):
+            raise ValueError(
+                f"`theta` must have the kernel's {n_dims} log hyperparameters, got shape "
+                f"{theta.shape}."
+            )
+        return models[0].log_marginal_likelihood(theta, eval_gradient)
+    if eval_gradient:
+        raise NotImplementedError(
+            "Gradient of log-marginal-likelihood not implemented for multi-class GPC."
+        )
+    if theta.shape == (n_dims,):
+        thetas = [theta] * len(models)
+    elif theta.shape == (n_dims * len(models),):
+        thetas = theta.reshape(len(models), n_dims)
+    else:
+        raise ValueError(
+            f"`theta` must have shape ({n_dims},) (one kernel's, for every class) or "
+            f"({n_dims * len(models)},) (every class's), got {theta.shape}."
+        )
+    return float(np.mean([m.log_marginal_likelihood(t) for m, t in zip(models, thetas)]))
