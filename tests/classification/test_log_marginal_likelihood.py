@@ -1,4 +1,4 @@
-"""SparseGPClassifier.log_marginal_likelihood: the EP evidence of the basis labels, as sklearn's."""
+"""SparseGPClassifier.log_marginal_likelihood: the EP evidence of the basis labels."""
 
 import numpy as np
 import pytest
