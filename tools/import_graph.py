@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skgpsparse"
-CORE = ("linalg", "kernels", "selection", "_optimize", "_fitted_state")
+CORE = ("linalg", "kernels", "selection", "_optimize", "_fitted_state", "_progress")
 FAMILIES = ("classification", "regression", "rvm")
 MAX_LINES = 500
 

@@ -8,6 +8,7 @@ from scipy.linalg import cho_solve, cholesky, solve_triangular
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
+from .._progress import Progress, block_megabytes
 from ..kernels._columns import iter_cross_kernel
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
@@ -71,6 +72,7 @@ class _BinarySparseGPClassifier:
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
+        self._progress = Progress("SparseGPClassifier", verbose)
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
@@ -100,6 +102,7 @@ class _BinarySparseGPClassifier:
                 )
                 break
             state.add(self.selector.select(state, rng))
+            self._progress.step(lambda: f"basis {state.size}/{self.max_basis}")
         self._exchange(state, rng)
         return state
 
@@ -114,9 +117,17 @@ class _BinarySparseGPClassifier:
                 break
             state.add(self.selector.select(state, rng))
             curve.append(state.nlp(all_points=True))
+            self._progress.step(lambda: f"exchange step {len(curve) - 1}/{self.n_exchange}, "
+                                        f"NLP_a {curve[-1]:.6f}")
         self._last_exchange_curve = curve
 
     def fit(self, X, y, rng):
+        self._progress = Progress("SparseGPClassifier", self.verbose)
+        self._progress.line(
+            f"fit: {X.shape[0]} rows x {X.shape[1]} features, basis of {self.max_basis}, "
+            f"objective {self.hyperparameter_objective}; the posterior's basis block takes "
+            f"{block_megabytes(X.shape[0], self.max_basis):.1f} MB"
+        )
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             if self.hyperparameter_objective == "evidence":
                 return fit_evidence(self, X, y, rng)  # the IVM's outer loop
@@ -146,11 +157,10 @@ class _BinarySparseGPClassifier:
                 best = (loss, kernel, bias, basis, prec, mean, self._last_exchange_curve)
             else:
                 since_best += 1
-            if self.verbose:
-                print(
-                    f"[SparseGPClassifier] iter {it + 1:3d}  NLP {loss:.6f}  basis {state.size}"
-                    f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
-                )
+            self._progress.line(
+                f"iter {it + 1:3d}  NLP {loss:.6f}  basis {state.size}"
+                f"  b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+            )
             if self.optimizer is None or since_best >= PATIENCE:
                 break
         self.n_iter_ = it + 1

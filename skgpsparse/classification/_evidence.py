@@ -285,20 +285,18 @@ def fit_evidence(model, X, y, rng):
             model.loss_curve_.append(float(objective(theta0, eval_gradient=False)))
             break
         if it == model.max_iter or since_best >= PATIENCE:
-            if model.verbose:
-                print(f"[SparseGPClassifier] final selection  NLP_a {nlp_all:.6f}")
+            model._progress.line(f"final selection  NLP_a {nlp_all:.6f}")
             break  # the last selection is a candidate model, not followed by an optimisation
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
         theta, loss = minimize_theta(model.optimizer, objective, theta0, bounds)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
         model.loss_curve_.append(loss)
         rounds += 1
-        if model.verbose:
-            print(
-                f"[SparseGPClassifier] iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ+prior {loss:.6f}"
-                f"  basis {state.size}  b {bias:+.4f}  kernel {kernel}"
-                f"  ({time.perf_counter() - tic:.2f} s)"
-            )
+        model._progress.line(
+            f"iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ+prior {loss:.6f}"
+            f"  basis {state.size}  b {bias:+.4f}  kernel {kernel}"
+            f"  ({time.perf_counter() - tic:.2f} s)"
+        )
     model.n_iter_ = max(rounds, 1)
     _, model.kernel_, model.bias_, model.basis_indices_, prec, mean, curve = best
     if model.optimizer is not None:

@@ -47,20 +47,22 @@ def forward_step(state, selector, rng, curve):
     return False
 
 
-def select_and_exchange(state, selector, p, n_exchange, rng, curve):
+def select_and_exchange(state, selector, p, n_exchange, rng, curve, progress=None):
     """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps.
 
     Returns ``(state, curve)``; ``curve`` gets the cost (2) after every addition and deletion.
+    ``progress`` (a :class:`~skgpsparse._progress.Progress`) reports the steps.
     """
     while state.n_basis < p and forward_step(state, selector, rng, curve):
-        pass
+        if progress is not None:
+            progress.step(lambda: f"basis {state.n_basis}/{p}, cost (2) {state.cost:.6g}")
     if state.n_basis < p:
         warnings.warn(
             f"Only {state.n_basis} of max_basis={p} basis vectors could be selected; the "
             "other points are numerically redundant (e.g. repeated rows).",
             UserWarning,
         )
-    for _ in range(n_exchange if state.n_basis > 0 else 0):
+    for step in range(n_exchange if state.n_basis > 0 else 0):
         # Exchange paper eq. (5): delete the vector whose removal increases (2) least ...
         cost_before = state.cost
         pos = int(np.argmin(state.deletion_scores()))
@@ -80,4 +82,6 @@ def select_and_exchange(state, selector, p, n_exchange, rng, curve):
         elif not added:  # nothing else could be added: put the point back
             state.append(j)
             curve.append(state.cost)
+        if progress is not None:
+            progress.step(lambda: f"exchange step {step + 1}/{n_exchange}, cost {state.cost:.6g}")
     return state, curve

@@ -9,6 +9,7 @@ hyperparameters one selection is the whole fit.
 
 import numpy as np
 
+from .._progress import block_megabytes
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
@@ -31,7 +32,9 @@ def _select(model, kernel, X, y, s2, p, rng):
     state = RegressionState(
         kernel, X, y, s2, p, jitter=jitter(kernel, X), n_threads=model._n_threads
     )
-    return select_and_exchange(state, model._selector, p, model.n_exchange, rng, [])
+    return select_and_exchange(
+        state, model._selector, p, model.n_exchange, rng, [], progress=model._progress
+    )
 
 
 def _learn(model, kernel, s2, X, y, X_basis):
@@ -59,6 +62,11 @@ def alternate(model, X, y, p, rng):
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+    model._progress.line(
+        f"fit: {n} rows x {X.shape[1]} features, basis of {p}, "
+        f"{'learning the hyperparameters' if learn else 'fixed hyperparameters'}; the kernel "
+        f"block takes {block_megabytes(n, p):.1f} MB"
+    )
     if learn:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
@@ -79,11 +87,10 @@ def alternate(model, X, y, p, rng):
         else:
             lml = state_objective(state, model.hyperparameter_objective)
         n_iter = it + 1
-        if model.verbose:
-            print(
-                f"[SparseGPRegressor] iteration {it + 1}: lml = {lml:.6g}, "
-                f"noise_variance = {s2:.4g}, kernel = {kernel}"
-            )
+        model._progress.line(
+            f"iteration {it + 1}: {model.hyperparameter_objective} {lml:.6g}, "
+            f"noise_variance {s2:.4g}, kernel {kernel}"
+        )
         if best is None or lml > best[0]:
             # With fixed hyperparameters the state is final; otherwise only its basis.
             best = (lml, state if not learn else state.basis, kernel, s2, curve)

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from .._fitted_state import reset_fitted_state
+from .._progress import Progress
 from ..selection import BaseSelector
 from ._basis import make_selector
 from ._design import alternate
@@ -28,7 +29,7 @@ __all__ = ["SparseGPRegressor"]
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_L", "_S", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std",
+    "_y_train_mean", "_y_train_std", "_progress",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -107,7 +108,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Randomness of the working sets and of random selection.
     verbose : int, default=0
-        Print the progress of the alternation.
+        Print progress: with 1, a first line (rows, basis size, memory), a line per
+        alternation and a line on the greedy steps at least every few seconds; with 2, a line
+        per greedy step.
     n_jobs : int, default=None
         Threads for the passes over the training rows during basis selection (kernel
         columns, residual and state updates, chunk by chunk; BLAS runs on one thread per
@@ -292,6 +295,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             )
             p = n
         self._selector = make_selector(self.selection, self.working_set_size)
+        self._progress = Progress("SparseGPRegressor", self.verbose)
 
         state, kernel, s2, curve, self.n_iter_ = alternate(self, X, y, p, rng)
         self.kernel_, self.noise_variance_ = kernel, s2

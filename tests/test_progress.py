@@ -1,0 +1,69 @@
+"""verbose: a first line as a fit starts, then step lines throttled in time (or every step)."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+
+from skgpsparse import SparseGPClassifier, SparseGPRegressor, _progress
+from skgpsparse._progress import Progress
+
+
+class _Clock:
+    """A clock that advances one second each time it is read."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 1.0
+        return self.t
+
+
+def test_progress_throttles_step_lines(capsys):
+    clock = _Clock()
+    progress = Progress("M", verbose=1, interval=5.0, clock=clock)
+    progress.line("start")
+    calls = []
+    for i in range(20):
+        progress.step(lambda i=i: calls.append(i) or f"step {i}")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[M] start"
+    # a line only when 5 clock seconds passed since the last one; unprinted steps format nothing
+    assert 2 <= len(out) - 1 <= 4 and len(calls) == len(out) - 1
+    Progress("M", verbose=2, clock=clock).step(lambda: "every")
+    Progress("M", verbose=0, clock=clock).line("never")
+    assert capsys.readouterr().out.splitlines() == ["[M] every (1.0 s)"]
+
+
+@pytest.mark.parametrize("model_name", ["regressor", "classifier"])
+def test_first_line_precedes_the_work_and_steps_follow_the_clock(model_name, monkeypatch,
+                                                                 capsys):
+    monkeypatch.setattr(_progress, "_now", _Clock())
+    X, y = make_moons(n_samples=300, noise=0.3, random_state=0)
+    if model_name == "regressor":
+        model = SparseGPRegressor(max_basis=30, max_iter=1, verbose=1, random_state=0)
+        name, target = "SparseGPRegressor", np.sin(3 * X[:, 0])
+    else:
+        model = SparseGPClassifier(max_basis=30, max_iter=1, verbose=1, random_state=0)
+        name, target = "SparseGPClassifier", y
+    model.fit(X, target)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"[{name}] fit: 300 rows x 2 features, basis of 30")
+    assert "MB" in out[0]
+    steps = [line for line in out if "basis " in line and "/30" in line]
+    # one clock second per greedy step: a step line about every 5 steps, not every step
+    assert 3 <= len(steps) <= 10
+
+
+@pytest.mark.parametrize("verbose", [0, 2])
+def test_verbose_two_prints_every_step_and_zero_nothing(verbose, capsys):
+    X, y = make_moons(n_samples=120, noise=0.3, random_state=0)
+    SparseGPClassifier(max_basis=12, max_iter=1, verbose=verbose, random_state=0).fit(X, y)
+    SparseGPRegressor(max_basis=12, max_iter=1, verbose=verbose, random_state=0).fit(
+        X, np.sin(3 * X[:, 0])
+    )
+    out = capsys.readouterr().out.splitlines()
+    steps = [line for line in out if "basis " in line and "/12" in line]
+    assert len(steps) == (24 if verbose == 2 else 0)
+    if verbose == 0:
+        assert out == []
