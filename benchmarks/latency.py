@@ -10,12 +10,14 @@ script fits, on the same standardised d = 20 data (2,000 training rows):
 
 then times single-row calls (a ``(1, 20)`` float64 array, a fresh test row each call) with one
 BLAS thread: ``predict_proba``, ``decision_function`` and ``predict`` of the classifier against
-the same methods of ``LogisticRegression``, and ``predict`` (mean, and with ``return_std``) of
-the regressor against ``Ridge.predict``. Each timed call is one ``perf_counter_ns`` interval;
-the sparse model and the baseline take turns by blocks of 50 calls on the same rows, so both
-see the same machine load. After ``--warmup`` calls of each, ``--calls`` calls per method and repeat; the table gives
-the median and 90th percentile per call (microseconds) and the ratio of the medians, for each
-of ``--repeats`` repeats and their median.
+the same methods of ``LogisticRegression`` (and ``predict_proba`` once more with both models
+fitted on a ``DataFrame`` with column names and called with one-row DataFrames), and
+``predict`` (mean, and with ``return_std``) of the regressor against ``Ridge.predict``. Each
+timed call is one ``perf_counter_ns`` interval; the sparse model and the baseline take turns
+by blocks of 50 calls on the same rows, so both see the same machine load. After
+``--warmup`` calls of each, ``--calls`` calls per method and repeat; the table gives the
+median and 90th percentile per call (microseconds) and the ratio of the medians, for each of
+``--repeats`` repeats and their median.
 
 The goal of issue 21: single-row ``SparseGPClassifier.predict_proba`` at most 1.5x
 ``LogisticRegression.predict_proba``.
@@ -38,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -83,6 +86,15 @@ def fit_models(seed):
         warnings.simplefilter("ignore")
         reg = SparseGPRegressor(max_basis=MAX_BASIS, random_state=seed).fit(Xr, yr)
     ridge = Ridge().fit(Xr, yr)
+    # The same classifier pair fitted on a DataFrame with column names and called with
+    # one-row DataFrames: scikit-learn's validation on both sides.
+    names = [f"x{j}" for j in range(N_FEATURES)]
+    frame = pd.DataFrame(X, columns=names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf_df = SparseGPClassifier(max_basis=MAX_BASIS, random_state=seed).fit(frame, y)
+    lr_df = LogisticRegression().fit(frame, y)
+    X_test_df = pd.DataFrame(X_test, columns=names)
     return [
         ("SparseGPClassifier.predict_proba", clf.predict_proba, "LogisticRegression.predict_proba",
          lr.predict_proba, X_test),
@@ -90,6 +102,8 @@ def fit_models(seed):
          "LogisticRegression.decision_function", lr.decision_function, X_test),
         ("SparseGPClassifier.predict", clf.predict, "LogisticRegression.predict", lr.predict,
          X_test),
+        ("SparseGPClassifier.predict_proba, DataFrame row", clf_df.predict_proba,
+         "LogisticRegression.predict_proba, DataFrame row", lr_df.predict_proba, X_test_df),
         ("SparseGPRegressor.predict", reg.predict, "Ridge.predict", ridge.predict, Xr_test),
         ("SparseGPRegressor.predict(return_std=True)",
          lambda X: reg.predict(X, return_std=True), "Ridge.predict", ridge.predict, Xr_test),
@@ -147,7 +161,10 @@ def main(argv=None):
         rows_of = {}
         results = []
         for name, ours, base_name, baseline, X_test in pairs:
-            rows = rows_of.setdefault(id(X_test), [X_test[i : i + 1] for i in range(len(X_test))])
+            if isinstance(X_test, pd.DataFrame):
+                rows = [X_test.iloc[i : i + 1] for i in range(len(X_test))]
+            else:
+                rows = rows_of.setdefault(id(X_test), [X_test[i : i + 1] for i in range(len(X_test))])
             runs = []
             for _ in range(args.repeats):
                 a, b = time_pair(ours, baseline, rows, args.calls, args.warmup)
@@ -157,8 +174,8 @@ def main(argv=None):
             results.append((name, base_name, runs))
             ratios = [r[0] / r[2] for r in runs]
             print(
-                f"{name:<44} {np.median([r[0] for r in runs]):7.1f} us   "
-                f"{base_name:<36} {np.median([r[2] for r in runs]):6.1f} us   "
+                f"{name:<50} {np.median([r[0] for r in runs]):7.1f} us   "
+                f"{base_name:<48} {np.median([r[2] for r in runs]):6.1f} us   "
                 f"ratio {', '.join(f'{q:.2f}' for q in ratios)} (median {np.median(ratios):.2f})",
                 flush=True,
             )
@@ -184,8 +201,8 @@ def main(argv=None):
         lines.append(args.note)
     lines += [
         "",
-        "| method | baseline | repeat | ours median | ours p90 | baseline median | "
-        "baseline p90 | ratio |",
+        ("| method | baseline | repeat | ours median | ours p90 | baseline median | "
+        "baseline p90 | ratio |"),
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, base_name, runs in results:

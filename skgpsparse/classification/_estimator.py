@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import plain_float_rows
 from ..selection import BaseSelector
 from ._binary import _make_selector
 from ._restarts import fit_binary
@@ -316,6 +317,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             self._binary = _fit_binary(params, restarts, X, np.where(y_enc == 1, 1.0, -1.0), rng)
             for name in ("kernel_", "bias_", "n_iter_", *_PER_MODEL_ATTRIBUTES):
                 setattr(self, name, getattr(self._binary, name))
+            self._predictors = [self._binary._predictor]
             return self
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
@@ -327,15 +329,20 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         for name in _PER_MODEL_ATTRIBUTES:
             setattr(self, name, [getattr(est, name) for est in self.estimators_])
+        self._predictors = [est._predictor for est in self.estimators_]
         return self
 
-    def _models(self):
-        check_is_fitted(self)
-        return [self._binary] if self.classes_.size == 2 else self.estimators_
-
     def _validate_X(self, X):
+        """``X`` as float64 and the binary models' predictors (one per one-vs-rest class)."""
+        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # array is the one validate_data would return, and every other input goes through it.
+        predictors = getattr(self, "_predictors", None)
+        if predictors is not None:
+            X_plain = plain_float_rows(self, X)
+            if X_plain is not None:
+                return X_plain, predictors
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=np.float64)
+        return validate_data(self, X, reset=False, dtype=np.float64), self._predictors
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at ``X``.
@@ -356,8 +363,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
-        X = self._validate_X(X)
-        out = [model.latent_mean_and_variance(X) for model in self._models()]
+        X, predictors = self._validate_X(X)
+        out = [predictor.latent_mean_and_variance(X) for predictor in predictors]
         if len(out) == 1:
             return out[0]
         return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
@@ -379,8 +386,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             For two classes, positive means ``classes_[1]``; otherwise one column per
             one-vs-rest model.
         """
-        X = self._validate_X(X)
-        margins = [model.moderated_margin(X) for model in self._models()]
+        X, predictors = self._validate_X(X)
+        margins = [predictor.moderated_margin(X) for predictor in predictors]
         return margins[0] if len(margins) == 1 else np.column_stack(margins)
 
     def predict_log_proba(self, X):

@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
-from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -14,7 +13,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ..kernels._columns import iter_cross_kernel, kernel_diag
+from .._validation import plain_float_rows
+from ..kernels._columns import kernel_diag
 from ..selection import BaseSelector
 from ._basis import make_selector, select_and_exchange
 from ._likelihood import (
@@ -23,6 +23,7 @@ from ._likelihood import (
     learn_hyperparameters,
     warn_at_noise_bound,
 )
+from ._prediction import RegressionPredictor
 from ._state import RELATIVE_JITTER, RegressionState
 
 __all__ = ["SparseGPRegressor"]
@@ -311,8 +312,16 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.basis_indices_ = state.basis
         self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
         self.alpha_ = state.alpha * self._y_train_std
-        self._L = np.ascontiguousarray(state.L)
-        self._R = np.ascontiguousarray(state.R)
+        self._predictor = RegressionPredictor(
+            self.kernel_,
+            self.basis_vectors_,
+            self.alpha_,
+            np.ascontiguousarray(state.L),
+            np.ascontiguousarray(state.R),
+            s2,
+            self._y_train_mean,
+            self._y_train_std,
+        )
         self.log_marginal_likelihood_value_ = float(state.log_marginal_likelihood())
         self.cost_curve_ = np.asarray(curve)
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
@@ -445,49 +454,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        m = X.shape[0]
-        mean = np.empty(m)
-        var = np.empty(m) if return_std else None
-        prior = self.kernel_.diag(X) if (return_std or return_cov) else None
-        A_all = None
-        if return_cov:
-            A_all = np.empty((len(self.alpha_), m))
-        s2 = self.noise_variance_
-        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
-            mean[rows] = K @ self.alpha_
-            if return_std or return_cov:
-                A = solve_triangular(self._L, K.T, lower=True, check_finite=False)
-                if return_cov:
-                    A_all[:, rows] = A
-                else:
-                    B = solve_triangular(self._R, A, lower=True, check_finite=False)
-                    # GPML eq. (8.27): k** - |L^-1 k*|^2 + s2 |R^-1 L^-1 k*|^2.
-                    var[rows] = (
-                        prior[rows]
-                        - np.einsum("ij,ij->j", A, A)
-                        + s2 * np.einsum("ij,ij->j", B, B)
-                    )
-        mean += self._y_train_mean
-        if return_std:
-            var = self._clip_variance(var, prior)
-            return mean, np.sqrt(var) * self._y_train_std
-        if return_cov:
-            B = solve_triangular(self._R, A_all, lower=True, check_finite=False)
-            cov = self.kernel_(X) - A_all.T @ A_all + s2 * (B.T @ B)
-            diag = self._clip_variance(np.diag(cov).copy(), prior)
-            np.fill_diagonal(cov, diag)
-            return mean, cov * self._y_train_std**2
-        return mean
-
-    @staticmethod
-    def _clip_variance(var, prior):
-        neg = var < 0
-        if np.any(var < -1e-8 * np.maximum(prior, np.finfo(float).tiny)):
-            warnings.warn(
-                "Predicted variances smaller than 0 (round-off). Setting them to 0.",
-                UserWarning,
-            )
-        var[neg] = 0.0
-        return var
+        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # array is the one validate_data would return, and every other input goes through it.
+        predictor = getattr(self, "_predictor", None)
+        X_plain = None if predictor is None else plain_float_rows(self, X)
+        if X_plain is None:
+            check_is_fitted(self)
+            X_plain = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._predictor.predict(X_plain, return_std=return_std, return_cov=return_cov)
