@@ -33,6 +33,7 @@ Writes ``benchmarks/results/latency.md`` (or ``--output`` in that folder).
 
 import argparse
 import gc
+import shlex
 import sys
 import time
 import warnings
@@ -190,7 +191,7 @@ def main(argv=None):
             f"{date}; one BLAS thread; load average {load} at the end."
         ),
         (
-            f"`python benchmarks/latency.py{' ' + ' '.join(argv) if argv else ''}`: d = "
+            f"`python benchmarks/latency.py{' ' + shlex.join(argv) if argv else ''}`: d = "
             f"{N_FEATURES}, {N_TRAIN} standardised training rows, max_basis = {MAX_BASIS}; one "
             f"(1, {N_FEATURES}) row per call, {args.calls} timed calls per repeat after "
             f"{args.warmup} warm-up calls, the two sides taking turns by blocks of 50 calls; "
