@@ -461,4 +461,5 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         if X_plain is None:
             check_is_fitted(self)
             X_plain = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._predictor.predict(X_plain, return_std=return_std, return_cov=return_cov)
+            predictor = self._predictor
+        return predictor.predict(X_plain, return_std=return_std, return_cov=return_cov)
