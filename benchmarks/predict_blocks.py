@@ -1,10 +1,11 @@
 """Prediction cost: kernel blocks by the kernel's own call against the product form.
 
 ``SparseGPRegressor.predict(return_std=True)`` and ``SparseGPClassifier.predict_proba`` form
-``K(X*, X_u)`` chunk by chunk. For ``RBF`` / ``c * RBF`` kernels they use
-``skgpsparse.kernels._columns.iter_cross_kernel`` (one BLAS product of centred, scaled inputs
-and one ``exp``); this script times both estimators with it and, in the same run, with
-scikit-learn's kernel call (``skgpsparse.kernels.iter_kernel``, patched in), on ``n`` random
+``K(X*, X_u)`` chunk by chunk. For ``RBF`` / ``c * RBF`` kernels they use the product form
+of ``skgpsparse.kernels._columns.CrossKernel`` (one BLAS product of centred, scaled inputs and
+one ``exp``), set up at the end of the fit; this script times both estimators with it and, in
+the same run, with scikit-learn's kernel call (the fitted models' ``CrossKernel`` objects
+switched to it), on ``n`` random
 rows, d = 20, p = 500 basis vectors (random selection on 20,000 training rows, fixed
 hyperparameters), one BLAS thread, and prints the CPU times (median of the repeats), their
 ratio and the largest difference of the outputs.
@@ -24,11 +25,14 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_limits
 
-import skgpsparse.classification._binary as binary
-import skgpsparse.regression._prediction as regression
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse.kernels import iter_kernel
-from skgpsparse.kernels._columns import iter_cross_kernel
+
+
+def cross_kernels(model):
+    """The kernel set-ups against the basis that a fitted model's predictions use."""
+    if isinstance(model, SparseGPRegressor):
+        return [model._predictor.cross]
+    return [predictor.cross for predictor in model._predictors]
 
 
 def main(argv=None):
@@ -54,12 +58,10 @@ def main(argv=None):
     times, outputs = {}, {}
     with threadpool_limits(limits=1):
         for _ in range(args.repeats):
-            for blocks, function in (
-                ("kernel call", iter_kernel),
-                ("product form", iter_cross_kernel),
-            ):
-                regression.iter_cross_kernel = binary.iter_cross_kernel = function
+            for blocks in ("kernel call", "product form"):
                 for name, model in models.items():
+                    for cross in cross_kernels(model):
+                        cross.product_form = blocks == "product form"
                     start = time.process_time()
                     if isinstance(model, SparseGPRegressor):
                         out = np.column_stack(model.predict(X_new, return_std=True))
@@ -67,7 +69,6 @@ def main(argv=None):
                         out = model.predict_proba(X_new)
                     times.setdefault((name, blocks), []).append(time.process_time() - start)
                     outputs[name, blocks] = out
-    regression.iter_cross_kernel = binary.iter_cross_kernel = iter_cross_kernel
     print(
         f"n = {args.n}, d = {d}, p = {p}, one BLAS thread, CPU seconds (median of {args.repeats})"
     )

@@ -4,17 +4,16 @@ import time
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from .._progress import Progress, block_megabytes
-from ..kernels._columns import iter_cross_kernel
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
 from ._evidence import fit_evidence, negative_log_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
+from ._prediction import BinaryPredictor
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
@@ -195,21 +194,10 @@ class _BinarySparseGPClassifier:
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
 
     def _set_predictive_factors(self):
-        """``f_* = k_*u w`` with ``w = S B^-1 S m_u`` and ``s2_* = k_** - |W k_u*|^2``.
-
-        ``B = I + S K_uu S = L L^T`` (``S = Pi_u^1/2``) under the final kernel and
-        ``W = L^-1 S``. As ``B >= I``, ``|L^-1| <= 1``: the explicit (lower triangular) factor
-        ``W`` is as accurate as a triangular solve per block, and makes a prediction block one
-        GEMM against ``[w, W^T]``, which BLAS runs at full speed on every core (a triangular
-        solve of the same O(p^2) per row took twice as long on two threads: 1e6 rows, p = 500).
-        """
-        s = np.sqrt(self.site_precision_)
-        K_uu = self.kernel_(self.basis_vectors_)
-        B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
-        L = cholesky(B, lower=True)
-        w = s * cho_solve((L, True), s * self.site_mean_)
-        W = solve_triangular(L, np.diag(s), lower=True)
-        self._projection = np.ascontiguousarray(np.column_stack([w, W.T]))
+        """Form what prediction needs under the final kernel (:class:`BinaryPredictor`)."""
+        self._predictor = BinaryPredictor(
+            self.kernel_, self.basis_vectors_, self.site_precision_, self.site_mean_, self.bias_
+        )
 
     def _set_fitted_basis(self, X, y):
         """The basis, its labels, the predictive factors and the evidence of a finished fit."""
@@ -243,17 +231,8 @@ class _BinarySparseGPClassifier:
 
     def latent_mean_and_variance(self, X):
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
-        mean = np.empty(X.shape[0])
-        var = self.kernel_.diag(X).astype(float)
-        for rows, K in iter_cross_kernel(self.kernel_, X, self.basis_vectors_):
-            P = K @ self._projection  # [f_*, (W k_u*)^T] for the block's rows
-            mean[rows] = P[:, 0] + self.bias_
-            V = P[:, 1:]
-            var[rows] -= np.einsum("ij,ij->i", V, V)
-        np.maximum(var, 0.0, out=var)
-        return mean, var
+        return self._predictor.latent_mean_and_variance(X)
 
     def moderated_margin(self, X):
         """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
-        mean, var = self.latent_mean_and_variance(X)
-        return mean / np.sqrt(1.0 + var)
+        return self._predictor.moderated_margin(X)

@@ -18,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._validation import plain_float_rows
 from ..selection import BaseSelector
 from ._binary import _make_selector
 from ._evidence import models_log_marginal_likelihood
@@ -26,7 +27,7 @@ from ._restarts import fit_binary
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_binary",)
+_PRIVATE_STATE = ("_binary", "_predictors")
 
 # Fitted attributes of each binary model, listed per class with more than two classes.
 _PER_MODEL_ATTRIBUTES = (
@@ -327,6 +328,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             for name in ("kernel_", "bias_", "n_iter_", *_PER_MODEL_ATTRIBUTES):
                 setattr(self, name, getattr(self._binary, name))
             self.log_marginal_likelihood_value_ = self._binary.log_marginal_likelihood_value_
+            self._predictors = [self._binary._predictor]
             return self
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
@@ -338,6 +340,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         for name in _PER_MODEL_ATTRIBUTES:
             setattr(self, name, [getattr(est, name) for est in self.estimators_])
+        self._predictors = [est._predictor for est in self.estimators_]
         # as scikit-learn's one-vs-rest GPC: the mean over the binary models
         self.log_marginal_likelihood_value_ = float(
             np.mean([est.log_marginal_likelihood_value_ for est in self.estimators_])
@@ -385,8 +388,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         return [self._binary] if self.classes_.size == 2 else self.estimators_
 
     def _validate_X(self, X):
+        """``X`` as float64 and the binary models' predictors (one per one-vs-rest class)."""
+        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # array is the one validate_data would return, and every other input goes through it.
+        predictors = getattr(self, "_predictors", None)
+        if predictors is not None:
+            X_plain = plain_float_rows(self, X)
+            if X_plain is not None:
+                return X_plain, predictors
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=np.float64)
+        return validate_data(self, X, reset=False, dtype=np.float64), self._predictors
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at ``X``.
@@ -407,8 +418,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
-        X = self._validate_X(X)
-        out = [model.latent_mean_and_variance(X) for model in self._models()]
+        X, predictors = self._validate_X(X)
+        out = [predictor.latent_mean_and_variance(X) for predictor in predictors]
         if len(out) == 1:
             return out[0]
         return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
@@ -430,8 +441,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             For two classes, positive means ``classes_[1]``; otherwise one column per
             one-vs-rest model.
         """
-        X = self._validate_X(X)
-        margins = [model.moderated_margin(X) for model in self._models()]
+        X, predictors = self._validate_X(X)
+        margins = [predictor.moderated_margin(X) for predictor in predictors]
         return margins[0] if len(margins) == 1 else np.column_stack(margins)
 
     def predict_log_proba(self, X):

@@ -4,9 +4,11 @@ Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) ar
 from inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per
 block); other kernels are called as they are. For a ``float32`` input the columns that only
 score candidates can be computed in ``float32`` (:meth:`KernelColumns.operand` and
-:meth:`KernelColumns.block`). :class:`ColumnBlocks` stores the basis' columns by blocks of
-rows, and :func:`run_chunks` spreads a pass's row chunks over threads with results that do
-not depend on the schedule.
+:meth:`KernelColumns.block`). :class:`CrossKernel` holds the same product form against a
+fixed basis, set up once, for the prediction blocks ``K(X*, X_u)`` of a fitted model (and
+:func:`iter_cross_kernel` sets it up per call). :class:`ColumnBlocks` stores the basis'
+columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
+with results that do not depend on the schedule.
 """
 
 import itertools
@@ -179,16 +181,95 @@ class KernelColumns:
         return self.block(rows, self.operand(J), out=out)
 
 
+class CrossKernel:
+    """``kernel(X, Z)`` against fixed inputs ``Z`` (a basis), its set-up done once.
+
+    For an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) whose scaled basis passes
+    the checks below, the blocks come from inner products of inputs centred on ``Z``'s mean
+    and scaled by the length scales, as in :class:`KernelColumns`: rows
+    ``[s_x, -|s_x|^2/2, 1]`` times ``[s_z, 1, log c - |s_z|^2/2]`` give the exponent
+    ``log c - |s_x - s_z|^2 / 2`` in one BLAS product, then one ``exp`` (GPML eq. (2.31)). The
+    basis' operand, the centre and ``log c`` are formed here, so a fitted model that keeps
+    this object pays for them once, not on every prediction call (for one row, forming them
+    cost more than the block itself). A block with a row so far from ``Z`` that the inner
+    products would lose digits (``|s_x|^2 / 2 > 1e4``), and every other kernel, go through
+    the kernel's own call.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    Z : ndarray of shape (n_Z, n_features)
+        The basis vectors (float64). Neither is copied: changing them afterwards leaves this
+        object stale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.kernels._columns import CrossKernel
+    >>> X, Z = np.random.RandomState(0).rand(5, 2), np.random.RandomState(1).rand(3, 2)
+    >>> cross = CrossKernel(RBF(0.5), Z)
+    >>> bool(cross.product_form), bool(np.allclose(cross.block(X), RBF(0.5)(X, Z)))
+    (True, True)
+    """
+
+    def __init__(self, kernel, Z):
+        self.kernel, self.Z, self.product_form = kernel, Z, False
+        # rows per block of blocks(X) without a chunk_size: ~32 MB of kernel values
+        self.chunk = chunk_rows(None, Z.shape[0], 1)
+        params = rbf_parameters(kernel, Z.shape[1]) if Z.shape[0] else None
+        if params is None:
+            return
+        c, ls = params
+        d = Z.shape[1]
+        centre = Z.mean(axis=0)
+        Zop = _augmented_rows(Z, centre, ls)
+        if not (np.all(np.isfinite(Zop)) and -Zop[:, d].min() <= MAX_HALF_SQNORM):
+            return
+        log_c = np.log(c)
+        Zop = Zop[:, [*range(d), d + 1, d]]
+        Zop[:, d + 1] += log_c
+        self.product_form = True
+        self.c, self.log_c, self.centre, self.length_scale = c, log_c, centre, ls
+        self.operand_T = Zop.T  # the right factor of every block's product
+
+    def block(self, X):
+        """``kernel(X, Z)`` for one block of rows ``X`` (float64)."""
+        if not self.product_form:
+            return self.kernel(X, self.Z)
+        d = X.shape[1]
+        A = _augmented_rows(X, self.centre, self.length_scale)
+        if not (np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM):
+            return np.asarray(self.kernel(X, self.Z), dtype=float)
+        K = A @ self.operand_T
+        np.minimum(K, self.log_c, out=K)  # |s_x - s_z|^2 >= 0
+        return np.exp(K, out=K)
+
+    def diag(self, X):
+        """``k(x, x)`` of the rows of ``X``: ``c`` for the product form, as the kernel gives."""
+        if self.product_form:
+            return np.full(X.shape[0], float(self.c))
+        return self.kernel.diag(X)
+
+    def blocks(self, X, chunk_size=None):
+        """``(rows, kernel(X[rows], Z))`` over blocks of rows of ``X`` (float64, 2-D).
+
+        Blocks of ``chunk_size`` rows, by default about 32 MB of kernel values, as
+        :func:`iter_kernel`. An ``X`` of one block (a single row, say) gives a one-element
+        tuple, without the generator.
+        """
+        n_rows = self.chunk if chunk_size is None else chunk_rows(chunk_size, self.Z.shape[0], 1)
+        if 0 < X.shape[0] <= n_rows:
+            return ((slice(0, X.shape[0]), self.block(X)),)
+        return ((rows, self.block(X[rows])) for rows in row_blocks(X, n_rows))
+
+
 def iter_cross_kernel(kernel, X, Z, *, chunk_size=None):
     """Yield ``kernel(X[rows], Z)`` over blocks of rows of ``X``, as :func:`iter_kernel`.
 
     For an exact ``RBF`` or ``ConstantKernel * RBF`` the blocks come from inner products of
-    inputs centred on ``Z``'s mean and scaled by the length scales, as in
-    :class:`KernelColumns`: rows ``[s_x, -|s_x|^2/2, 1]`` times ``[s_z, 1, log c - |s_z|^2/2]``
-    give the exponent in one BLAS product, then one ``exp`` (GPML eq. (2.31)); about half the
-    time of the kernel's own ``cdist`` and ``exp`` for prediction blocks against a basis. A
-    block with a row so far from ``Z`` that the inner products would lose digits
-    (``|s_x|^2 / 2 > 1e4``), and every other kernel, go through the kernel's own call.
+    centred, scaled inputs (:class:`CrossKernel`, set up anew on every call): about half the
+    time of the kernel's own ``cdist`` and ``exp`` for prediction blocks against a basis.
 
     Parameters
     ----------
@@ -214,27 +295,11 @@ def iter_cross_kernel(kernel, X, Z, *, chunk_size=None):
     >>> all(np.allclose(K, RBF(0.5)(X[rows], Z)) for rows, K in iter_cross_kernel(RBF(0.5), X, Z))
     True
     """
-    params = rbf_parameters(kernel, X.shape[1]) if Z.shape[0] else None
-    if params is None:
-        yield from iter_kernel(kernel, X, Z, chunk_size=chunk_size)
+    cross = CrossKernel(kernel, Z)
+    if not cross.product_form:
+        yield from iter_kernel(kernel, X, Z, chunk_size=chunk_size)  # its input checks too
         return
-    c, ls = params
-    d = Z.shape[1]
-    centre = Z.mean(axis=0)
-    Zop = _augmented_rows(Z, centre, ls)
-    if not (np.all(np.isfinite(Zop)) and -Zop[:, d].min() <= MAX_HALF_SQNORM):
-        yield from iter_kernel(kernel, X, Z, chunk_size=chunk_size)
-        return
-    Zop = Zop[:, [*range(d), d + 1, d]]
-    Zop[:, d + 1] += np.log(c)
-    for rows in row_blocks(X, chunk_rows(chunk_size, Z.shape[0], 1)):
-        A = _augmented_rows(X[rows], centre, ls)
-        if not (np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM):
-            yield rows, np.asarray(kernel(X[rows], Z), dtype=float)
-            continue
-        K = A @ Zop.T
-        np.minimum(K, np.log(c), out=K)
-        yield rows, np.exp(K, out=K)
+    yield from cross.blocks(X, chunk_size=chunk_size)
 
 
 class ColumnBlocks:

@@ -15,11 +15,12 @@ from threadpoolctl import threadpool_limits
 
 from .._fitted_state import reset_fitted_state
 from .._progress import Progress
+from .._validation import plain_float_rows
 from ..selection import BaseSelector
 from ._basis import make_selector
 from ._design import alternate
 from ._likelihood import check_noise_bounds
-from ._prediction import predict_latent, prediction_factors
+from ._prediction import RegressionPredictor, prediction_factors
 from ._sampling import EXACT_ROWS, low_rank_draws
 from ._targets import prior_prediction, target_scaling, to_target_units
 from ._vfe import OBJECTIVES, state_objective
@@ -28,7 +29,7 @@ __all__ = ["SparseGPRegressor"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
-    "_L", "_S", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
+    "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress",
 )
 
@@ -244,13 +245,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training inputs. A ``float32`` array is used as it is (no ``float64`` copy): the
-            model is still computed in ``float64`` from its values, but the kernel columns
-            that only score the candidates of ``selection="matching_pursuit"`` are computed
-            in ``float32``, several times faster at large ``n``. Their relative error
-            (about ``1e-7 |x - x_mean|^2 / length_scale^2``) can change which candidate wins
-            when two scores nearly tie, so the basis can differ from the one of
-            ``X.astype(np.float64)``; the model on a given basis does not.
+            Training inputs. A ``float32`` array is not copied: the model is computed in
+            ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
+            are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
+            ``X.astype(np.float64)`` would; the model on a given basis is the same.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets. Several targets are fitted together, as by scikit-learn's
             ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the
@@ -305,8 +303,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # as a preconditioner): the exact GP's predictions when every row is in the basis.
         factors = prediction_factors(state.L, state.R, state.Vy, state.jitter, s2)
         self.alpha_ = factors.alpha * self._y_train_std
-        self._L = np.ascontiguousarray(state.L)
-        self._S = factors.S
+        self._predictor = RegressionPredictor(
+            self.kernel_, self.basis_vectors_, self.alpha_, state.L, factors.S
+        )
         self.log_marginal_likelihood_value_ = float(
             state_objective(state, self.hyperparameter_objective)
         )
@@ -435,14 +434,16 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        if not hasattr(self, "basis_vectors_"):  # unfitted: the prior, as scikit-learn's GPR
+        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # array is the one validate_data would return, and every other input goes through it.
+        predictor = getattr(self, "_predictor", None)
+        X_plain = None if predictor is None else plain_float_rows(self, X)
+        if X_plain is None:
+            X_plain = validate_data(self, X, reset=False, dtype=np.float64)
+        if predictor is None:  # unfitted: the prior, as scikit-learn's GPR
             kernel = C(1.0) * RBF(1.0) if self.kernel is None else self.kernel
-            return prior_prediction(kernel, X, self.n_targets, return_std, return_cov)
-        mean, var, cov = predict_latent(
-            self.kernel_, X, self.basis_vectors_, self._L, self.alpha_, self._S,
-            return_std=return_std, return_cov=return_cov,
-        )
+            return prior_prediction(kernel, X_plain, self.n_targets, return_std, return_cov)
+        mean, var, cov = predictor.latent(X_plain, return_std, return_cov)
         return to_target_units(mean, var, cov, self._y_train_mean, self._y_train_std)
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -470,7 +471,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         rng = check_random_state(random_state)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if X.shape[0] <= EXACT_ROWS or not hasattr(self, "basis_vectors_"):
+        if X.shape[0] <= EXACT_ROWS or not hasattr(self, "_predictor"):
             y_mean, y_cov = self.predict(X, return_cov=True)
             if y_mean.ndim == 1:
                 return rng.multivariate_normal(y_mean, y_cov, n_samples).T
@@ -484,7 +485,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         scales = np.ravel(self._y_train_std)
         draws = [
             mean_t[:, None] + scale * low_rank_draws(
-                self.kernel_, X, self.basis_vectors_, self._L, self._S, n_samples, rng
+                self.kernel_, X, self.basis_vectors_, self._predictor.L, self._predictor.S,
+                n_samples, rng,
             )
             for mean_t, scale in zip(mean.reshape(len(X), -1).T, scales)
         ]

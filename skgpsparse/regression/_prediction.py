@@ -45,10 +45,11 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.linalg.lapack import dtrtrs
 
-from ..kernels._columns import iter_cross_kernel
+from ..kernels._columns import CrossKernel
 
-__all__ = ["PredictionFactors", "predict_latent", "prediction_factors"]
+__all__ = ["PredictionFactors", "RegressionPredictor", "prediction_factors"]
 
 _EPS = np.finfo(float).eps
 # Tenfold steps of delta between eps tr(K_uu) and the state's jitter: at most ~8 attempts.
@@ -157,33 +158,72 @@ def _clip_variance(var, prior):
     return var
 
 
-def predict_latent(kernel, X, basis_vectors, L, alpha, S, *, return_std=False,
-                   return_cov=False):
-    """Latent mean, and variance or covariance, of the fitted model at ``X``, by row blocks.
+def _solve_lower(L, B):
+    """``L^-1 B`` for a C-contiguous lower-triangular float64 ``L``.
 
-    ``mean = K_*u alpha`` (``alpha`` of shape ``(p,)`` or ``(p, n_targets)``) and GPML eq.
-    (8.27) as ``k(x, x) - a^T S a`` with ``a = L^-1 k_u(x)`` (see :func:`prediction_factors`),
-    in the units of the fitted targets. Returns ``(mean, var, cov)``; ``var`` is None unless
-    ``return_std``, ``cov`` None unless ``return_cov``.
+    The LAPACK call ``solve_triangular(L, B, lower=True, check_finite=False)`` makes (``trtrs``
+    on the transposed, Fortran-ordered factor), so the result is the same to the bit, without
+    the wrapper's per-call argument handling (most of the time of a one-row solve).
     """
-    m = X.shape[0]
-    mean = np.empty((m,) + alpha.shape[1:])
-    var = np.empty(m) if return_std else None
-    prior = kernel.diag(X) if (return_std or return_cov) else None
-    A_all = np.empty((len(alpha), m)) if return_cov else None
-    for rows, K in iter_cross_kernel(kernel, X, basis_vectors):
-        mean[rows] = K @ alpha
-        if return_std or return_cov:
-            A = solve_triangular(L, K.T, lower=True, check_finite=False)
-            if return_cov:
-                A_all[:, rows] = A
-            else:
-                # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
-                var[rows] = prior[rows] - np.einsum("ij,ij->j", A, S @ A)
-    cov = None
-    if return_std:
-        var = _clip_variance(var, prior)
-    if return_cov:
-        cov = kernel(X) - A_all.T @ (S @ A_all)
-        np.fill_diagonal(cov, _clip_variance(np.diag(cov).copy(), prior))
-    return mean, var, cov
+    if B.size == 0 or not L.flags.c_contiguous:
+        return solve_triangular(L, B, lower=True, check_finite=False)
+    x, info = dtrtrs(L.T, B, lower=0, trans=1)
+    if info > 0:
+        raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+    return x
+
+
+class RegressionPredictor:
+    """What prediction needs of a fitted regressor, formed once at the end of the fit.
+
+    The mean ``k_u(x)^T alpha`` and GPML eq. (8.27) as ``k(x, x) - a^T S a`` with
+    ``a = L^-1 k_u(x)`` (see :func:`prediction_factors`), in the units of the fitted targets.
+    The kernel's set-up against the basis (:class:`~skgpsparse.kernels._columns.CrossKernel`)
+    is kept, so that a call on one row costs its O(p d + p^2) arithmetic and little else.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        The fitted kernel.
+    basis_vectors : ndarray of shape (p, n_features)
+    alpha : ndarray of shape (p,) or (p, n_targets)
+        Weights of the mean, in the units of the fitted targets.
+    L : ndarray of shape (p, p)
+        Lower Cholesky factor of the jittered ``K_uu`` (the preconditioner of ``S``).
+    S : ndarray of shape (p, p)
+        The variance matrix of :func:`prediction_factors`.
+    """
+
+    def __init__(self, kernel, basis_vectors, alpha, L, S):
+        self.cross = CrossKernel(kernel, basis_vectors)
+        self.kernel, self.alpha = kernel, alpha
+        self.L, self.S = np.ascontiguousarray(L), np.ascontiguousarray(S)
+
+    def latent(self, X, return_std=False, return_cov=False):
+        """Latent mean, and variance or covariance, at the rows of ``X``, by row blocks.
+
+        Returns ``(mean, var, cov)``; ``var`` is None unless ``return_std``, ``cov`` None
+        unless ``return_cov``.
+        """
+        m = X.shape[0]
+        alpha, S = self.alpha, self.S
+        mean = np.empty((m,) + alpha.shape[1:])
+        var = np.empty(m) if return_std else None
+        prior = self.cross.diag(X) if (return_std or return_cov) else None
+        A_all = np.empty((len(alpha), m)) if return_cov else None
+        for rows, K in self.cross.blocks(X):
+            mean[rows] = K @ alpha
+            if return_std or return_cov:
+                A = _solve_lower(self.L, K.T)
+                if return_cov:
+                    A_all[:, rows] = A
+                else:
+                    # GPML eq. (8.27): k** - a^T (M^-1 - s2 A'^-1) a = k** - a^T S a.
+                    var[rows] = prior[rows] - np.einsum("ij,ij->j", A, S @ A)
+        cov = None
+        if return_std:
+            var = _clip_variance(var, prior)
+        if return_cov:
+            cov = self.kernel(X) - A_all.T @ (S @ A_all)
+            np.fill_diagonal(cov, _clip_variance(np.diag(cov).copy(), prior))
+        return mean, var, cov

@@ -411,6 +411,57 @@ def test_iter_cross_kernel_far_rows_go_through_the_kernel(monkeypatch):
     assert np.all(K[5] == 0.0)  # exp(-|x - z|^2 / 2) underflows: zero, not NaN
 
 
+@pytest.mark.parametrize(
+    "kernel, product_form",
+    [
+        (RBF(0.7), True),
+        (RBF([0.5, 2.0, 1.3]), True),
+        (ConstantKernel(3.0) * RBF(1.1), True),
+        (RBF([0.9, 0.4, 5.0]) * ConstantKernel(0.2), True),
+        (ConstantKernel(2) * RBF(1.0), True),  # an integer amplitude, as a user may give it
+        (Matern(0.8, nu=1.5), False),
+        (ConstantKernel(2.0) * RBF(1.0) + WhiteKernel(0.1), False),
+    ],
+)
+def test_cross_kernel_set_up_once_equals_the_kernel(kernel, product_form):
+    # The object kept by a fitted model: blocks, single rows and the diagonal as the kernel's.
+    from skgpsparse.kernels._columns import CrossKernel, iter_cross_kernel
+
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(17, 3)) * 2 + 5
+    X = np.vstack([rng.normal(size=(40, 3)) * 2 + 5, Z[:4]])
+    cross = CrossKernel(kernel, Z)
+    assert cross.product_form == product_form
+    np.testing.assert_allclose(cross.block(X), kernel(X, Z), rtol=1e-12, atol=1e-14)
+    # the diagonal is the kernel's to the bit (c for c * RBF)
+    np.testing.assert_array_equal(cross.diag(X), kernel.diag(X))
+    # blocks equal iter_cross_kernel's (set up per call) to the bit, one row or many
+    for x in (X[:1], X[:5], X):
+        got = list(cross.blocks(x, chunk_size=16))
+        expected = list(iter_cross_kernel(kernel, x, Z, chunk_size=16))
+        assert [rows for rows, _ in got] == [rows for rows, _ in expected]
+        for (_, K), (_, K_ref) in zip(got, expected):
+            np.testing.assert_array_equal(K, K_ref)
+    one = cross.blocks(X[:1])
+    assert len(one) == 1 and one[0][0] == slice(0, 1)  # one block, without a generator
+    assert list(cross.blocks(X[:0])) == []  # no rows, no block (as iter_kernel)
+
+
+def test_cross_kernel_far_row_goes_through_the_kernel():
+    from skgpsparse.kernels._columns import CrossKernel
+
+    kernel = ConstantKernel(2.0) * RBF(1.0)
+    Z = np.random.default_rng(4).normal(size=(6, 2))
+    cross = CrossKernel(kernel, Z)
+    x = np.array([[300.0, -200.0]])  # |s_x|^2 / 2 > 1e4: the inner products would lose digits
+    K = cross.block(x)
+    assert np.all(K == 0.0) and K.dtype == np.float64
+    # a basis too far from its own mean for the product form: the kernel's call throughout
+    far = CrossKernel(kernel, np.vstack([Z, [[1e4, 0.0]]]))
+    assert not far.product_form
+    np.testing.assert_array_equal(far.block(Z[:2]), kernel(Z[:2], far.Z))
+
+
 # ----------------------------------------------------------------------------- contractions
 @pytest.mark.parametrize(
     "kernel",

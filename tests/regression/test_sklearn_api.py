@@ -125,8 +125,8 @@ def test_many_rows_are_drawn_by_blocks_with_the_predictive_variance(monkeypatch)
     # the covariance the basis carries (A^T (I - S) A) is there off the diagonal
     off = ~np.eye(30, dtype=bool)
     emp = np.cov(draws)
-    A = np.linalg.solve(model._L, model.kernel_(model.basis_vectors_, X_test))
-    expected = A.T @ (np.eye(10) - model._S) @ A
+    A = np.linalg.solve(model._predictor.L, model.kernel_(model.basis_vectors_, X_test))
+    expected = A.T @ (np.eye(10) - model._predictor.S) @ A
     np.testing.assert_allclose(emp[off], expected[off],
                                atol=6 * np.sqrt(2 / n) * np.max(np.diag(cov)))
     np.testing.assert_allclose(np.mean(draws, axis=1), mean,
