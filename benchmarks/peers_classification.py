@@ -110,8 +110,12 @@ def _key(*parts):
     return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def records(names, realizations, models, seeds, svgp_maxiter, fresh):
-    """Fit (or read from the cache) every (data, realization, model, seed); yield records."""
+def records(names, realizations, models, seeds, svgp_maxiter, fresh, keep_p1=False):
+    """Fit (or read from the cache) every (data, realization, model, seed); yield records.
+
+    The test probabilities ``p1`` are kept in the cache only with ``keep_p1`` (the seed
+    spread needs them; the summary does not, and they would make the cache megabytes).
+    """
     cache = json.loads(CACHE.read_text()) if CACHE.exists() and not fresh else {}
     for name in names:
         for r in realizations:
@@ -134,6 +138,8 @@ def records(names, realizations, models, seeds, svgp_maxiter, fresh):
                             rec = fit_ours(kwargs, X, y, X_test, y_test, M, seed)
                         rec.update(dataset=name, realization=r + 1, model=label, seed=seed,
                                    n_basis=M, date=f"{datetime.now(UTC):%Y-%m-%d %H:%M}")
+                        if not keep_p1:
+                            rec.pop("p1")
                         cache[k] = rec
                         RESULTS.mkdir(exist_ok=True)
                         CACHE.write_text(json.dumps(cache))
@@ -199,7 +205,8 @@ def main(argv=None):
     head = [f"{machine()}; one thread for every model; CPU = process time. {argline}", ""]
     if args.seed_spread:
         names = [n for n in SPREAD_SETS if n in args.datasets] or list(SPREAD_SETS)
-        recs = list(records(names, [0], models, range(10), args.svgp_maxiter, args.fresh))
+        recs = list(records(names, [0], models, range(10), args.svgp_maxiter, args.fresh,
+                            keep_p1=True))
         lines = ["# Seed spread: SparseGPClassifier against GPflow's SVGP", "", *head,
                  *spread_table(recs, names, models)]
         out = RESULTS / "peers_classification_spread.md"
