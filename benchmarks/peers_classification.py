@@ -13,7 +13,8 @@ twonorm (2,000 training rows drawn with a seeded generator, the rest test), MAGI
 realization 1 of banana, heart, breast cancer and ringnorm with ``random_state`` 0-9 (SVGP:
 its inducing subset drawn with the same seeds) and reports the mean over test rows of the
 standard deviation of ``P(y = 1)``, the largest single-row swing and the test-NLP range.
-Records are cached in ``results/peers_classification_runs.json``.
+Records are cached in ``results/peers_classification_runs.json`` (the seed spread's, with the
+test probabilities, in ``results/peers_classification_spread_runs.json``).
 
 Usage::
 
@@ -40,6 +41,7 @@ from _peers import classification_metrics, fit_svgp, standardise  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CACHE = RESULTS / "peers_classification_runs.json"
+SPREAD_CACHE = RESULTS / "peers_classification_spread_runs.json"
 RAETSCH = ("banana", "breast_cancer", "german", "heart", "image", "ringnorm", "titanic",
            "waveform")
 LARGE = {"twonorm": ("pmlb_twonorm_subst_twonorm", 2000, None),
@@ -110,13 +112,14 @@ def _key(*parts):
     return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def records(names, realizations, models, seeds, svgp_maxiter, fresh, keep_p1=False):
+def records(names, realizations, models, seeds, svgp_maxiter, fresh, keep_p1=False,
+            cache_file=CACHE):
     """Fit (or read from the cache) every (data, realization, model, seed); yield records.
 
     The test probabilities ``p1`` are kept in the cache only with ``keep_p1`` (the seed
     spread needs them; the summary does not, and they would make the cache megabytes).
     """
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() and not fresh else {}
+    cache = json.loads(cache_file.read_text()) if cache_file.exists() and not fresh else {}
     for name in names:
         for r in realizations:
             X, y, X_test, y_test, M = split(name, r)
@@ -142,7 +145,7 @@ def records(names, realizations, models, seeds, svgp_maxiter, fresh, keep_p1=Fal
                             rec.pop("p1")
                         cache[k] = rec
                         RESULTS.mkdir(exist_ok=True)
-                        CACHE.write_text(json.dumps(cache))
+                        cache_file.write_text(json.dumps(cache))
                     yield cache[k]
 
 
@@ -206,7 +209,7 @@ def main(argv=None):
     if args.seed_spread:
         names = [n for n in SPREAD_SETS if n in args.datasets] or list(SPREAD_SETS)
         recs = list(records(names, [0], models, range(10), args.svgp_maxiter, args.fresh,
-                            keep_p1=True))
+                            keep_p1=True, cache_file=SPREAD_CACHE))
         lines = ["# Seed spread: SparseGPClassifier against GPflow's SVGP", "", *head,
                  *spread_table(recs, names, models)]
         out = RESULTS / "peers_classification_spread.md"
