@@ -47,11 +47,15 @@ def forward_step(state, selector, rng, curve):
     return False
 
 
-def select_and_exchange(state, selector, p, n_exchange, rng, curve, progress=None):
+def select_and_exchange(state, selector, p, n_exchange, rng, curve, progress=None,
+                        objective=None):
     """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps.
 
     Returns ``(state, curve)``; ``curve`` gets the cost (2) after every addition and deletion.
-    ``progress`` (a :class:`~skgpsparse._progress.Progress`) reports the steps.
+    ``progress`` (a :class:`~skgpsparse._progress.Progress`) reports the steps. An exchange
+    step that leaves the fit worse than before is undone: worse means a higher cost (2), or,
+    with ``objective`` (a function of the state to maximise, e.g. the VFE bound), a lower
+    ``objective(state)``.
     """
     while state.n_basis < p and forward_step(state, selector, rng, curve):
         if progress is not None:
@@ -65,6 +69,7 @@ def select_and_exchange(state, selector, p, n_exchange, rng, curve, progress=Non
     for step in range(n_exchange if state.n_basis > 0 else 0):
         # Exchange paper eq. (5): delete the vector whose removal increases (2) least ...
         cost_before = state.cost
+        value_before = None if objective is None else objective(state)
         pos = int(np.argmin(state.deletion_scores()))
         j = state.delete(pos)
         curve.append(state.cost)
@@ -72,10 +77,14 @@ def select_and_exchange(state, selector, p, n_exchange, rng, curve, progress=Non
         state.excluded[j] = True
         added = forward_step(state, selector, rng, curve)
         state.excluded[j] = False
-        if added and state.cost > cost_before:
+        if objective is None:
+            worse = state.cost > cost_before
+        else:
+            worse = added and objective(state) < value_before
+        if added and worse:
             # The best replacement found (from a working set, or with j itself excluded)
             # can be worse than the vector that left: undo, so that an exchange step never
-            # raises the cost (2). The step's second curve entry is then the old cost.
+            # worsens the fit. The step's second curve entry is then the old cost.
             state.delete(state.n_basis - 1)
             state.append(j)
             curve[-1] = state.cost

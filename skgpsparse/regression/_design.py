@@ -7,6 +7,8 @@ best visited (basis, hyperparameters) pair by the objective in force is kept. Wi
 hyperparameters one selection is the whole fit.
 """
 
+from functools import partial
+
 import numpy as np
 
 from .._progress import block_megabytes
@@ -32,8 +34,14 @@ def _select(model, kernel, X, y, s2, p, rng):
     state = RegressionState(
         kernel, X, y, s2, p, jitter=jitter(kernel, X), n_threads=model._n_threads
     )
+    # Exchange steps are judged by the objective in force: cost (2) for the DTC evidence (the
+    # exchange paper's rule), the bound itself for VFE, whose trace term cost (2) ignores.
+    objective = None
+    if model.hyperparameter_objective == "vfe":
+        objective = partial(state_objective, objective="vfe")
     return select_and_exchange(
-        state, model._selector, p, model.n_exchange, rng, [], progress=model._progress
+        state, model._selector, p, model.n_exchange, rng, [], progress=model._progress,
+        objective=objective,
     )
 
 

@@ -331,6 +331,7 @@ def test_predictions_are_the_jitter_free_projected_process(selection):
 def test_prediction_factors_fall_back_to_the_state_model():
     # with no room below the state's jitter, the factors are the state's own model
     from scipy.linalg import cho_solve
+
     from skgpsparse.regression._prediction import prediction_factors
     from skgpsparse.regression._state import RegressionState
 
@@ -344,3 +345,39 @@ def test_prediction_factors_fall_back_to_the_state_model():
     R = state.R
     expected = np.eye(10) - 0.05 * cho_solve((R, True), np.eye(10))
     np.testing.assert_allclose(factors.S, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_exchange_never_lowers_the_vfe_bound(seed):
+    # with the VFE objective in force, an exchange step that leaves the bound lower is undone:
+    # after every step the bound is at least what it was before the exchange began
+    from functools import partial
+
+    from skgpsparse.regression._basis import make_selector, select_and_exchange
+    from skgpsparse.regression._state import RegressionState
+    from skgpsparse.regression._vfe import state_objective
+
+    class _Recorder:
+        """A stand-in for the progress printer that records the bound after every step."""
+
+        def __init__(self, state):
+            self.state, self.values = state, []
+
+        def step(self, message):
+            self.values.append(state_objective(self.state, "vfe"))
+
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, size=(150, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=150)
+    state = RegressionState(C(1.0) * RBF(0.7), X, y, 0.01, 12)
+    selector = make_selector("random", None)
+    select_and_exchange(state, selector, 12, 0, rng, [])
+    start = state_objective(state, "vfe")
+    recorder = _Recorder(state)
+    select_and_exchange(state, selector, 12, 25, rng, [], progress=recorder,
+                        objective=partial(state_objective, objective="vfe"))
+    values = np.array(recorder.values)
+    assert values.size == 25
+    tol = 1e-9 * abs(start)
+    assert np.all(np.diff(np.r_[start, values]) >= -tol)
+    assert values[-1] > start  # random replacements: some exchanges do raise the bound
