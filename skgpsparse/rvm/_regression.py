@@ -20,7 +20,14 @@ __all__ = ["RelevanceVectorRegressor"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
-    "_centers", "_bias_mask", "_d", "_L", "_mu", "_noise_variance", "_factor_counts", "_y_scale"
+    "_centers",
+    "_bias_mask",
+    "_d",
+    "_L",
+    "_mu",
+    "_noise_variance",
+    "_factor_counts",
+    "_y_scale",
 )
 
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
