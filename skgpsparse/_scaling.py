@@ -1,25 +1,55 @@
-"""Exact power-of-two scales that bring targets of any finite magnitude to order one.
+"""Scales ``c`` that bring targets of any finite magnitude to order one (``y / c``).
 
-Dividing by a power of two is exact in floating point (short of the subnormal range), so a
-fit on ``y / c`` is the fit on ``y`` in other units, without a rounding of its own; and with
-``c = 1`` for targets of ordinary magnitude their fits stay bit for bit what they were.
+Both rules give ``c = 1`` for targets of ordinary magnitude (largest ``|y|`` in
+``[1/16, 16)``), so that their fits stay bit for bit what they were. Beyond,
+:func:`target_scale` is the largest ``|y|`` itself, so that every scale ``s`` of the same
+targets gives the same ``y / c`` up to one rounding (a model fitted to ``y / c`` is then
+equivariant in the unit of ``y``); :func:`power_of_two_scale` is a power of two, for
+arithmetic that must stay exact (the moments of :func:`scaled_mean_std`).
 """
 
 import numpy as np
 
-__all__ = ["ORDINARY_EXPONENTS", "power_of_two_scale", "scaled_mean_std"]
+__all__ = ["ORDINARY_EXPONENTS", "power_of_two_scale", "scaled_mean_std", "target_scale"]
 
 # Targets whose largest magnitude m satisfies 2**lo <= m < 2**hi are "ordinary": scale 1.
 ORDINARY_EXPONENTS = (-4, 4)
 
 
+def _largest_magnitude(y, ordinary):
+    """``(m, e)``: ``m = max |y|`` and its binary exponent, or None for ordinary targets."""
+    m = float(np.max(np.abs(y), initial=0.0))  # no square is formed: no overflow
+    if m == 0.0 or not np.isfinite(m):
+        return None
+    _, e = np.frexp(m)  # m = f 2**e with f in [0.5, 1)
+    if ordinary[0] < e <= ordinary[1]:  # 2**lo <= m < 2**hi
+        return None
+    return m, int(e)
+
+
+def target_scale(y, ordinary=ORDINARY_EXPONENTS):
+    """``c = max |y|``, or 1 for targets of ordinary magnitude (``2**lo <= max |y| < 2**hi``).
+
+    Targets ``s * y`` outside the ordinary range give ``s * y / c = y / max |y|`` up to one
+    rounding, whatever ``s``: the fitted model is the same in every unit of ``y``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._scaling import target_scale
+    >>> target_scale(np.array([0.5, -3.0])), target_scale(np.array([0.5, -3.0]) * 1e300)
+    (1.0, 3e+300)
+    """
+    found = _largest_magnitude(y, ordinary)
+    return 1.0 if found is None else found[0]
+
+
 def power_of_two_scale(y, ordinary=ORDINARY_EXPONENTS):
     """``c = 2**k`` such that ``y / c`` has order one; 1 for targets of ordinary magnitude.
 
-    The rule: let ``m = max |y|`` (finite; no square is formed, so no overflow). If
-    ``2**lo <= m < 2**hi`` (``ordinary``, by default ``[1/16, 16)``), or ``m`` is 0, ``c = 1``.
-    Otherwise ``c`` is the power of two that puts ``m / c`` in ``[1, 2)``: targets scaled by
-    a power of two outside the ordinary range all give the same ``y / c``.
+    The rule: let ``m = max |y|``. If ``2**lo <= m < 2**hi`` (``ordinary``, by default
+    ``[1/16, 16)``), or ``m`` is 0, ``c = 1``. Otherwise ``c`` is the power of two that puts
+    ``m / c`` in ``[1, 2)``, so that ``y / c`` and ``(y / c) * c`` are exact.
 
     Examples
     --------
@@ -31,13 +61,8 @@ def power_of_two_scale(y, ordinary=ORDINARY_EXPONENTS):
     >>> c == 2.0**601, power_of_two_scale(np.array([3e-200])) == 2.0**-663
     (True, True)
     """
-    m = float(np.max(np.abs(y), initial=0.0))
-    if m == 0.0 or not np.isfinite(m):
-        return 1.0
-    _, e = np.frexp(m)  # m = f 2**e with f in [0.5, 1)
-    if ordinary[0] < e <= ordinary[1]:  # 2**lo <= m < 2**hi
-        return 1.0
-    return float(np.ldexp(1.0, int(e) - 1))
+    found = _largest_magnitude(y, ordinary)
+    return 1.0 if found is None else float(np.ldexp(1.0, found[1] - 1))
 
 
 def scaled_mean_std(y):

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
-from .._scaling import power_of_two_scale
+from .._scaling import target_scale
 from ._regression_em import _RegressionEM
 from ._subspace_em import basis_rows, run_subspace_em
 
@@ -72,9 +72,8 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     alpha_max : float, default=1e9
         ``L``: a basis function whose ``alpha`` reaches it is pruned; SSEM adds basis functions
         at this value. A precision for targets of order one: targets whose largest magnitude
-        is outside ``[1/16, 16)`` are fitted as ``y / c``, ``c`` the power of two that brings
-        it into ``[1, 2)``, so the fit does not depend on the unit of ``y`` (see the user
-        guide's advice on scale).
+        is outside ``[1/16, 16)`` are fitted as ``y / max |y|``, so that the fit does not
+        depend on the unit of ``y`` (see the user guide's advice on scale).
     noise_variance : float, default=None
         Initial noise variance ``s2``; ``None`` means ``0.1 * var(y)``.
     learn_noise : bool, default=True
@@ -214,9 +213,10 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         n = X.shape[0]
-        # The model is fitted to y / c, c an exact power of two (1 for ordinary targets):
-        # alpha_max and the M-step's floors then mean the same for any unit of y.
-        self._y_scale = c = power_of_two_scale(y)
+        # The model is fitted to y / c, c = max |y| (1 for ordinary targets, so their fits
+        # are unchanged): alpha_max, the SSEM entry precision and the M-step's floors then
+        # mean the same in every unit of y.
+        self._y_scale = c = target_scale(y)
         y = y / c if c != 1.0 else y
         scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
         s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c

@@ -1,9 +1,9 @@
-"""The exact power-of-two scales of targets (``skgpsparse._scaling``)."""
+"""The scales that bring targets of any magnitude to order one (``skgpsparse._scaling``)."""
 
 import numpy as np
 import pytest
 
-from skgpsparse._scaling import power_of_two_scale, scaled_mean_std
+from skgpsparse._scaling import power_of_two_scale, scaled_mean_std, target_scale
 
 
 def test_power_of_two_scale_rule():
@@ -13,6 +13,17 @@ def test_power_of_two_scale_rule():
         c = power_of_two_scale(y)
         assert 1.0 <= np.max(np.abs(y)) / c < 2.0
         assert c == 2.0 ** np.round(np.log2(c))  # a power of two: y / c is exact
+
+
+def test_target_scale_rule():
+    y = np.array([0.3, -0.7, 0.5])
+    assert target_scale(y) == 1.0 and target_scale(y * 20) == 1.0  # ordinary: [1/16, 16)
+    assert target_scale(y * 40) == np.max(np.abs(y * 40)) and target_scale(np.zeros(2)) == 1.0
+    for s in (1e-300, 3e-150, 1e150, 7e300):
+        c = target_scale(y * s)
+        assert c == np.max(np.abs(y * s))
+        # every scale gives the same rescaled targets, up to one rounding
+        np.testing.assert_allclose(y * s / c, y / 0.7, rtol=1e-15)
 
 
 @pytest.mark.parametrize("s", [1.0, 1e-200, 1e200, 1e300])
