@@ -70,6 +70,8 @@ def by_row_blocks(output, X, predictors):
     (about 32 MB), so each model computes it in one piece; the call holds one block's arrays
     beyond its input and output, whatever the number of rows.
     """
+    if X.shape[0] <= 1:  # a single row is one block: nothing to plan (its latency)
+        return output(X, predictors)
     n_rows = block_rows(max(predictor.cross.Z.shape[0] for predictor in predictors))
     return map_row_blocks(lambda X_block: output(X_block, predictors), X, n_rows)
 

@@ -243,6 +243,6 @@ class RegressionPredictor:
             mean, var, cov = self.latent(X_block, return_std, return_cov)
             return to_target_units(mean, var, cov, y_mean, y_std)
 
-        if return_cov:
+        if return_cov or X.shape[0] <= 1:  # one block (a single row: nothing to plan)
             return block(X)
         return map_row_blocks(block, X, block_rows(self.L.shape[0]))
