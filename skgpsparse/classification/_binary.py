@@ -7,7 +7,8 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from .._progress import Progress, block_megabytes
+from .._memory import FitMemory, gigabytes, largest_fitting
+from .._progress import Progress
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
 from ._evidence import fit_evidence, negative_log_evidence
@@ -37,6 +38,54 @@ def _make_selector(selection, working_set_size):
     return GreedySelector(
         "nlp_all", check_working_set_size(working_set_size, 2), sampling="weighted"
     )
+
+
+def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1):
+    """:class:`~skgpsparse._memory.FitMemory` of a classifier fit on ``n`` rows, basis ``p``.
+
+    One binary fit holds the posterior's ``p x n`` matrix ``M``
+    (:class:`~skgpsparse.classification._adf.ADFState`), the last scored working set's
+    posterior columns (``kappa x n``, kept for up to 64 candidates), the inputs' scaled copy
+    and about ten ``n``-vectors, and about four ``p x p`` factors; learning the
+    hyperparameters adds the objective's ``p x p`` matrices with ``dK_uu`` (``p x p x
+    n_theta``) and the NLP gradient's row block (four ``rows x p`` arrays of about 32 MB).
+    ``n_parallel`` binary fits (one-vs-rest with
+    ``n_jobs``) run at the same time.
+    """
+    kept = working_set if working_set <= 64 else 0
+    lower_p = f"lower `max_basis` (now {p})"
+    parts = [
+        ("the posterior's max_basis x n block", 8.0 * p * n, lower_p),
+        (
+            "the max_basis x max_basis factors" + (" and gradient blocks" if learn else ""),
+            8.0 * p * p * ((10 + n_theta) if learn else 4)
+            + (4 * min(32 * 2**20, 8.0 * n * p) if learn else 0.0),
+            (lower_p, "pass optimizer=None (fixed hyperparameters)") if learn else lower_p,
+        ),
+        (
+            "the rows' inputs and working columns",
+            8.0 * n * (n_features + 12 + kept),
+            f"fit on fewer rows (now {n})",
+        ),
+    ]
+    if n_parallel > 1:
+        one = sum(size for _, size, _ in parts)
+        parts.append((
+            f"the {n_parallel - 1} other one-vs-rest fits at the same time",
+            (n_parallel - 1) * one,
+            f"lower `n_jobs` (now {n_parallel} fits at once)",
+        ))
+
+    def resize(available):
+        def need(q):
+            return fit_memory(n, n_features, q, n_theta, learn, working_set, n_parallel).total
+
+        q = largest_fitting(need, 1, p, available)
+        if q is None:
+            return f"Even max_basis=1 needs {gigabytes(need(1))}: fit on fewer rows."
+        return f"max_basis={q} would need about {gigabytes(need(q))}."
+
+    return FitMemory("SparseGPClassifier", parts, resize)
 
 
 class _BinarySparseGPClassifier:
@@ -122,10 +171,13 @@ class _BinarySparseGPClassifier:
 
     def fit(self, X, y, rng):
         self._progress = Progress("SparseGPClassifier", self.verbose)
+        need = fit_memory(
+            X.shape[0], X.shape[1], self.max_basis, self.kernel.n_dims,
+            self.optimizer is not None, getattr(self.selector, "working_set_size", None) or 0,
+        )
         self._progress.line(
             f"fit: {X.shape[0]} rows x {X.shape[1]} features, basis of {self.max_basis}, "
-            f"objective {self.hyperparameter_objective}; the posterior's basis block takes "
-            f"{block_megabytes(X.shape[0], self.max_basis):.1f} MB"
+            f"objective {self.hyperparameter_objective}; the fit needs {need.summary()}"
         )
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             if self.hyperparameter_objective == "evidence":

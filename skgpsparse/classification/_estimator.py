@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from scipy.special import log_ndtr, logsumexp, ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 
@@ -20,8 +19,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
-from ._binary import _make_selector
+from ._binary import _make_selector, fit_memory
 from ._evidence import models_log_marginal_likelihood
+from ._prediction import by_row_blocks, latent, log_proba, margins, proba
 from ._restarts import fit_binary
 
 __all__ = ["SparseGPClassifier"]
@@ -38,12 +38,6 @@ _PER_MODEL_ATTRIBUTES = (
     "loss_curve_",
     "exchange_loss_curve_",
 )
-
-
-def _normalised_log_proba(e):
-    """Log of the one-vs-rest probabilities ``Phi(e_k)`` normalised over the classes."""
-    log_p = log_ndtr(e)
-    return log_p - logsumexp(log_p, axis=1, keepdims=True)
 
 
 def _fit_binary(params, restarts, X, y, seed):
@@ -321,6 +315,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models
             "n_threads": effective_n_jobs(self.n_jobs) if n_classes == 2 else 1,
         }
+        # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
+        n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
+        kappa = getattr(params["selector"], "working_set_size", None) or 0
+        learn = self.optimizer is not None
+        fit_memory(n, X.shape[1], max_basis, kernel.n_dims, learn, kappa, n_parallel).check()
         rng = check_random_state(self.random_state)
         restarts = (self.n_restarts, self.validation_fraction)
         if n_classes == 2:
@@ -418,11 +417,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
-        X, predictors = self._validate_X(X)
-        out = [predictor.latent_mean_and_variance(X) for predictor in predictors]
-        if len(out) == 1:
-            return out[0]
-        return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
+        return by_row_blocks(latent, *self._validate_X(X))
 
     def decision_function(self, X):
         """Moderated margin ``(f_* + b) / sqrt(1 + s2_*) = Phi^-1(P(y = +1 | x_*))``.
@@ -441,9 +436,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             For two classes, positive means ``classes_[1]``; otherwise one column per
             one-vs-rest model.
         """
-        X, predictors = self._validate_X(X)
-        margins = [predictor.moderated_margin(X) for predictor in predictors]
-        return margins[0] if len(margins) == 1 else np.column_stack(margins)
+        return by_row_blocks(margins, *self._validate_X(X))
 
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space (``log_ndtr``).
@@ -457,10 +450,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
-        e = self.decision_function(X)
-        if e.ndim == 1:
-            return np.column_stack([log_ndtr(-e), log_ndtr(e)])
-        return _normalised_log_proba(e)
+        return by_row_blocks(log_proba, *self._validate_X(X))
 
     def predict_proba(self, X):
         """Class probabilities, ``P(y = +1 | x_*) = Phi((f_* + b) / sqrt(1 + s2_*))`` (eq. 2.7).
@@ -476,10 +466,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        e = self.decision_function(X)
-        if e.ndim == 1:
-            return np.column_stack([ndtr(-e), ndtr(e)])
-        return np.exp(_normalised_log_proba(e))
+        return by_row_blocks(proba, *self._validate_X(X))
 
     def predict(self, X):
         """Most probable class of each row of ``X``.
@@ -493,6 +480,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        e = self.decision_function(X)
-        index = (e > 0).astype(int) if e.ndim == 1 else np.argmax(e, axis=1)
-        return self.classes_[index]
+        def labels(X_block, predictors):
+            e = margins(X_block, predictors)
+            return self.classes_[(e > 0).astype(int) if e.ndim == 1 else np.argmax(e, axis=1)]
+
+        return by_row_blocks(labels, *self._validate_X(X))

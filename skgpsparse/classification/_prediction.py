@@ -1,11 +1,14 @@
-"""Prediction of one binary sparse GP classifier: the latent moments and the moderated margin."""
+"""Prediction of the sparse GP classifier: one binary model's latent moments and moderated
+margin, and the estimator's outputs from its binary models by blocks of rows."""
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.special import log_ndtr, logsumexp, ndtr
 
+from .._row_blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
 
-__all__ = ["BinaryPredictor"]
+__all__ = ["BinaryPredictor", "by_row_blocks", "latent", "log_proba", "margins", "proba"]
 
 
 class BinaryPredictor:
@@ -58,3 +61,52 @@ class BinaryPredictor:
         """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
         mean, var = self.latent_mean_and_variance(X)
         return mean / np.sqrt(1.0 + var)
+
+
+def by_row_blocks(output, X, predictors):
+    """``output(X_block, predictors)`` over blocks of rows of ``X``, into outputs made once.
+
+    A block is as many rows as the largest binary model's ``rows x p`` kernel block allows
+    (about 32 MB), so each model computes it in one piece; the call holds one block's arrays
+    beyond its input and output, whatever the number of rows.
+    """
+    if X.shape[0] <= 1:  # a single row is one block: nothing to plan (its latency)
+        return output(X, predictors)
+    n_rows = block_rows(max(predictor.cross.Z.shape[0] for predictor in predictors))
+    return map_row_blocks(lambda X_block: output(X_block, predictors), X, n_rows)
+
+
+def latent(X, predictors):
+    """``(mean, var)`` of ``f_* + b`` per binary model: 1-D for one, a column each for more."""
+    out = [predictor.latent_mean_and_variance(X) for predictor in predictors]
+    if len(out) == 1:
+        return out[0]
+    return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
+
+
+def margins(X, predictors):
+    """The moderated margins ``Phi^-1(P(y = +1 | x_*))``: 1-D for one model, else a column each."""
+    out = [predictor.moderated_margin(X) for predictor in predictors]
+    return out[0] if len(out) == 1 else np.column_stack(out)
+
+
+def log_proba(X, predictors):
+    """Log class probabilities, in log space (``log_ndtr``); one-vs-rest normalised."""
+    e = margins(X, predictors)
+    if e.ndim == 1:
+        return np.column_stack([log_ndtr(-e), log_ndtr(e)])
+    return _normalised(e)
+
+
+def proba(X, predictors):
+    """Class probabilities ``Phi(margin)``; one-vs-rest normalised per row."""
+    e = margins(X, predictors)
+    if e.ndim == 1:
+        return np.column_stack([ndtr(-e), ndtr(e)])
+    return np.exp(_normalised(e))
+
+
+def _normalised(e):
+    """Log of the one-vs-rest probabilities ``Phi(e_k)`` normalised over the classes."""
+    log_p = log_ndtr(e)
+    return log_p - logsumexp(log_p, axis=1, keepdims=True)

@@ -215,8 +215,6 @@ class CrossKernel:
 
     def __init__(self, kernel, Z):
         self.kernel, self.Z, self.product_form = kernel, Z, False
-        # rows per block of blocks(X) without a chunk_size: ~32 MB of kernel values
-        self.chunk = chunk_rows(None, Z.shape[0], 1)
         params = rbf_parameters(kernel, Z.shape[1]) if Z.shape[0] else None
         if params is None:
             return
@@ -258,7 +256,8 @@ class CrossKernel:
         :func:`iter_kernel`. An ``X`` of one block (a single row, say) gives a one-element
         tuple, without the generator.
         """
-        n_rows = self.chunk if chunk_size is None else chunk_rows(chunk_size, self.Z.shape[0], 1)
+        # without a chunk_size: ~32 MB of kernel values, the budget read at each call
+        n_rows = chunk_rows(chunk_size, self.Z.shape[0], 1)
         if 0 < X.shape[0] <= n_rows:
             return ((slice(0, X.shape[0]), self.block(X)),)
         return ((rows, self.block(X[rows])) for rows in row_blocks(X, n_rows))

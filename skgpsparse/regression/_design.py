@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from .._progress import block_megabytes
+from .._memory import FitMemory, gigabytes, largest_fitting
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
@@ -19,7 +19,7 @@ from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_nois
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
 
-__all__ = ["alternate", "jitter"]
+__all__ = ["alternate", "fit_memory", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
@@ -28,6 +28,54 @@ _INIT_SUBSET = 100
 def jitter(kernel, X):
     """The state's and the likelihood's jitter: relative to the mean prior variance."""
     return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
+
+
+def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32=False):
+    """:class:`~skgpsparse._memory.FitMemory` of a fit on ``n`` rows with a basis of ``p``.
+
+    The arrays held together at the fit's peak: the selection state (``n x p`` kernel
+    columns in :class:`~skgpsparse.kernels._columns.ColumnBlocks`, two ``p x p`` factors, a
+    working set's ``n x kappa`` columns, the scaled inputs and a few ``n``-vectors) and, when
+    the hyperparameters are learned on its basis, the objective's gradient
+    (:func:`~skgpsparse.regression._likelihood.dtc_gradient`: ``V``, ``P`` and ``B^T``, three
+    ``n x p`` arrays, and about ``10 + n_theta`` ``p x p`` ones with ``dK_uu``); otherwise
+    the predictive factors' ``p x p`` matrices. A ``float32`` input adds its scaled copy in
+    single precision and, when learning, the likelihood's ``float64`` copy of ``X``.
+    """
+    block = 8.0 * (-(-n // 2048) * 2048 if n > 2048 else n) * p
+    rows = 8.0 * n * (n_features + 12 + 4 * n_targets + working_set)
+    if float32:
+        rows += 4.0 * n * (n_features + 2) + (8.0 * n * n_features if learn else 0.0)
+    # and a row block of the gradient's contraction (about 32 MB, kernels._gradients)
+    gradient = 24.0 * n * p + min(32 * 2**20, 8.0 * n * p) if learn else 0.0
+    square = 8.0 * p * p * ((12 + n_theta) if learn else 10)
+    lower_p = f"lower `max_basis` (now {p})"
+    parts = [
+        ("the n x max_basis kernel columns", block, lower_p),
+        ("the gradient's n x max_basis arrays", gradient, lower_p),
+        (
+            (
+                f"the max_basis x max_basis factors and gradient block ({n_theta} kernel "
+                "hyperparameters)"
+            ),
+            square,
+            (lower_p, "pass optimizer=None (fixed hyperparameters)") if learn else lower_p,
+        ),
+        ("the rows' inputs and working columns", rows, f"fit on fewer rows (now {n})"),
+    ]
+
+    def resize(available):
+        def need(q):
+            return fit_memory(
+                n, n_features, q, n_theta, n_targets, learn, working_set, float32
+            ).total
+
+        q = largest_fitting(need, 1, p, available)
+        if q is None:
+            return f"Even max_basis=1 needs {gigabytes(need(1))}: fit on fewer rows."
+        return f"max_basis={q} would need about {gigabytes(need(q))}."
+
+    return FitMemory("SparseGPRegressor", parts, resize)
 
 
 def _select(model, kernel, X, y, s2, p, rng):
@@ -86,10 +134,15 @@ def alternate(model, X, y, p, rng):
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+    n_targets = y.shape[1] if y.ndim == 2 else 1
+    kappa = min(getattr(model._selector, "working_set_size", None) or 0, 64)
+    float32 = X.dtype == np.float32
+    need = fit_memory(n, X.shape[1], p, kernel.n_dims, n_targets, learn, kappa, float32)
+    need.check()  # before the first n x p allocation
     model._progress.line(
         f"fit: {n} rows x {X.shape[1]} features, basis of {p}, "
-        f"{'learning the hyperparameters' if learn else 'fixed hyperparameters'}; the kernel "
-        f"block takes {block_megabytes(n, p):.1f} MB"
+        f"{'learning the hyperparameters' if learn else 'fixed hyperparameters'}; the fit "
+        f"needs {need.summary()}"
     )
     if learn:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the

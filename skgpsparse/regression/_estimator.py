@@ -21,8 +21,8 @@ from ._basis import make_selector
 from ._design import alternate
 from ._likelihood import check_noise_bounds
 from ._prediction import RegressionPredictor, prediction_factors
-from ._sampling import EXACT_ROWS, low_rank_draws
-from ._targets import prior_prediction, target_scaling, to_target_units
+from ._sampling import EXACT_ROWS, low_rank_sample_y
+from ._targets import prior_prediction, target_scaling
 from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["SparseGPRegressor"]
@@ -443,8 +443,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         if predictor is None:  # unfitted: the prior, as scikit-learn's GPR
             kernel = C(1.0) * RBF(1.0) if self.kernel is None else self.kernel
             return prior_prediction(kernel, X_plain, self.n_targets, return_std, return_cov)
-        mean, var, cov = predictor.latent(X_plain, return_std, return_cov)
-        return to_target_units(mean, var, cov, self._y_train_mean, self._y_train_std)
+        return predictor.predict(
+            X_plain, return_std, return_cov, self._y_train_mean, self._y_train_std
+        )
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw functions from the predictive distribution at ``X`` (the prior if unfitted).
@@ -481,16 +482,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 axis=1,
             )
         # independent latent draws per target, each in its target's units
-        mean = self.predict(X)
-        scales = np.ravel(self._y_train_std)
-        draws = [
-            mean_t[:, None] + scale * low_rank_draws(
-                self.kernel_, X, self.basis_vectors_, self._predictor.L, self._predictor.S,
-                n_samples, rng,
-            )
-            for mean_t, scale in zip(mean.reshape(len(X), -1).T, scales)
-        ]
-        return draws[0] if mean.ndim == 1 else np.stack(draws, axis=1)
+        return low_rank_sample_y(
+            self.kernel_, X, self.basis_vectors_, self._predictor.L, self._predictor.S,
+            self.predict(X), self._y_train_std, n_samples, rng,
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -47,7 +47,9 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.linalg.lapack import dtrtrs
 
+from .._row_blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
+from ._targets import to_target_units
 
 __all__ = ["PredictionFactors", "RegressionPredictor", "prediction_factors"]
 
@@ -227,3 +229,20 @@ class RegressionPredictor:
             cov = self.kernel(X) - A_all.T @ (S @ A_all)
             np.fill_diagonal(cov, _clip_variance(np.diag(cov).copy(), prior))
         return mean, var, cov
+
+    def predict(self, X, return_std, return_cov, y_mean, y_std):
+        """The estimator's ``predict`` in the targets' units and shapes, by blocks of rows.
+
+        Each block of rows goes through :meth:`latent` and the targets' scaling as a whole
+        array would, into outputs allocated once, so that the call holds one block's
+        arrays beyond its input and output. ``return_cov`` is one block: the ``n x n``
+        covariance couples every pair of rows.
+        """
+
+        def block(X_block):
+            mean, var, cov = self.latent(X_block, return_std, return_cov)
+            return to_target_units(mean, var, cov, y_mean, y_std)
+
+        if return_cov or X.shape[0] <= 1:  # one block (a single row: nothing to plan)
+            return block(X)
+        return map_row_blocks(block, X, block_rows(self.L.shape[0]))

@@ -17,7 +17,7 @@ from scipy.linalg import eigh, solve_triangular
 
 from ..kernels._columns import iter_cross_kernel
 
-__all__ = ["EXACT_ROWS", "low_rank_draws"]
+__all__ = ["EXACT_ROWS", "low_rank_draws", "low_rank_sample_y"]
 
 # Up to this many query rows, draws use the whole n x n predictive covariance.
 EXACT_ROWS = 2000
@@ -29,11 +29,34 @@ def _psd_root(M):
     return V * np.sqrt(np.clip(w, 0.0, None))
 
 
-def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng):
+def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng, out=None):
     """``n_samples`` zero-mean draws (``n x n_samples``) of the low-rank-plus-diagonal form.
 
     ``A^T (I - S) A`` through the basis plus ``diag(K_** - A^T A)`` per row (see the module
-    docstring); ``rng`` is a ``RandomState``.
+    docstring); ``rng`` is a ``RandomState``. ``out`` (``n x n_samples``, a view is fine)
+    receives the draws if given.
+    """
+    p = L.shape[0]
+    root = _psd_root(np.eye(p) - S)  # A^T (I - S) A = (root^T A)^T (root^T A)
+    z = rng.standard_normal((p, n_samples))
+    coef = root @ z  # p x n_samples, shared by every row block
+    out = np.empty((X.shape[0], n_samples)) if out is None else out
+    for rows, K in iter_cross_kernel(kernel, X, basis_vectors):
+        A = solve_triangular(L, K.T, lower=True, check_finite=False)
+        prior = kernel.diag(X[rows])
+        rest = np.clip(prior - np.einsum("ij,ij->j", A, A), 0.0, None)
+        out[rows] = A.T @ coef
+        out[rows] += np.sqrt(rest)[:, None] * rng.standard_normal((len(rest), n_samples))
+    return out
+
+
+def low_rank_sample_y(kernel, X, basis_vectors, L, S, mean, scales, n_samples, rng):
+    """``sample_y``'s draws beyond :data:`EXACT_ROWS` rows, in the targets' units.
+
+    Independent latent draws per target (:func:`low_rank_draws`), each scaled by its
+    target's ``scales`` entry and shifted by its ``mean`` column in place: the call holds
+    its output and ``mean``. ``mean`` is ``(n,)`` or ``(n, n_targets)``; the
+    draws are ``(n, n_samples)`` or ``(n, n_targets, n_samples)``.
     """
     warnings.warn(
         f"sample_y on more than {EXACT_ROWS} rows draws the part of the prior that the basis "
@@ -43,15 +66,10 @@ def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng):
         UserWarning,
         stacklevel=3,
     )
-    p = L.shape[0]
-    root = _psd_root(np.eye(p) - S)  # A^T (I - S) A = (root^T A)^T (root^T A)
-    z = rng.standard_normal((p, n_samples))
-    coef = root @ z  # p x n_samples, shared by every row block
-    out = np.empty((X.shape[0], n_samples))
-    prior = kernel.diag(X)
-    for rows, K in iter_cross_kernel(kernel, X, basis_vectors):
-        A = solve_triangular(L, K.T, lower=True, check_finite=False)
-        rest = np.clip(prior[rows] - np.einsum("ij,ij->j", A, A), 0.0, None)
-        out[rows] = A.T @ coef
-        out[rows] += np.sqrt(rest)[:, None] * rng.standard_normal((len(rest), n_samples))
-    return out
+    columns = mean.reshape(len(X), -1).T
+    out = np.empty((len(X), len(columns), n_samples))
+    for t, (mean_t, scale) in enumerate(zip(columns, np.ravel(scales))):
+        draws = low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng, out[:, t])
+        draws *= scale
+        draws += mean_t[:, None]
+    return out[:, 0] if mean.ndim == 1 else out

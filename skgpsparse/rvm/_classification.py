@@ -14,6 +14,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._row_blocks import block_rows, map_row_blocks
+from ._fit_memory import fit_memory
 from ._mean_field import MeanFieldEM
 from ._regression import default_kernel
 from ._subspace_em import basis_rows, run_subspace_em
@@ -266,6 +268,13 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         targets = [1] if len(self.classes_) == 2 else range(len(self.classes_))
+        # before the design's allocation (all candidates at once in batch EM); the binary
+        # models are fitted one after the other
+        n, n_candidates = X.shape[0], min(self.n_basis_functions or X.shape[0], X.shape[0])
+        fit_memory(
+            "RelevanceVectorClassifier", n, X.shape[1], n_candidates + self.bias, self.method,
+            self.n_basis_functions,
+        ).check()
         self.estimators_ = []
         for k in targets:
             t = np.where(codes == k, 1.0, -1.0)
@@ -305,6 +314,14 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        return map_row_blocks(self._proba_block, X, self._block_rows())
+
+    def _block_rows(self):
+        """Rows per prediction block: the largest binary model's design block ~32 MB."""
+        return block_rows(max(len(e._d) for e in self.estimators_))
+
+    def _proba_block(self, X):
+        """:meth:`predict_proba` on the rows of one block (validated)."""
         if len(self.classes_) == 2:
             p = self.estimators_[0].proba(X)
             return np.column_stack([1.0 - p, p])
@@ -327,5 +344,10 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         y : ndarray of shape (n_samples,)
             Predicted labels.
         """
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return map_row_blocks(
+            lambda X_block: self.classes_[np.argmax(self._proba_block(X_block), axis=1)],
+            X,
+            self._block_rows(),
+        )

@@ -74,7 +74,7 @@ class MeanFieldEM:
         self.kernel, self.X, self.t = kernel, X, t
         self.centers, self.bias_mask = centers, bias_mask
         self.cavity, self.s2, self.alpha_max = cavity, probit_variance, alpha_max
-        self.design = ActiveDesign(n)
+        self.design = ActiveDesign(n, owner="RelevanceVectorClassifier")
         self.mu = np.empty(0)
         self.V = np.zeros(n)
         self.yc = np.zeros(n)

@@ -12,7 +12,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._row_blocks import block_rows, map_row_blocks
 from .._scaling import target_scale
+from ._fit_memory import fit_memory
 from ._regression_em import _RegressionEM
 from ._subspace_em import basis_rows, run_subspace_em
 
@@ -229,6 +231,11 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         first = np.array([n]) if self.bias else None
         if self.bias:
             library = np.append(library, n)
+        # before the design's allocation (all candidates at once in batch EM)
+        fit_memory(
+            "RelevanceVectorRegressor", n, X.shape[1], len(library), self.method,
+            self.n_basis_functions,
+        ).check()
         model = _RegressionEM(
             self.kernel_,
             X,
@@ -333,6 +340,12 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        # by blocks of rows: one block's M x rows design at a time, not the M x n one
+        n_rows = block_rows(len(self._d))
+        return map_row_blocks(lambda X_block: self._predict_block(X_block, return_std), X, n_rows)
+
+    def _predict_block(self, X, return_std):
+        """:meth:`predict` on the rows of one block (validated)."""
         Phi_T = self._design(X)
         c = self._y_scale  # the fitted units are y / c
         mean = (Phi_T.T @ self._mu) * c

@@ -54,7 +54,7 @@ class _RegressionEM:
         self.centers, self.bias_mask = centers, bias_mask
         self.s2, self.learn_noise = float(noise_variance), learn_noise
         self.alpha_max, self.noise_floor = alpha_max, noise_floor
-        self.design = ActiveDesign(n)
+        self.design = ActiveDesign(n, owner="RelevanceVectorRegressor")
         self._G = np.empty((16, 16))
         self._h = np.empty(16)
         self._L = np.zeros((16, 16))

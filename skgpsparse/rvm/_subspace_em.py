@@ -28,6 +28,7 @@ from ..linalg import (
     cholesky_downdate_rank_k,
     cholesky_update_rank_k,
 )
+from ._fit_memory import check_design_growth
 
 __all__ = [
     "ALPHA_FLOOR",
@@ -95,8 +96,8 @@ class ActiveDesign:
         Their prior precisions.
     """
 
-    def __init__(self, n, capacity=16):
-        self.n = n
+    def __init__(self, n, capacity=16, owner="ActiveDesign"):
+        self.n, self.owner = n, owner
         self.size = 0
         self._rows = np.empty((max(capacity, 1), n))
         self._index = np.empty(max(capacity, 1), dtype=np.intp)
@@ -123,6 +124,7 @@ class ActiveDesign:
         if m <= cap:
             return
         new = max(m, 2 * cap)
+        check_design_growth(self.owner, new, self.n, cap)  # a clear MemoryError, not numpy's
         rows = np.empty((new, self.n))
         rows[: self.size] = self._rows[: self.size]
         self._rows = rows
