@@ -13,6 +13,31 @@ __all__ = ["check_optimizer_result", "lbfgs_in_moving_box"]
 TRUST_LOG = 2.0
 TRUST_ROUNDS = 20
 
+# Objectives whose gradient at the start exceeds this are divided by a power of two before
+# L-BFGS-B sees them: its inner products of gradients overflow near 1e154, and a huge
+# gradient beside a subnormal entry (a constant input column at 1e-218) makes it step to NaN.
+# Ordinary objectives are far below it and reach L-BFGS-B unchanged.
+_LARGE_GRADIENT = 1e100
+
+
+class _Rescaled:
+    """``obj_func`` divided by ``2**k``, ``k`` fixed at the first call so that the gradient
+    there is of order 1 (0 when it is below :data:`_LARGE_GRADIENT`). A power of two keeps
+    the values exact, so ``value * self.factor`` is the objective itself."""
+
+    def __init__(self, obj_func):
+        self.obj_func, self.factor = obj_func, None
+
+    def __call__(self, theta):
+        value, grad = self.obj_func(theta)
+        if self.factor is None:
+            largest = np.max(np.abs(grad), initial=0.0)
+            large = np.isfinite(largest) and largest > _LARGE_GRADIENT
+            self.factor = 2.0 ** np.round(np.log2(largest)) if large else 1.0
+        if self.factor == 1.0:
+            return value, grad
+        return value / self.factor, np.asarray(grad) / self.factor
+
 
 def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, rounds=TRUST_ROUNDS):
     """Minimise ``obj_func`` with L-BFGS-B inside ``theta +- half_width``, moving the box.
@@ -21,7 +46,9 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
     corners of wide hyperparameter bounds (length scales at 1e-5 or 1e5, where all of y is
     explained as noise). Searching a box of ``+- half_width`` (log space) around the current
     point, and re-centring it while the optimum lies on an edge that is not a true bound, keeps
-    the search in the basin of the warm start.
+    the search in the basin of the warm start. An objective whose gradient at ``theta0`` is
+    beyond ``1e100`` (targets of a huge scale) is divided by a power of two first, so that
+    L-BFGS-B's arithmetic stays within floating point range; the minimiser is the same.
 
     Parameters
     ----------
@@ -51,6 +78,7 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
     ([7.0, 7.0], 0.0)
     """
     theta_opt = np.clip(np.asarray(theta0, dtype=float), bounds[:, 0], bounds[:, 1])
+    obj_func = _Rescaled(obj_func)
     for _ in range(rounds):
         lo = np.maximum(bounds[:, 0], theta_opt - half_width)
         hi = np.minimum(bounds[:, 1], theta_opt + half_width)
@@ -64,7 +92,7 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
         if not np.any(at_edge):
             break
     _check_optimize_result("lbfgs", res)
-    return res.x, res.fun
+    return res.x, res.fun * obj_func.factor
 
 
 def check_optimizer_result(theta, bounds):

@@ -7,6 +7,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
+from skgpsparse._optimize import lbfgs_in_moving_box
 
 
 def _far_out(obj_func, theta0, bounds):
@@ -52,3 +53,19 @@ def test_wrong_shape_raises_naming_the_optimizer():
     model, X, y = _estimators()[1]
     with pytest.raises(ValueError, match="`optimizer`.*shape"):
         model.set_params(optimizer=lambda f, t, bounds: (np.zeros(7), 0.0)).fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e154, 1e200])
+def test_moving_box_search_survives_huge_gradients_beside_subnormal_ones(scale):
+    # The regressor's objective for targets near 1e76 has gradients near 1e154, and a constant
+    # input column at 1e-218 adds a subnormal entry: raw L-BFGS-B then steps to NaN. The search
+    # must find the minimiser of the quadratic (1, 0, 1) and its value, as at scale 1.
+    def quadratic(theta):
+        grad = scale * 2.0 * (theta - 1.0)
+        grad[1] = -2.7e-317
+        return float(scale * np.sum((theta - 1.0) ** 2) + scale), grad
+
+    bounds = np.array([[-5.0, 5.0]] * 3)
+    theta, value = lbfgs_in_moving_box(quadratic, np.zeros(3), bounds)
+    np.testing.assert_allclose(theta, [1.0, 0.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(value, 2.0 * scale, rtol=1e-10)

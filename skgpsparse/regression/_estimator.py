@@ -436,10 +436,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         # A few finite float rows skip validate_data's fixed cost (single-row callers); the
         # array is the one validate_data would return, and every other input goes through it.
-        predictor = getattr(self, "_predictor", None)
-        X_plain = None if predictor is None else plain_float_rows(self, X)
+        X_plain = plain_float_rows(self, X) if hasattr(self, "_predictor") else None
         if X_plain is None:
             X_plain = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._predict_validated(X_plain, return_std, return_cov)
+
+    def _predict_validated(self, X_plain, return_std=False, return_cov=False):
+        """:meth:`predict` on an ``X`` already validated (float64, the fitted width)."""
+        predictor = getattr(self, "_predictor", None)
         if predictor is None:  # unfitted: the prior, as scikit-learn's GPR
             kernel = C(1.0) * RBF(1.0) if self.kernel is None else self.kernel
             return prior_prediction(kernel, X_plain, self.n_targets, return_std, return_cov)
@@ -473,18 +477,15 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         rng = check_random_state(random_state)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if X.shape[0] <= EXACT_ROWS or not hasattr(self, "_predictor"):
-            y_mean, y_cov = self.predict(X, return_cov=True)
-            if y_mean.ndim == 1:
-                return rng.multivariate_normal(y_mean, y_cov, n_samples).T
-            return np.stack(
-                [rng.multivariate_normal(y_mean[:, t], y_cov[..., t], n_samples).T
-                 for t in range(y_mean.shape[1])],
-                axis=1,
-            )
+            y_mean, y_cov = self._predict_validated(X, return_cov=True)  # X is validated
+            means, covs = y_mean.reshape(len(X), -1), y_cov.reshape(len(X), len(X), -1)
+            draws = [rng.multivariate_normal(means[:, t], covs[..., t], n_samples).T
+                     for t in range(means.shape[1])]
+            return draws[0] if y_mean.ndim == 1 else np.stack(draws, axis=1)
         # independent latent draws per target, each in its target's units
         return low_rank_sample_y(
             self.kernel_, X, self.basis_vectors_, self._predictor.L, self._predictor.S,
-            self.predict(X), self._y_train_std, n_samples, rng,
+            self._predict_validated(X), self._y_train_std, n_samples, rng,
         )
 
     def __sklearn_tags__(self):
