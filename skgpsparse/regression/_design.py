@@ -29,6 +29,7 @@ __all__ = ["FittedBasis", "alternate", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
+_REFINE_FROM_FIRST = False
 
 
 def jitter(kernel, X):
@@ -110,6 +111,12 @@ def alternate(model, X, y, p, rng):
     n_iter = 0
     for it in range(model.max_iter if learn else 1):
         state, curve = _select(model, kernel, X, y, s2, p, rng)
+        if learn and model.refine_basis and _REFINE_FROM_FIRST:
+            if noise_bounds is not None:
+                s2 = max(s2, float(np.mean(state.residual**2)))
+            best = (None, state.basis, kernel, s2, curve)
+            n_iter = 1
+            break
         if learn:
             # Warm start; the noise no lower than the mean squared residual of the MAP fit
             # (a subset-GP start can put it far below what the sparse model can reach).

@@ -63,17 +63,20 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
     max_basis : int, default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
-    selection : {"matching_pursuit", "exact", "info_gain", "random"} or BaseSelector, \
+    selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
             default="matching_pursuit"
         Forward-selection strategy. ``"matching_pursuit"``: Keerthi & Chu's DMAX (the cost
         decrease with only the new weight optimised) on a random working set;
         ``"exact"``: the exact decrease of the cost (Smola & Bartlett) on a random working set;
+        ``"vfe"``: the exact increase of Titsias' bound (the objective of
+        ``hyperparameter_objective="vfe"``, Titsias 2009) on a random working set, at the
+        cost of ``"exact"``;
         ``"info_gain"``: the fast information-gain approximation of Seeger et al. over all
         remaining points; ``"random"``: uniform. A selector object (see
         :mod:`skgpsparse.selection`) is cloned and used as is.
     working_set_size : int, default=None
-        Candidates scored per step by ``"exact"`` and ``"matching_pursuit"`` (kappa; ``None``
-        means 59).
+        Candidates scored per step by ``"exact"``, ``"vfe"`` and ``"matching_pursuit"``
+        (kappa; ``None`` means 59).
     n_exchange : int, default=0
         Exchange steps after forward selection: delete the basis vector whose removal increases
         the cost least (eq. (5)), then forward-select a replacement; a step whose replacement
@@ -199,7 +202,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
-            StrOptions({"random", "exact", "matching_pursuit", "info_gain"}),
+            StrOptions({"random", "exact", "matching_pursuit", "info_gain", "vfe"}),
             BaseSelector,
         ],
         "working_set_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
