@@ -4,7 +4,9 @@ As in the exchange paper's experiments, the hyperparameters start from the exact
 random subset of the rows; then basis selection (forward steps and exchange, at fixed
 hyperparameters) alternates with learning the hyperparameters on the selected basis, and the
 best visited (basis, hyperparameters) pair by the objective in force is kept. With fixed
-hyperparameters one selection is the whole fit.
+hyperparameters one selection is the whole fit. With ``refine_basis`` one selection at the
+starting hyperparameters is followed by the refinement (``_refine.py``), which learns them
+jointly with the basis inputs.
 """
 
 from functools import partial
@@ -29,7 +31,6 @@ __all__ = ["FittedBasis", "alternate", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
-_REFINE_FROM_FIRST = False
 
 
 def jitter(kernel, X):
@@ -111,11 +112,13 @@ def alternate(model, X, y, p, rng):
     n_iter = 0
     for it in range(model.max_iter if learn else 1):
         state, curve = _select(model, kernel, X, y, s2, p, rng)
-        if learn and model.refine_basis and _REFINE_FROM_FIRST:
+        if learn and model.refine_basis:
+            # The refinement learns the hyperparameters with the basis inputs, from the
+            # starting ones: learning them first on the fixed basis can end in the noise-only
+            # model (no signal left for moving the inputs to explain).
             if noise_bounds is not None:
                 s2 = max(s2, float(np.mean(state.residual**2)))
-            best = (None, state.basis, kernel, s2, curve)
-            n_iter = 1
+            best, n_iter = (None, state.basis, kernel, s2, curve), 1
             break
         if learn:
             # Warm start; the noise no lower than the mean squared residual of the MAP fit

@@ -108,9 +108,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         L-BFGS iterations that move the basis vectors off the training rows after selection
         and exchange, maximising the ``hyperparameter_objective`` over the basis inputs (and
         over the hyperparameters with them, unless ``optimizer=None``), from the greedy
-        basis; ``0`` keeps the selected rows. Each iteration costs one evaluation of the
-        objective with its gradient, O(n p^2 + n p d); a step that would lower the objective
-        is not taken. Needs a kernel built from ``RBF``, ``Matern``, ``RationalQuadratic``,
+        basis; ``0`` keeps the selected rows. With hyperparameter learning the basis is then
+        selected once, at the starting hyperparameters, and the refinement learns them
+        (``max_iter`` and ``tol`` do not apply). Each iteration costs one evaluation of the
+        objective with its gradient, O(n p^2 + n p d); the result never scores below the
+        greedy basis. Needs a kernel built from ``RBF``, ``Matern``, ``RationalQuadratic``,
         ``ConstantKernel`` and ``WhiteKernel`` (gradients in the inputs in closed form).
         ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving basis
         vectors away from the data (Titsias 2009).
