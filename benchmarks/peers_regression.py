@@ -51,6 +51,9 @@ OURS = {
     "vfe_exchange300": {"hyperparameter_objective": "vfe", "n_exchange": 300},
     "vfe_refine100": {"hyperparameter_objective": "vfe", "refine_basis": 100},
     "vfe_refine300": {"hyperparameter_objective": "vfe", "refine_basis": 300},
+    "vfesel_refine300": {
+        "selection": "vfe", "hyperparameter_objective": "vfe", "refine_basis": 300,
+    },
     "vfe_exchange300_refine300": {
         "hyperparameter_objective": "vfe", "n_exchange": 300, "refine_basis": 300,
     },
