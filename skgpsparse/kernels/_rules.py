@@ -80,6 +80,20 @@ def _scaled_sq_diffs(Xs, Zs, r2, length_scale):
     return (Xs[:, np.newaxis, :] - Zs[np.newaxis, :, :]) ** 2
 
 
+def _zero_beyond_overflow(far, *blocks):
+    """Set the entries of pairs whose squared distance overflowed (``far``) to their limit 0.
+
+    There the kernel is exactly 0 and a gradient ``K * D`` is ``0 * inf`` (NaN), whose limit is
+    0 (the kernel decays faster than any power of the distance). Inputs of magnitude beyond
+    ``~1e154`` times the length scale get there; ordinary inputs never do (no copy, no change).
+    """
+    if far.any():
+        for block in blocks:
+            block[far] = 0.0
+
+
+# the far pairs' inf * 0 and inf / inf are set to their limit 0 below
+@np.errstate(over="ignore", invalid="ignore")
 def _rbf(kernel, X, Z):
     # GPML eq. 4.9; same distance computation as sklearn so K agrees to rounding.
     length_scale = _length_scale(kernel, X.shape[1])
@@ -89,9 +103,12 @@ def _rbf(kernel, X, Z):
     grads = {}
     if _is_free(kernel, "length_scale"):
         grads["length_scale"] = K[:, :, np.newaxis] * _scaled_sq_diffs(Xs, Zs, r2, length_scale)
+        _zero_beyond_overflow(np.isinf(r2), grads["length_scale"])
     return K, grads
 
 
+# the far pairs' inf * 0 and inf / inf are set to their limit 0 below
+@np.errstate(over="ignore", invalid="ignore")
 def _matern(kernel, X, Z):
     # GPML eqs. 4.16-4.17; dK/dlog l_k = g(r) D_k with g = -(dK/dr) / r.
     length_scale = _length_scale(kernel, X.shape[1])
@@ -112,13 +129,18 @@ def _matern(kernel, X, Z):
     else:  # nu == inf: squared exponential
         K = np.exp(-(r**2) / 2.0)
         g = K
+    far = np.isinf(r * r)  # (1 + s) e and g D are inf * 0 there; K and g D tend to 0
+    _zero_beyond_overflow(far, K)
     grads = {}
     if _is_free(kernel, "length_scale"):
         D = _scaled_sq_diffs(Xs, Zs, r**2, length_scale)
         grads["length_scale"] = g[:, :, np.newaxis] * D
+        _zero_beyond_overflow(far, grads["length_scale"])
     return K, grads
 
 
+# the far pairs' inf * 0 and inf / inf are set to their limit 0 below
+@np.errstate(over="ignore", invalid="ignore")
 def _rational_quadratic(kernel, X, Z):
     # GPML eq. 4.19: K = b^-alpha, b = 1 + d^2 / (2 alpha l^2).
     length_scale = float(np.squeeze(kernel.length_scale))
@@ -132,6 +154,7 @@ def _rational_quadratic(kernel, X, Z):
     if _is_free(kernel, "alpha"):
         dlog_alpha = d2 / (2.0 * length_scale**2 * base) - alpha * np.log(base)
         grads["alpha"] = (K * dlog_alpha)[:, :, np.newaxis]
+    _zero_beyond_overflow(np.isinf(base), *grads.values())
     return K, grads
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._progress import block_megabytes
+from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._likelihood import (
@@ -55,18 +56,33 @@ def _select(model, kernel, X, y, s2, p, rng):
 
 
 def _learn(model, kernel, s2, X, y, X_basis):
-    """Maximise the objective on the basis, warm-started at the current values."""
-    return learn_hyperparameters(
-        kernel,
-        s2,
-        X,
-        y,
-        X_basis,
-        noise_bounds=check_noise_bounds(model.noise_variance_bounds),
-        optimizer=model.optimizer,
-        jitter=jitter(kernel, X),
-        objective=OBJECTIVES[model.hyperparameter_objective],
-    )
+    """Maximise the objective on the basis, warm-started at the current values.
+
+    Without ``normalize_y`` the kernel's amplitude and the noise bounds are in the targets'
+    units; targets of extreme magnitude can put the objective out of floating-point range
+    at every theta within those bounds, and the error then says so.
+    """
+    try:
+        return learn_hyperparameters(
+            kernel,
+            s2,
+            X,
+            y,
+            X_basis,
+            noise_bounds=check_noise_bounds(model.noise_variance_bounds),
+            optimizer=model.optimizer,
+            jitter=jitter(kernel, X),
+            objective=OBJECTIVES[model.hyperparameter_objective],
+        )
+    except ValueError as error:
+        if model.normalize_y or power_of_two_scale(y) == 1.0:
+            raise
+        raise ValueError(
+            f"{error} The targets' magnitude (max |y| = {np.max(np.abs(y)):.3g}) is far "
+            "outside the kernel's amplitude and noise_variance_bounds, which are in the "
+            "targets' units with normalize_y=False: set normalize_y=True (any finite scale "
+            "of y then fits), or rescale y or the bounds."
+        ) from error
 
 
 class FittedBasis(NamedTuple):

@@ -7,20 +7,25 @@ trailing target axis, dropped when ``y`` has a single column.
 
 import numpy as np
 
+from .._scaling import scaled_mean_std
+
 __all__ = ["prior_prediction", "target_scaling", "to_target_units"]
 
 
 def target_scaling(y, normalize):
     """``(mean, std)`` that the fit subtracts from and divides ``y`` by (per target).
 
-    ``(0, 1)`` without ``normalize``; a constant target keeps the scale 1.
+    ``(0, 1)`` without ``normalize``; a constant target keeps the scale 1. The moments are
+    taken on targets divided by an exact power of two where their magnitude is extreme
+    (``_scaling.scaled_mean_std``), so that any finite scale of ``y`` gives the same
+    normalised targets.
     """
     if normalize and y.ndim == 1:
-        std = float(np.std(y))
-        return float(np.mean(y)), (std if std > 0 else 1.0)
+        mean, std = (float(v) for v in scaled_mean_std(y))
+        return mean, (std if std > 0 else 1.0)
     if normalize:
-        std = np.std(y, axis=0)
-        return np.mean(y, axis=0), np.where(std > 0, std, 1.0)
+        mean, std = scaled_mean_std(y)
+        return mean, np.where(std > 0, std, 1.0)
     if y.ndim == 1:
         return 0.0, 1.0
     return np.zeros(y.shape[1]), np.ones(y.shape[1])

@@ -12,13 +12,23 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._scaling import target_scale
 from ._regression_em import _RegressionEM
 from ._subspace_em import basis_rows, run_subspace_em
 
 __all__ = ["RelevanceVectorRegressor"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_centers", "_bias_mask", "_d", "_L", "_mu", "_factor_counts")
+_PRIVATE_STATE = (
+    "_centers",
+    "_bias_mask",
+    "_d",
+    "_L",
+    "_mu",
+    "_noise_variance",
+    "_factor_counts",
+    "_y_scale",
+)
 
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
 # the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
@@ -61,7 +71,9 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         Subspace EM or standard batch EM.
     alpha_max : float, default=1e9
         ``L``: a basis function whose ``alpha`` reaches it is pruned; SSEM adds basis functions
-        at this value.
+        at this value. A precision for targets of order one: targets whose largest magnitude
+        is outside ``[1/16, 16)`` are fitted as ``y / max |y|``, so that the fit does not
+        depend on the unit of ``y`` (see the user guide's advice on scale).
     noise_variance : float, default=None
         Initial noise variance ``s2``; ``None`` means ``0.1 * var(y)``.
     learn_noise : bool, default=True
@@ -201,8 +213,13 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         n = X.shape[0]
+        # The model is fitted to y / c, c = max |y| (1 for ordinary targets, so their fits
+        # are unchanged): alpha_max, the SSEM entry precision and the M-step's floors then
+        # mean the same in every unit of y.
+        self._y_scale = c = target_scale(y)
+        y = y / c if c != 1.0 else y
         scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
-        s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance
+        s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c
         centers = np.vstack([X, np.zeros((1, X.shape[1]))])
         bias_mask = np.zeros(n + 1, dtype=bool)
         bias_mask[n] = True
@@ -237,15 +254,20 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         if model.noise_clipped:
             warnings.warn(
                 f"The noise variance reached its floor {_NOISE_FLOOR:g} * var(y) = "
-                f"{model.noise_floor:.3g} and was clipped there; the targets look noise-free "
-                f"for this kernel.",
+                f"{model.noise_floor * c * c:.3g} and was clipped there; the targets look "
+                f"noise-free for this kernel.",
                 UserWarning,
             )
         self._store(model, hist, X, n)
         return self
 
     def _store(self, model, hist, X, n):
-        """Keep what prediction needs: the active centres, ``D = A^-1/2``, the factor of B."""
+        """Keep what prediction needs: the active centres, ``D = A^-1/2``, the factor of B.
+
+        The private state stays in the fitted units (targets ``y / c``); the public
+        attributes are in the targets' units: weights times ``c``, precisions over ``c^2``.
+        """
+        c = self._y_scale
         idx = model.design.index.copy()
         is_bias = idx == n
         self._centers = np.vstack([X, np.zeros((1, X.shape[1]))])[idx]
@@ -254,19 +276,26 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         # the factor of B = D S D (D = A^-1/2, better conditioned for prediction) is D L
         self._L = self._d[:, None] * model.L
         mu, resid = model.posterior()
+        self._mu, self._noise_variance = mu, model.s2
         self.relevance_indices_ = idx[~is_bias]
         self.relevance_vectors_ = X[self.relevance_indices_]
-        self.coef_ = mu[~is_bias]
-        self.intercept_ = float(mu[is_bias].sum())
-        self.alpha_ = model.design.alpha[~is_bias].copy()
-        self.alpha_bias_ = float(model.design.alpha[is_bias][0]) if is_bias.any() else np.inf
         order = np.concatenate([np.flatnonzero(~is_bias), np.flatnonzero(is_bias)])
-        self._mu = mu
-        Sigma = self._posterior_covariance()
-        self.sigma_ = Sigma[np.ix_(order, order)]
-        self.noise_variance_ = model.s2
-        self.log_marginal_likelihood_curve_ = np.asarray(hist["log_likelihood"])
-        self.log_marginal_likelihood_value_ = float(model.log_likelihood(mu, resid))
+        Sigma = self._posterior_covariance()[np.ix_(order, order)]
+        alpha = model.design.alpha
+        # Beyond |y| ~ 1e154 (or below ~1e-154) a precision or a variance in the targets'
+        # squared units is out of the float range; it is kept as inf or 0 (predict uses the
+        # fitted units).
+        with np.errstate(over="ignore", under="ignore"):
+            self.coef_ = mu[~is_bias] * c
+            self.intercept_ = float(mu[is_bias].sum()) * c
+            self.alpha_ = alpha[~is_bias] / c / c
+            self.alpha_bias_ = float(alpha[is_bias][0]) / c / c if is_bias.any() else np.inf
+            self.sigma_ = Sigma * c * c
+            self.noise_variance_ = model.s2 * c * c
+        # the density of y = c (y / c): log p(y) = log p(y / c) - n log c
+        log_c = n * np.log(c)
+        self.log_marginal_likelihood_curve_ = np.asarray(hist["log_likelihood"]) - log_c
+        self.log_marginal_likelihood_value_ = float(model.log_likelihood(mu, resid)) - log_c
         self.n_relevance_curve_ = np.asarray(hist["n_active"])
         self.cpu_time_curve_ = np.asarray(hist["cpu_time"])
         self.n_iter_ = hist["n_iter"]
@@ -305,13 +334,14 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         Phi_T = self._design(X)
-        mean = Phi_T.T @ self._mu
+        c = self._y_scale  # the fitted units are y / c
+        mean = (Phi_T.T @ self._mu) * c
         if not return_std:
             return mean
         if len(self._d):
             # eq. (10): Phi Sigma Phi^T = |L^-1 D Phi^T|^2 per column
             V = solve_triangular(self._L, self._d[:, None] * Phi_T, lower=True, check_finite=False)
-            var = self.noise_variance_ + np.einsum("ij,ij->j", V, V)
+            var = self._noise_variance + np.einsum("ij,ij->j", V, V)
         else:
-            var = np.full(X.shape[0], self.noise_variance_)
-        return mean, np.sqrt(var)
+            var = np.full(X.shape[0], self._noise_variance)
+        return mean, np.sqrt(var) * c
