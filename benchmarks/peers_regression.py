@@ -49,6 +49,14 @@ OURS = {
     "exchange300": {"n_exchange": 300},
     "vfe": {"hyperparameter_objective": "vfe"},
     "vfe_exchange300": {"hyperparameter_objective": "vfe", "n_exchange": 300},
+    "vfe_refine100": {"hyperparameter_objective": "vfe", "refine_basis": 100},
+    "vfe_refine300": {"hyperparameter_objective": "vfe", "refine_basis": 300},
+    "vfesel_refine300": {
+        "selection": "vfe", "hyperparameter_objective": "vfe", "refine_basis": 300,
+    },
+    "vfe_exchange300_refine300": {
+        "hyperparameter_objective": "vfe", "n_exchange": 300, "refine_basis": 300,
+    },
 }
 PEERS = {
     "sgpr_fixed": {"optimise_inducing": False},

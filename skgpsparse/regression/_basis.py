@@ -26,14 +26,14 @@ def make_selector(selection, working_set_size):
         return RandomSelector()
     if selection == "info_gain":
         return GreedySelector("info_gain", None)
-    if selection in ("exact", "matching_pursuit"):
+    if selection in ("exact", "matching_pursuit", "vfe"):
         # A fresh random working set each step (Smola & Bartlett's 59). Keeping the unchosen
         # candidates (GreedySelector(..., keep_working_set=True)) computes one kernel column
         # per step instead of kappa, but on KIN40K it lost a third of DMAX's gain over random
         # selection (benchmarks/results/kin40k.md), so it is an opt-in.
         return GreedySelector(selection, working_set_size or _DEFAULT_WORKING_SET)
     raise ValueError(
-        "`selection` must be 'random', 'exact', 'matching_pursuit', 'info_gain' or a "
+        "`selection` must be 'random', 'exact', 'matching_pursuit', 'info_gain', 'vfe' or a "
         f"BaseSelector instance, got {selection!r}."
     )
 

@@ -4,10 +4,13 @@ As in the exchange paper's experiments, the hyperparameters start from the exact
 random subset of the rows; then basis selection (forward steps and exchange, at fixed
 hyperparameters) alternates with learning the hyperparameters on the selected basis, and the
 best visited (basis, hyperparameters) pair by the objective in force is kept. With fixed
-hyperparameters one selection is the whole fit.
+hyperparameters one selection is the whole fit. With ``refine_basis`` one selection at the
+starting hyperparameters is followed by the refinement (``_refine.py``), which learns them
+jointly with the basis inputs.
 """
 
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,11 +18,17 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
-from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._likelihood import (
+    check_noise_bounds,
+    learn_hyperparameters,
+    sparse_factors,
+    warn_at_noise_bound,
+)
+from ._refine import refine_basis
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
 
-__all__ = ["alternate", "fit_memory", "jitter"]
+__all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
@@ -124,11 +133,28 @@ def _learn(model, kernel, s2, X, y, X_basis):
         ) from error
 
 
+class FittedBasis(NamedTuple):
+    """What a fit leaves for prediction and for the fitted attributes."""
+
+    kernel: object  # the kernel with the kept hyperparameters
+    noise_variance: float
+    basis: np.ndarray  # training rows the basis vectors were selected from
+    basis_vectors: np.ndarray  # (p, d): those rows, or where refinement moved them
+    L: np.ndarray  # (p, p) lower factor of K_uu + jitter I
+    R: np.ndarray  # (p, p) lower factor of V V^T + s2 I, V = L^-1 K_uf
+    Vy: np.ndarray  # (p,) or (p, m): V y
+    jitter: float
+    objective: float  # the hyperparameter objective of the fitted model
+    cost_curve: np.ndarray  # cost (2) along the selection that gave the basis
+    n_iter: int  # selection / learning alternations
+    n_refine: int  # L-BFGS iterations of the refinement
+
+
 def alternate(model, X, y, p, rng):
     """Select the basis and learn the hyperparameters of ``model`` on (normalised) ``y``.
 
-    Returns ``(state, kernel, noise_variance, cost_curve, n_iter)``: the final state (the
-    kept basis under the kept hyperparameters), and the selection's cost curve.
+    Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined
+    when ``model.refine_basis`` asks for it, and the selection's cost curve.
     """
     noise_bounds = check_noise_bounds(model.noise_variance_bounds)
     kernel, s2 = model.kernel_, float(model.noise_variance)
@@ -155,6 +181,14 @@ def alternate(model, X, y, p, rng):
     n_iter = 0
     for it in range(model.max_iter if learn else 1):
         state, curve = _select(model, kernel, X, y, s2, p, rng)
+        if learn and model.refine_basis:
+            # The refinement learns the hyperparameters with the basis inputs, from the
+            # starting ones: learning them first on the fixed basis can end in the noise-only
+            # model (no signal left for moving the inputs to explain).
+            if noise_bounds is not None:
+                s2 = max(s2, float(np.mean(state.residual**2)))
+            best, n_iter = (None, state.basis, kernel, s2, curve), 1
+            break
         if learn:
             # Warm start; the noise no lower than the mean squared residual of the MAP fit
             # (a subset-GP start can put it far below what the sparse model can reach).
@@ -177,8 +211,6 @@ def alternate(model, X, y, p, rng):
 
     _, state, kernel, s2, curve = best
     if learn:
-        kernel._check_bounds_params()
-        warn_at_noise_bound(s2, noise_bounds)
         # The final state: the best basis with the hyperparameters learned on it.
         basis = state
         state = RegressionState(
@@ -186,4 +218,31 @@ def alternate(model, X, y, p, rng):
         )
         for j in basis:
             state.append(j)
-    return state, kernel, s2, curve, n_iter
+    fit = FittedBasis(
+        kernel, s2, state.basis, X[state.basis].astype(np.float64), state.L, state.R,
+        state.Vy, state.jitter, state_objective(state, model.hyperparameter_objective),
+        np.asarray(curve), n_iter, 0,
+    )
+    if model.refine_basis:
+        fit = _refine(model, fit, X, y, learn, noise_bounds)
+    if learn:
+        fit.kernel._check_bounds_params()
+        warn_at_noise_bound(fit.noise_variance, noise_bounds)
+    return fit
+
+
+def _refine(model, fit, X, y, learn, noise_bounds):
+    """Move the basis inputs (and learned hyperparameters) by L-BFGS from the greedy basis."""
+    Y = y.reshape(len(y), -1)
+    kernel, s2, Z, value, n_refine = refine_basis(
+        fit.kernel, fit.noise_variance, X.astype(np.float64, copy=False), Y, fit.basis_vectors,
+        objective=model.hyperparameter_objective, jitter=fit.jitter,
+        max_iter=model.refine_basis, learn_kernel=learn,
+        noise_bounds=noise_bounds if learn else None, progress=model._progress,
+    )
+    f = sparse_factors(kernel, X, Y, Z, s2, fit.jitter, False, None)
+    Vy = f.V @ f.Y
+    return fit._replace(
+        kernel=kernel, noise_variance=s2, basis_vectors=Z, L=f.L, R=f.R,
+        Vy=Vy[:, 0] if y.ndim == 1 else Vy, objective=value, n_refine=n_refine,
+    )

@@ -21,9 +21,11 @@ from ._basis import make_selector
 from ._design import alternate
 from ._likelihood import check_noise_bounds
 from ._prediction import RegressionPredictor, prediction_factors
+from ._refine import check_refinable
 from ._sampling import EXACT_ROWS, low_rank_sample_y
 from ._targets import prior_prediction, target_scaling
-from ._vfe import OBJECTIVES, state_objective
+from ._theta import objective_at
+from ._vfe import OBJECTIVES
 
 __all__ = ["SparseGPRegressor"]
 
@@ -61,17 +63,20 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
     max_basis : int, default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
-    selection : {"matching_pursuit", "exact", "info_gain", "random"} or BaseSelector, \
+    selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
             default="matching_pursuit"
         Forward-selection strategy. ``"matching_pursuit"``: Keerthi & Chu's DMAX (the cost
         decrease with only the new weight optimised) on a random working set;
         ``"exact"``: the exact decrease of the cost (Smola & Bartlett) on a random working set;
+        ``"vfe"``: the exact increase of Titsias' bound (the objective of
+        ``hyperparameter_objective="vfe"``, Titsias 2009) on a random working set, at the
+        cost of ``"exact"``;
         ``"info_gain"``: the fast information-gain approximation of Seeger et al. over all
         remaining points; ``"random"``: uniform. A selector object (see
         :mod:`skgpsparse.selection`) is cloned and used as is.
     working_set_size : int, default=None
-        Candidates scored per step by ``"exact"`` and ``"matching_pursuit"`` (kappa; ``None``
-        means 59).
+        Candidates scored per step by ``"exact"``, ``"vfe"`` and ``"matching_pursuit"``
+        (kappa; ``None`` means 59).
     n_exchange : int, default=0
         Exchange steps after forward selection: delete the basis vector whose removal increases
         the cost least (eq. (5)), then forward-select a replacement; a step whose replacement
@@ -99,6 +104,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         variance and under-fit instead (Bauer, van der Wilk and Rasmussen 2016). Both cost
         O(n p^2) per evaluation; the basis selection and the form of the predictions are the
         same for either.
+    refine_basis : int, default=0
+        L-BFGS iterations that move the basis vectors off the training rows after selection
+        and exchange, maximising the ``hyperparameter_objective`` over the basis inputs (and
+        over the hyperparameters with them, unless ``optimizer=None``), from the greedy
+        basis; ``0`` keeps the selected rows. With hyperparameter learning the basis is then
+        selected once, at the starting hyperparameters, and the refinement learns them
+        (``max_iter`` and ``tol`` do not apply). Each iteration costs one evaluation of the
+        objective with its gradient, O(n p^2 + n p d); the result never scores below the
+        greedy basis. Needs a kernel built from ``RBF``, ``Matern``, ``RationalQuadratic``,
+        ``ConstantKernel`` and ``WhiteKernel`` (gradients in the inputs in closed form).
+        ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving basis
+        vectors away from the data (Titsias 2009).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
     tol : float, default=1e-4
@@ -131,9 +148,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     noise_variance_ : float
         The learned (or fixed) noise variance, in the units of the fitted targets.
     basis_indices_ : ndarray of shape (n_basis,)
-        Training-set indices of the basis vectors.
+        Training-set indices of the basis vectors; with ``refine_basis``, of the rows they
+        were selected from before they moved.
     basis_vectors_ : ndarray of shape (n_basis, n_features)
-        The basis vectors.
+        The basis vectors: ``X[basis_indices_]``, or where ``refine_basis`` moved them.
     alpha_ : ndarray of shape (n_basis,) or (n_basis, n_targets)
         Weights of the predictive mean on the basis (in the units of ``y``).
     log_marginal_likelihood_value_ : float
@@ -141,6 +159,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         likelihood (GPML eq. (8.17)) or the VFE bound.
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
+    n_refine_iter_ : int
+        L-BFGS iterations run by ``refine_basis`` (0 without it).
     cost_curve_ : ndarray
         Cost (2) after every forward step and every exchange half-step of the selection that
         produced the final basis (in its hyperparameters).
@@ -184,13 +204,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
-            StrOptions({"random", "exact", "matching_pursuit", "info_gain"}),
+            StrOptions({"random", "exact", "matching_pursuit", "info_gain", "vfe"}),
             BaseSelector,
         ],
         "working_set_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions(set(OBJECTIVES))],
+        "refine_basis": [Interval(numbers.Integral, 0, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "normalize_y": ["boolean"],
@@ -212,6 +233,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         n_exchange=0,
         optimizer="fmin_l_bfgs_b",
         hyperparameter_objective="dtc",
+        refine_basis=0,
         max_iter=10,
         tol=1e-4,
         normalize_y=False,
@@ -229,6 +251,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.n_exchange = n_exchange
         self.optimizer = optimizer
         self.hyperparameter_objective = hyperparameter_objective
+        self.refine_basis = refine_basis
         self.max_iter = max_iter
         self.tol = tol
         self.normalize_y = normalize_y
@@ -283,6 +306,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
         self._n_threads = effective_n_jobs(self.n_jobs)
         check_noise_bounds(self.noise_variance_bounds)  # a clear error before any work
+        if self.refine_basis:
+            check_refinable(self.kernel_)
         self._y_train_mean, self._y_train_std = target_scaling(y, self.normalize_y)
         y = (y - self._y_train_mean) / self._y_train_std
         p = self.max_basis
@@ -295,26 +320,24 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self._selector = make_selector(self.selection, self.working_set_size)
         self._progress = Progress("SparseGPRegressor", self.verbose)
 
-        state, kernel, s2, curve, self.n_iter_ = alternate(self, X, y, p, rng)
-        self.kernel_, self.noise_variance_ = kernel, s2
-        self.basis_indices_ = state.basis
-        self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
+        fit = alternate(self, X, y, p, rng)
+        self.kernel_, self.noise_variance_ = fit.kernel, fit.noise_variance
+        self.basis_indices_, self.basis_vectors_ = fit.basis, fit.basis_vectors
+        self.n_iter_, self.n_refine_iter_ = fit.n_iter, fit.n_refine
         # The predictive factors with the jitter only where strictly needed (the state's L
         # as a preconditioner): the exact GP's predictions when every row is in the basis.
-        factors = prediction_factors(state.L, state.R, state.Vy, state.jitter, s2)
+        factors = prediction_factors(fit.L, fit.R, fit.Vy, fit.jitter, fit.noise_variance)
         self.alpha_ = factors.alpha * self._y_train_std
         self._predictor = RegressionPredictor(
-            self.kernel_, self.basis_vectors_, self.alpha_, state.L, factors.S
+            self.kernel_, self.basis_vectors_, self.alpha_, fit.L, factors.S
         )
-        self.log_marginal_likelihood_value_ = float(
-            state_objective(state, self.hyperparameter_objective)
-        )
-        self.cost_curve_ = np.asarray(curve)
+        self.log_marginal_likelihood_value_ = float(fit.objective)
+        self.cost_curve_ = fit.cost_curve
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
-        self._jitter_value = state.jitter
+        self._jitter_value = fit.jitter
         return self
 
     def __getstate__(self):
@@ -358,39 +381,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             not pickled, so refit the model first.
         """
         check_is_fitted(self)
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
-            return self.log_marginal_likelihood_value_
-        theta = np.asarray(theta, dtype=float)
-        n_dims = self.kernel_.n_dims
-        if theta.shape not in ((n_dims,), (n_dims + 1,)):
-            raise ValueError(
-                f"`theta` must have length kernel_.n_dims = {n_dims} (the kernel's theta, at "
-                f"the fitted noise variance) or {n_dims + 1} (then log noise variance), got "
-                f"shape {theta.shape}."
-            )
-        with_noise = theta.shape == (n_dims + 1,)
-        if getattr(self, "_X_train", None) is None:
-            raise ValueError(
-                "log_marginal_likelihood(theta) needs the training data, which a pickled "
-                "model does not keep (it stores only what prediction needs). Refit the model "
-                "on (X, y) to evaluate the likelihood at another theta."
-            )
-        kernel = self.kernel_.clone_with_theta(theta[:n_dims])
-        out = OBJECTIVES[self.hyperparameter_objective](
-            kernel,
-            self._X_train,
-            self._y_train,
-            self.basis_vectors_,
-            float(np.exp(theta[-1])) if with_noise else self.noise_variance_,
-            eval_gradient=eval_gradient,
-            # The fitted model's jitter, constant in theta, so the gradient is the value's.
-            jitter=self._jitter_value,
-        )
-        if eval_gradient and not with_noise:
-            return out[0], out[1][:n_dims]
-        return out
+        return objective_at(self, theta, eval_gradient)
 
     # ------------------------------------------------------------------ predict
     def predict(self, X, return_std=False, return_cov=False):

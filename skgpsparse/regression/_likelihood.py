@@ -271,50 +271,69 @@ def dtc_gradient(kernel, X, X_basis, f, *, chunk_size=None, trace_weight=0.0):
     ``-1/2 dK_uu`` (``W = K_uu^-1 K_uf``, see :mod:`skgpsparse._regression_vfe`) join ``B``
     and ``B W^T`` before the single pass over the rows. ``0`` is the DTC gradient itself.
     """
-    s2, L, R, a = f.s2, f.L, f.R, f.a
-    n, m = f.Y.shape
-    p = X_basis.shape[0]
     gradient = np.empty(kernel.n_dims + 1)
-    # noise: s2/2 (sum a^2 - m tr C^-1), tr C^-1 = (n - p)/s2 + tr A^-1
-    R_inv = solve_triangular(R, np.eye(p), lower=True, check_finite=False)
-    trace_C_inv = (n - p) / s2 + np.sum(R_inv**2)
-    gradient[-1] = 0.5 * s2 * (np.sum(a * a) - m * trace_C_inv)
-
+    gradient[-1] = noise_gradient(f)
     if kernel.n_dims:
-        V, VVt = f.V, f.VVt
-        # w = W a = L^-T V a (p x m)
-        w = solve_triangular(L, V @ a, lower=True, trans="T", check_finite=False)
-        # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu; the trace term
-        # adds (m c) W^T = (m c) (L^-T V)^T, folded into the one triangular solve
-        # (V stays referenced by the factors, so no further p x n temporaries: peak 3 n p)
-        P = cho_solve((R, True), V, check_finite=False)
-        if trace_weight:
-            for rows in _column_chunks(n, p):
-                P[:, rows] -= trace_weight * V[:, rows]
-        P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
-        if m != 1:
-            P *= m
-        B_t = a @ w.T
-        B_t -= P.T
-        del P
-        # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric; the trace
-        # term adds (m c) W W^T = (m c) L^-T V V^T L^-1
-        D = cho_solve((R, True), VVt, check_finite=False)
-        if trace_weight:
-            D -= trace_weight * VVt
-        D = 0.5 * (D + D.T)
-        D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
-        D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
-        BW_t = w @ w.T - m * D
-
-        # 1/2 tr((a a^T - C^-1) dQ_ff) = <B, dK_uf> - 1/2 <B W^T, dK_uu>, GPML eq. (5.9)
-        n_theta = kernel.n_dims
-        grad_theta = -0.5 * BW_t.reshape(-1) @ f.dK_uu.reshape(p * p, n_theta)
-        blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
-        for rows, _, contract in blocks:
-            grad_theta += contract(B_t[rows])
-        gradient[:-1] = grad_theta
+        B_t, BW_t = gradient_weights(f, trace_weight)
+        gradient[:-1] = kernel_gradient_from_weights(kernel, X, X_basis, f, B_t, BW_t, chunk_size)
     return gradient
+
+
+def noise_gradient(f):
+    """``d (8.17) / d log s2 = s2/2 (sum a^2 - m tr C^-1)``, ``tr C^-1 = (n - p)/s2 + tr A^-1``."""
+    n, m = f.Y.shape
+    p = f.R.shape[0]
+    R_inv = solve_triangular(f.R, np.eye(p), lower=True, check_finite=False)
+    trace_C_inv = (n - p) / f.s2 + np.sum(R_inv**2)
+    return 0.5 * f.s2 * (np.sum(f.a * f.a) - m * trace_C_inv)
+
+
+def gradient_weights(f, trace_weight=0.0):
+    """``(B^T, B W^T)``: eq. (8.17)'s derivative is ``<B, dK_uf> - 1/2 <B W^T, dK_uu>``.
+
+    ``B^T`` is ``n x p`` (the layout of ``K(X, X_u)``) and ``B W^T`` is ``p x p`` symmetric;
+    ``trace_weight = c`` adds the weights of ``m c / 2`` times ``d tr(Q_ff)`` (see
+    :func:`dtc_gradient`). Whatever moves ``K_uf`` and ``K_uu`` (the hyperparameters, the
+    basis inputs) is contracted against these two.
+    """
+    L, R, a, V, VVt = f.L, f.R, f.a, f.V, f.VVt
+    n, m = f.Y.shape
+    p = L.shape[0]
+    # w = W a = L^-T V a (p x m)
+    w = solve_triangular(L, V @ a, lower=True, trans="T", check_finite=False)
+    # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu; the trace term
+    # adds (m c) W^T = (m c) (L^-T V)^T, folded into the one triangular solve
+    # (V stays referenced by the factors, so no further p x n temporaries: peak 3 n p)
+    P = cho_solve((R, True), V, check_finite=False)
+    if trace_weight:
+        for rows in _column_chunks(n, p):
+            P[:, rows] -= trace_weight * V[:, rows]
+    P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
+    if m != 1:
+        P *= m
+    B_t = a @ w.T
+    B_t -= P.T
+    del P
+    # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric; the trace
+    # term adds (m c) W W^T = (m c) L^-T V V^T L^-1
+    D = cho_solve((R, True), VVt, check_finite=False)
+    if trace_weight:
+        D -= trace_weight * VVt
+    D = 0.5 * (D + D.T)
+    D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
+    D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
+    return B_t, w @ w.T - m * D
+
+
+def kernel_gradient_from_weights(kernel, X, X_basis, f, B_t, BW_t, chunk_size=None):
+    """``<B, dK_uf> - 1/2 <B W^T, dK_uu>`` over ``kernel.theta``, GPML eq. (5.9)."""
+    p = X_basis.shape[0]
+    n_theta = kernel.n_dims
+    grad_theta = -0.5 * BW_t.reshape(-1) @ f.dK_uu.reshape(p * p, n_theta)
+    blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
+    for rows, _, contract in blocks:
+        grad_theta += contract(B_t[rows])
+    return grad_theta
 
 
 def learn_hyperparameters(

@@ -125,23 +125,38 @@ def vfe_log_marginal_likelihood(
     """
     X, Y, X_basis = _check_arguments(kernel, X, y, X_basis, noise_variance, jitter)
     f = sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size)
-    m = Y.shape[1]
-    s2 = f.s2
-    # T = tr(K_ff - Q_ff) = sum_i k(x_i, x_i) - tr(V V^T)
-    trace = float(np.sum(kernel.diag(X))) - float(np.trace(f.VVt))
-    # Titsias (2009) eq. (9), summed over the m outputs
-    bound = dtc_value(f) - 0.5 * m * trace / s2
+    trace = unexplained_variance(kernel, X, f)
+    bound = vfe_value(f, trace)
     if not eval_gradient:
         return bound
 
     # the DTC gradient with (m / s2) W added to B: d tr(Q_ff) in the same pass over the rows
-    gradient = dtc_gradient(kernel, X, X_basis, f, chunk_size=chunk_size, trace_weight=1.0 / s2)
+    gradient = dtc_gradient(kernel, X, X_basis, f, chunk_size=chunk_size, trace_weight=1.0 / f.s2)
+    add_trace_gradient(gradient, kernel, X, f, trace)
+    return bound, gradient
+
+
+def unexplained_variance(kernel, X, f):
+    """``T = tr(K_ff - Q_ff) = sum_i k(x_i, x_i) - tr(V V^T)``."""
+    return float(np.sum(kernel.diag(X))) - float(np.trace(f.VVt))
+
+
+def vfe_value(f, trace):
+    """Titsias (2009) eq. (9) from the DTC factors and ``T``, summed over the m outputs."""
+    return dtc_value(f) - 0.5 * f.Y.shape[1] * trace / f.s2
+
+
+def add_trace_gradient(gradient, kernel, X, f, trace):
+    """Add the parts of ``-m T / (2 s2)``'s gradient that ``trace_weight`` does not carry.
+
+    ``gradient`` is ``(kernel.theta, log s2)``, computed with ``trace_weight = 1 / s2``.
+    """
+    m, s2 = f.Y.shape[1], f.s2
     # noise: d/dlog s2 of -m T / (2 s2)
     gradient[-1] += 0.5 * m * trace / s2
     # kernel: -m / (2 s2) sum_i d k(x_i, x_i) / dtheta
     if kernel.n_dims:
         gradient[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
-    return bound, gradient
 
 
 def _diag_gradient_sum(kernel, X):

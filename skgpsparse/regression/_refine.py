@@ -1,0 +1,223 @@
+"""Continuous refinement of the basis vectors: L-BFGS on the objective from the greedy basis.
+
+Greedy selection and exchange choose the basis among the training rows; the objective in force
+(the DTC evidence, GPML eq. (8.17), or Titsias' bound, Titsias 2009 eq. (9)) is a smooth
+function of the basis inputs ``Z`` too, and moving them off the rows can raise it further, as
+the pseudo-input GP (Snelson and Ghahramani 2006) and the variational inducing inputs
+(Titsias 2009) do from a random start. Here the start is the greedy basis.
+
+Gradient in ``Z``
+-----------------
+Both objectives depend on ``Z`` only through ``K_uf`` and ``K_uu`` (the diagonal
+``k(x_i, x_i)`` of the bound's trace term does not involve ``Z``), and their derivative in
+anything that moves those two is ``<B, dK_uf> - 1/2 <B W^T, dK_uu>`` with the weights of
+:func:`skgpsparse.regression._likelihood.gradient_weights` (the bound's trace term joins them
+through ``trace_weight``). Moving ``z_j`` changes row ``j`` of ``K_uf`` and row and column
+``j`` of the symmetric ``K_uu``, so with ``D = B W^T`` (symmetric)::
+
+    dF / dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk,
+
+two contractions of :func:`skgpsparse.kernels._inputs.input_gradient_contraction`, O(n p d)
+after the O(n p^2) factors: one evaluation costs what a hyperparameter gradient costs. The
+hyperparameters (when they are learned) move jointly with ``Z``, as in GPflow's SGPR; the jitter
+of ``K_uu`` is held at the fit's value, so the gradient is the value's.
+"""
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.optimize import minimize
+
+from ..kernels import iter_kernel, kernel_gradient
+from ..kernels._inputs import SUPPORTED, input_gradient_contraction, supports_input_gradient
+from ._likelihood import (
+    SparseFactors,
+    dtc_value,
+    kernel_gradient_from_weights,
+    noise_gradient,
+)
+from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
+
+__all__ = ["check_refinable", "objective_and_gradient", "refine_basis"]
+
+
+def check_refinable(kernel):
+    """A clear error, before any work, for a kernel without a closed-form input gradient."""
+    if not supports_input_gradient(kernel):
+        raise ValueError(
+            f"refine_basis > 0 needs the kernel's gradient in its inputs, available for "
+            f"{SUPPORTED}; got kernel={kernel!r}. Set refine_basis=0."
+        )
+
+
+def _gram_factors(kernel, X, Y, Z, s2, jitter, eval_gradient):
+    """:class:`SparseFactors` without ``V``, and ``K_fu``, from the Gram matrix ``K_uf K_fu``.
+
+    ``V V^T = L^-1 (K_uf K_fu) L^-T`` and ``a = (y - K_fu L^-T A^-1 L^-1 K_uf y) / s2``: one
+    ``(p x n)(n x p)`` product instead of the triangular solves that form ``V`` (a third of
+    the floating-point work of :func:`sparse_factors`). Squaring ``K_uf`` costs accuracy
+    when ``K_uu`` is ill-conditioned, which a search step can bear; the fitted model's
+    factors are recomputed by :func:`sparse_factors`.
+    """
+    n, p = X.shape[0], Z.shape[0]
+    dK_uu = None
+    if eval_gradient:
+        K_uu, dK_uu = kernel_gradient(kernel, Z, Z)
+    else:
+        K_uu = kernel(Z, Z)
+    L = cholesky(K_uu + jitter * np.eye(p), lower=True, check_finite=False)
+    K_fu = np.empty((n, p))
+    for rows, K_block in iter_kernel(kernel, X, Z):
+        K_fu[rows] = K_block
+    VVt = solve_triangular(L, K_fu.T @ K_fu, lower=True, check_finite=False)
+    VVt = solve_triangular(L, VVt.T, lower=True, check_finite=False)
+    VVt = 0.5 * (VVt + VVt.T)
+    R = cholesky(VVt + s2 * np.eye(p), lower=True, check_finite=False)
+    Vy = solve_triangular(L, K_fu.T @ Y, lower=True, check_finite=False)
+    # a = C^-1 y = (y - V^T A^-1 V y) / s2, with V^T x = K_fu L^-T x
+    u = solve_triangular(L, cho_solve((R, True), Vy), lower=True, trans="T", check_finite=False)
+    a = (Y - K_fu @ u) / s2
+    log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
+    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, dK_uu), K_fu
+
+
+def _gram_gradient_weights(f, K_fu, trace_weight):
+    """:func:`gradient_weights` from ``K_fu``: ``B^T = a w^T - m K_fu M`` with the symmetric
+    ``M = L^-T (A^-1 - c I) L^-1`` (``L^-T A^-1 V = M K_uf`` when ``c = 0``)."""
+    L, R, a = f.L, f.R, f.a
+    m = f.Y.shape[1]
+    p = L.shape[0]
+    eye = np.eye(p)
+    # w = W a = L^-T L^-1 K_uf a
+    w = cho_solve((L, True), K_fu.T @ a, check_finite=False)
+    M = cho_solve((R, True), eye, check_finite=False) - trace_weight * eye
+    M = solve_triangular(L, M, lower=True, trans="T", check_finite=False)
+    M = solve_triangular(L, M.T, lower=True, trans="T", check_finite=False)
+    M = 0.5 * (M + M.T)
+    B_t = a @ w.T
+    B_t -= m * (K_fu @ M)
+    # B W^T = w w^T - m L^-T (A^-1 - c I) V V^T L^-1, as in gradient_weights
+    D = cho_solve((R, True), f.VVt, check_finite=False) - trace_weight * f.VVt
+    D = 0.5 * (D + D.T)
+    D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
+    D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
+    return B_t, w @ w.T - m * D
+
+
+def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=True):
+    """The objective at basis inputs ``Z`` and its gradient in (theta, log s2, Z).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+    Y : ndarray of shape (n, m)
+    Z : ndarray of shape (p, d)
+        Basis inputs.
+    s2 : float
+        Noise variance.
+    jitter : float
+        Added to ``diag(K_uu)``, held constant.
+    objective : {"dtc", "vfe"}
+    eval_theta : bool, default=True
+        Also differentiate in ``kernel.theta``.
+
+    Returns
+    -------
+    value : float
+    grad_theta : ndarray of shape (kernel.n_dims,) (empty unless ``eval_theta``)
+    grad_log_s2 : float
+    grad_Z : ndarray of shape (p, d)
+    """
+    eval_theta = eval_theta and kernel.n_dims > 0
+    f, K_fu = _gram_factors(kernel, X, Y, Z, s2, jitter, eval_theta)
+    vfe = objective == "vfe"
+    trace = unexplained_variance(kernel, X, f) if vfe else 0.0
+    value = vfe_value(f, trace) if vfe else dtc_value(f)
+    B_t, BW_t = _gram_gradient_weights(f, K_fu, 1.0 / s2 if vfe else 0.0)
+    del K_fu
+    gradient = np.zeros(kernel.n_dims + 1)
+    gradient[-1] = noise_gradient(f)
+    if eval_theta:
+        gradient[:-1] = kernel_gradient_from_weights(kernel, X, Z, f, B_t, BW_t)
+    if vfe:
+        add_trace_gradient(gradient, kernel, X, f, trace)
+    # dF/dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk (module docs)
+    grad_Z = input_gradient_contraction(kernel, X, Z, B_t)
+    grad_Z -= input_gradient_contraction(kernel, Z, Z, BW_t)
+    return value, gradient[:-1] if eval_theta else np.zeros(0), gradient[-1], grad_Z
+
+
+def refine_basis(
+    kernel, s2, X, Y, Z, *, objective, jitter, max_iter, learn_kernel, noise_bounds, progress
+):
+    """L-BFGS-B over the basis inputs (and the hyperparameters) from ``Z``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Starting kernel; with ``learn_kernel`` its bounds bound the search.
+    s2 : float
+        Starting noise variance.
+    X : ndarray of shape (n, d)
+    Y : ndarray of shape (n, m)
+    Z : ndarray of shape (p, d)
+        Starting basis inputs (the greedy basis).
+    objective : {"dtc", "vfe"}
+        What is maximised.
+    jitter : float
+        Added to ``diag(K_uu)``, held constant.
+    max_iter : int
+        L-BFGS-B iterations.
+    learn_kernel : bool
+        Move ``kernel.theta`` with ``Z``.
+    noise_bounds : (float, float) or None
+        Bounds of the noise variance when it moves with ``Z``; ``None`` keeps it.
+    progress : Progress
+        Where the lines of ``verbose`` go.
+
+    Returns
+    -------
+    kernel, s2, Z, value, n_iter
+        The refined model and the objective there (never below the start's: a start that
+        scores higher than the end is returned unchanged).
+    """
+    p, d = Z.shape
+    n_k = kernel.n_dims if learn_kernel else 0
+    learn_noise = noise_bounds is not None
+
+    def split(params):
+        k = kernel.clone_with_theta(params[:n_k]) if n_k else kernel
+        noise = float(np.exp(params[n_k])) if learn_noise else s2
+        return k, noise, params[n_k + learn_noise :].reshape(p, d)
+
+    def negative(params):
+        k, noise, Zp = split(np.asarray(params, dtype=float))
+        try:
+            value, g_theta, g_noise, g_Z = objective_and_gradient(
+                k, X, Y, Zp, noise, jitter, objective, eval_theta=bool(n_k)
+            )
+        except LinAlgError:
+            return np.inf, np.zeros_like(params)
+        if not np.isfinite(value):
+            return np.inf, np.zeros_like(params)
+        grad = np.concatenate([g_theta, [g_noise] if learn_noise else [], g_Z.ravel()])
+        return -value, -grad
+
+    start = [kernel.theta] if n_k else []
+    bounds = [tuple(b) for b in kernel.bounds] if n_k else []
+    if learn_noise:
+        start.append([np.log(np.clip(s2, *noise_bounds))])
+        bounds.append(tuple(np.log(noise_bounds)))
+    start.append(Z.ravel())
+    bounds.extend([(None, None)] * Z.size)
+    x0 = np.concatenate(start)
+    f0 = negative(x0)[0]
+    progress.line(f"refine_basis: {objective} {-f0:.6g} at the greedy basis")
+    result = minimize(
+        negative, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter}
+    )
+    if not np.isfinite(result.fun) or result.fun > f0:
+        return kernel, s2, Z, -f0, int(result.nit)
+    k, noise, Z_new = split(result.x)
+    progress.line(f"refine_basis: {objective} {-result.fun:.6g} after {result.nit} iterations")
+    return k, noise, np.array(Z_new), -float(result.fun), int(result.nit)

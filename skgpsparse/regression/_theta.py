@@ -1,0 +1,50 @@
+"""The hyperparameter objective of a fitted regressor at another theta.
+
+scikit-learn's ``GaussianProcessRegressor.log_marginal_likelihood(theta)`` takes the kernel's
+``theta``; the sparse regressor also learns the noise variance, so it accepts ``theta`` of the
+kernel's length (at the fitted noise variance) or one entry longer (then ``log`` of the noise
+variance), on the fitted basis vectors and with the fitted jitter.
+"""
+
+import numpy as np
+
+from ._vfe import OBJECTIVES
+
+__all__ = ["objective_at"]
+
+
+def objective_at(model, theta, eval_gradient):
+    """``log_marginal_likelihood(theta, eval_gradient)`` of a fitted ``SparseGPRegressor``."""
+    if theta is None:
+        if eval_gradient:
+            raise ValueError("Gradient can only be evaluated for theta!=None")
+        return model.log_marginal_likelihood_value_
+    theta = np.asarray(theta, dtype=float)
+    n_dims = model.kernel_.n_dims
+    if theta.shape not in ((n_dims,), (n_dims + 1,)):
+        raise ValueError(
+            f"`theta` must have length kernel_.n_dims = {n_dims} (the kernel's theta, at "
+            f"the fitted noise variance) or {n_dims + 1} (then log noise variance), got "
+            f"shape {theta.shape}."
+        )
+    with_noise = theta.shape == (n_dims + 1,)
+    if getattr(model, "_X_train", None) is None:
+        raise ValueError(
+            "log_marginal_likelihood(theta) needs the training data, which a pickled "
+            "model does not keep (it stores only what prediction needs). Refit the model "
+            "on (X, y) to evaluate the likelihood at another theta."
+        )
+    kernel = model.kernel_.clone_with_theta(theta[:n_dims])
+    out = OBJECTIVES[model.hyperparameter_objective](
+        kernel,
+        model._X_train,
+        model._y_train,
+        model.basis_vectors_,
+        float(np.exp(theta[-1])) if with_noise else model.noise_variance_,
+        eval_gradient=eval_gradient,
+        # The fitted model's jitter, constant in theta, so the gradient is the value's.
+        jitter=model._jitter_value,
+    )
+    if eval_gradient and not with_noise:
+        return out[0], out[1][:n_dims]
+    return out

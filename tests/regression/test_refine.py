@@ -1,0 +1,150 @@
+"""Refinement of the basis vectors (SparseGPRegressor(refine_basis=...))."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPRegressor
+from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._refine import objective_and_gradient
+from skgpsparse.regression._vfe import OBJECTIVES, vfe_log_marginal_likelihood
+
+
+def _data(n=300, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.randn(n)
+    return X, y
+
+
+@pytest.mark.parametrize("objective", ["dtc", "vfe"])
+@pytest.mark.parametrize("kernel", [C(1.3) * RBF([0.8, 1.5]), Matern(1.0, nu=2.5) + C(0.1)])
+def test_gradient_in_the_basis_inputs_matches_central_differences(objective, kernel):
+    X, y = _data(150)
+    Z = X[:8] + 0.05
+    s2, jitter = 0.05, 1e-6
+    value, g_theta, g_noise, g_Z = objective_and_gradient(
+        kernel, X, y[:, None], Z, s2, jitter, objective
+    )
+    # the value and the hyperparameter gradient are the objective's own
+    ref_value, ref_grad = OBJECTIVES[objective](
+        kernel, X, y, Z, s2, eval_gradient=True, jitter=jitter
+    )
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(np.append(g_theta, g_noise), ref_grad, rtol=1e-10, atol=1e-10)
+    fd = np.zeros_like(Z)
+    h = 1e-6
+    for j in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            Zp, Zm = Z.copy(), Z.copy()
+            Zp[j, k] += h
+            Zm[j, k] -= h
+            fd[j, k] = (
+                OBJECTIVES[objective](kernel, X, y, Zp, s2, jitter=jitter)
+                - OBJECTIVES[objective](kernel, X, y, Zm, s2, jitter=jitter)
+            ) / (2 * h)
+    np.testing.assert_allclose(g_Z, fd, rtol=0, atol=1e-6 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("optimizer", ["fmin_l_bfgs_b", None])
+def test_refinement_raises_the_bound_and_reports_it(optimizer):
+    X, y = _data()
+    kw = dict(max_basis=12, hyperparameter_objective="vfe", random_state=0, optimizer=optimizer)
+    greedy = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+    refined = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=40, **kw).fit(X, y)
+    if optimizer is None:  # the greedy part is the same fit; then the vectors move
+        np.testing.assert_array_equal(refined.basis_indices_, greedy.basis_indices_)
+    assert refined.n_refine_iter_ > 0 and greedy.n_refine_iter_ == 0
+    assert not np.allclose(refined.basis_vectors_, X[refined.basis_indices_])
+    assert refined.log_marginal_likelihood_value_ > greedy.log_marginal_likelihood_value_ + 10
+    # the reported value is the bound at the fitted basis vectors and hyperparameters
+    direct = vfe_log_marginal_likelihood(
+        refined.kernel_, X, y, refined.basis_vectors_, refined.noise_variance_,
+        jitter=refined._jitter_value,
+    )
+    assert refined.log_marginal_likelihood_value_ == pytest.approx(direct, rel=1e-9)
+    assert refined.log_marginal_likelihood() == refined.log_marginal_likelihood_value_
+    if optimizer is None:  # fixed hyperparameters stay fixed
+        assert refined.kernel_.theta == pytest.approx(greedy.kernel_.theta, abs=0)
+        assert refined.noise_variance_ == greedy.noise_variance_
+    else:
+        assert refined.log_marginal_likelihood(refined.kernel_.theta) == pytest.approx(
+            direct, rel=1e-9
+        )
+
+
+def test_refined_predictions_are_the_projected_process_at_the_moved_basis():
+    X, y = _data(200)
+    model = SparseGPRegressor(
+        C(1.0) * RBF([1.0, 1.0]), max_basis=10, hyperparameter_objective="vfe",
+        refine_basis=20, random_state=0,
+    ).fit(X, y)
+    Xq = np.random.RandomState(3).uniform(-3, 3, (25, 2))
+    k, Z, s2 = model.kernel_, model.basis_vectors_, model.noise_variance_
+    # GPML eqs. (8.26)-(8.27), formed densely at the refined basis
+    K_uu, K_uf, K_qu = k(Z), k(Z, X), k(Xq, Z)
+    Sigma = np.linalg.inv(s2 * K_uu + K_uf @ K_uf.T)
+    mean = K_qu @ Sigma @ K_uf @ y
+    var = (
+        k.diag(Xq)
+        - np.einsum("ij,ij->i", K_qu @ np.linalg.inv(K_uu), K_qu)
+        + s2 * np.einsum("ij,ij->i", K_qu @ Sigma, K_qu)
+    )
+    mu, std = model.predict(Xq, return_std=True)
+    np.testing.assert_allclose(mu, mean, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(std**2, var, rtol=1e-5, atol=1e-7)
+
+
+def test_refinement_improves_the_test_fit_of_a_small_basis():
+    X, y = _data(600, seed=1)
+    X_test, y_test = _data(600, seed=2)
+    kw = dict(max_basis=10, hyperparameter_objective="vfe", random_state=0)
+    errors = []
+    for refine in (0, 50):
+        model = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=refine, **kw)
+        errors.append(np.mean((model.fit(X, y).predict(X_test) - y_test) ** 2))
+    assert errors[1] < 0.7 * errors[0]
+
+
+def test_multiple_targets_are_refined_together():
+    X, y = _data(200)
+    Y = np.column_stack([y, -2.0 * y + 0.5])
+    model = SparseGPRegressor(
+        max_basis=8, hyperparameter_objective="vfe", refine_basis=10, random_state=0
+    ).fit(X, Y)
+    direct = vfe_log_marginal_likelihood(
+        model.kernel_, X, Y, model.basis_vectors_, model.noise_variance_,
+        jitter=model._jitter_value,
+    )
+    assert model.log_marginal_likelihood_value_ == pytest.approx(direct, rel=1e-9)
+    assert model.predict(X[:5]).shape == (5, 2)
+
+
+def test_dtc_objective_refines_too():
+    X, y = _data(200)
+    model = SparseGPRegressor(max_basis=8, refine_basis=10, optimizer=None, random_state=0)
+    model.fit(X, y)
+    direct = dtc_log_marginal_likelihood(
+        model.kernel_, X, y, model.basis_vectors_, model.noise_variance_,
+        jitter=model._jitter_value,
+    )
+    assert model.log_marginal_likelihood_value_ == pytest.approx(direct, rel=1e-9)
+
+
+@pytest.mark.parametrize("kernel", [DotProduct(1.0), RBF(1.0) + DotProduct()])
+def test_kernel_without_input_gradient_is_refused_before_any_work(kernel):
+    X, y = _data(50)
+    with pytest.raises(ValueError, match="refine_basis"):
+        SparseGPRegressor(kernel, max_basis=5, refine_basis=5).fit(X, y)
+    with warnings.catch_warnings():  # refine_basis=0 still accepts it
+        warnings.simplefilter("ignore")
+        SparseGPRegressor(kernel, max_basis=5, optimizer=None).fit(X, y)
+
+
+def test_refine_basis_is_validated():
+    X, y = _data(50)
+    with pytest.raises(ValueError, match="refine_basis"):
+        SparseGPRegressor(refine_basis=-1).fit(X, y)
