@@ -82,7 +82,7 @@ def alternate(model, X, y, p, rng):
             # Warm start; the noise no lower than the mean squared residual of the MAP fit
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
-                s2 = max(s2, float(np.mean(state.residual**2)))
+                s2 = max(s2, state.mean_squared_residual())
             kernel, s2, lml = _learn(model, kernel, s2, X, y, X[state.basis])
         else:
             lml = state_objective(state, model.hyperparameter_objective)
