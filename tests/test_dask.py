@@ -58,3 +58,86 @@ def test_one_vs_rest_classifier_fits_on_dask(client):
     np.testing.assert_allclose(proba, reference, rtol=1e-10, atol=1e-12)
     assert proba.shape == (90, 3)
     assert len(stream.data) >= 1  # the one-vs-rest fits ran on the cluster
+
+
+# ---------------------------------------------------------------- one fit over the cluster
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture
+def no_driver_compute(monkeypatch):
+    """Make any conversion of a dask array to numpy on the driver fail during the test.
+
+    A fit that gathered the rows on the driver (as validate_data's np.asarray would) raises;
+    the row chunks reach the workers' actors through the scheduler, never through __array__.
+    """
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a dask array was converted to numpy on the driver")
+
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+
+
+def _dask_data(n=240, seed=0, chunk=80):
+    X, y = _data(n, seed)
+    X = np.column_stack([X, np.cos(X[:, 0] * X[:, 1])])
+    return X, y, da.from_array(X, chunks=(chunk, 3)), da.from_array(y, chunks=chunk)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"optimizer": None},
+        {"optimizer": None, "selection": "exact", "n_exchange": 3, "normalize_y": True},
+        {"max_iter": 3},
+    ],
+)
+def test_regressor_dask_fit_equals_in_memory_fit(client, no_driver_compute, params):
+    X, y, Xd, yd = _dask_data()
+    params = dict(kernel=C(1.0) * RBF(1.0), max_basis=12, random_state=0, **params)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    with distributed.get_task_stream(client) as stream:
+        model = SparseGPRegressor(**params).fit(Xd, yd)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.kernel_.theta, reference.kernel_.theta, atol=1e-9)
+    # the row chunks were computed on the workers (one task per chunk of X and of y at least)
+    assert len(stream.data) >= 3
+    # the actors are released with the fit
+    assert not any("RowPartition" in str(k) for k in client.who_has())
+    lml = model.log_marginal_likelihood(model.kernel_.theta)
+    assert lml == pytest.approx(reference.log_marginal_likelihood(reference.kernel_.theta),
+                                rel=1e-9)
+
+
+def test_regressor_dask_predictions_are_lazy_row_chunked_and_equal(client, no_driver_compute):
+    X, y, _Xd, _yd = _dask_data()
+    model = SparseGPRegressor(C(1.0) * RBF(1.0), max_basis=10, optimizer=None,
+                              random_state=0, normalize_y=True).fit(X, y)
+    X_test = _dask_data(150, seed=3)[0]
+    Xt = da.from_array(X_test, chunks=(40, 3))
+    mean = model.predict(Xt)
+    mean2, std = model.predict(Xt, return_std=True)
+    for out in (mean, mean2, std):
+        assert isinstance(out, da.Array)
+        assert out.chunks == (Xt.chunks[0],)
+    ref_mean, ref_std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean.compute(), ref_mean, rtol=0, atol=1e-12)
+    got_mean, got_std = da.compute(mean2, std)
+    np.testing.assert_allclose(got_mean, ref_mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got_std, ref_std, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="return_cov"):
+        model.predict(Xt, return_cov=True)
+
+
+def test_regressor_dask_fit_rejects_bad_input(client):
+    X, _y, Xd, yd = _dask_data()
+    with pytest.raises(ValueError, match="`y` must have shape"):
+        SparseGPRegressor(optimizer=None).fit(Xd, yd[:-1])
+    bad = da.from_array(np.where(np.arange(240)[:, None] == 7, np.nan, X), chunks=(80, 3))
+    with pytest.raises(ValueError, match="`X` must contain only finite"):
+        SparseGPRegressor(optimizer=None).fit(bad, yd)
+    with pytest.raises(TypeError, match="`X` must be a dask array"):
+        SparseGPRegressor(optimizer=None).fit(X, yd)
+

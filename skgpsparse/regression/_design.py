@@ -10,9 +10,12 @@ hyperparameters one selection is the whole fit.
 import numpy as np
 
 from .._progress import block_megabytes
+from .._rows import RowStore, row_centre
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._likelihood import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._partitioned import PartitionedRegressionState, row_jitter_base
+from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
 
@@ -24,14 +27,34 @@ _INIT_SUBSET = 100
 
 def jitter(kernel, X):
     """The state's and the likelihood's jitter: relative to the mean prior variance."""
+    if isinstance(X, RowStore):
+        return RELATIVE_JITTER * max(row_jitter_base(kernel, X), 0.0)
     return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
+
+
+# The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose
+# partitions hold the rows and targets, e.g. on dask workers (skgpsparse._rows).
+def _new_state(model, kernel, X, y, s2, p):
+    if isinstance(X, RowStore):
+        if getattr(model, "_row_centre", None) is None:
+            model._row_centre = row_centre(X)
+        return PartitionedRegressionState(
+            kernel, X, s2, p, centre=model._row_centre, jitter=jitter(kernel, X),
+            n_threads=model._n_threads,
+        )
+    return RegressionState(
+        kernel, X, y, s2, p, jitter=jitter(kernel, X), n_threads=model._n_threads
+    )
+
+
+def _take(X, y, indices):
+    """``(X[indices], y[indices])``, from the partitions of a row store."""
+    return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
 
 
 def _select(model, kernel, X, y, s2, p, rng):
     """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
-    state = RegressionState(
-        kernel, X, y, s2, p, jitter=jitter(kernel, X), n_threads=model._n_threads
-    )
+    state = _new_state(model, kernel, X, y, s2, p)
     return select_and_exchange(
         state, model._selector, p, model.n_exchange, rng, [], progress=model._progress
     )
@@ -48,7 +71,9 @@ def _learn(model, kernel, s2, X, y, X_basis):
         noise_bounds=check_noise_bounds(model.noise_variance_bounds),
         optimizer=model.optimizer,
         jitter=jitter(kernel, X),
-        objective=OBJECTIVES[model.hyperparameter_objective],
+        objective=(PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
+            model.hyperparameter_objective
+        ],
     )
 
 
@@ -72,7 +97,8 @@ def alternate(model, X, y, p, rng):
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
         # the exact GP likelihood), so the first selection does not use a poor kernel.
         subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
-        kernel, s2, _ = _learn(model, kernel, s2, X[subset], y[subset], X[subset])
+        X_sub, y_sub = _take(X, y, subset)
+        kernel, s2, _ = _learn(model, kernel, s2, X_sub, y_sub, X_sub)
     best = None
     previous = None
     n_iter = 0
@@ -83,7 +109,7 @@ def alternate(model, X, y, p, rng):
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
                 s2 = max(s2, state.mean_squared_residual())
-            kernel, s2, lml = _learn(model, kernel, s2, X, y, X[state.basis])
+            kernel, s2, lml = _learn(model, kernel, s2, X, y, _take(X, y, state.basis)[0])
         else:
             lml = state_objective(state, model.hyperparameter_objective)
         n_iter = it + 1
@@ -104,9 +130,7 @@ def alternate(model, X, y, p, rng):
         warn_at_noise_bound(s2, noise_bounds)
         # The final state: the best basis with the hyperparameters learned on it.
         basis = state
-        state = RegressionState(
-            kernel, X, y, s2, len(basis), jitter=jitter(kernel, X), n_threads=model._n_threads
-        )
+        state = _new_state(model, kernel, X, y, s2, len(basis))
         for j in basis:
             state.append(j)
     return state, kernel, s2, curve, n_iter

@@ -1,11 +1,10 @@
 """SparseGPRegressor: sparse MAP / projected-process GP regression with exchange refinement."""
 
 import numbers
-import warnings
+from functools import partial
 
 import numpy as np
-from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
@@ -13,17 +12,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from .._dask_rows import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._progress import Progress
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
-from ._basis import make_selector
 from ._design import alternate
-from ._likelihood import check_noise_bounds
-from ._prediction import RegressionPredictor, prediction_factors
+from ._fitting import prepare_fit, store_fit
+from ._rows_fit import fit_dask, objective_dask, predict_dask
 from ._sampling import EXACT_ROWS, low_rank_draws
 from ._targets import prior_prediction, target_scaling, to_target_units
-from ._vfe import OBJECTIVES, state_objective
+from ._vfe import OBJECTIVES
 
 __all__ = ["SparseGPRegressor"]
 
@@ -244,8 +242,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs. A ``float32`` array is not copied: the model is computed in
+        X : array-like or dask array of shape (n_samples, n_features)
+            Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
+            dask.distributed client) is fitted with each row chunk and its per-row state kept
+            on the worker that holds it (see the "Fitting on a dask cluster" page); the
+            model equals the in-memory fit's up to rounding. A ``float32`` array is not copied: the model is computed in
             ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
             are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
             ``X.astype(np.float64)`` would; the model on a given basis is the same.
@@ -264,6 +265,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             return self._fit(X, y)
 
     def _fit(self, X, y):
+        if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
+            return fit_dask(self, X, y)
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(
             self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
@@ -271,50 +274,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
         # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
-        n_targets = y.shape[1] if y.ndim == 2 else 1
-        if self.n_targets is not None and n_targets != self.n_targets:
-            raise ValueError(
-                f"The number of targets seen in `y` is different from the parameter "
-                f"`n_targets`. Got {n_targets} != {self.n_targets}."
-            )
-        n = X.shape[0]
-        self.kernel_ = C(1.0) * RBF(1.0) if self.kernel is None else clone(self.kernel)
-        rng = check_random_state(self.random_state)
-        # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
-        self._n_threads = effective_n_jobs(self.n_jobs)
-        check_noise_bounds(self.noise_variance_bounds)  # a clear error before any work
-        self._y_train_mean, self._y_train_std = target_scaling(y, self.normalize_y)
-        y = (y - self._y_train_mean) / self._y_train_std
-        p = self.max_basis
-        if p > n:
-            warnings.warn(
-                f"max_basis={p} exceeds the number of samples {n}; using max_basis={n}.",
-                UserWarning,
-            )
-            p = n
-        self._selector = make_selector(self.selection, self.working_set_size)
-        self._progress = Progress("SparseGPRegressor", self.verbose)
-
+        y, p, rng = prepare_fit(self, y, X.shape[0], target_scaling(y, self.normalize_y))
         state, kernel, s2, curve, self.n_iter_ = alternate(self, X, y, p, rng)
-        self.kernel_, self.noise_variance_ = kernel, s2
-        self.basis_indices_ = state.basis
-        self.basis_vectors_ = np.asarray(X[self.basis_indices_], dtype=np.float64)
-        # The predictive factors with the jitter only where strictly needed (the state's L
-        # as a preconditioner): the exact GP's predictions when every row is in the basis.
-        factors = prediction_factors(state.L, state.R, state.Vy, state.jitter, s2)
-        self.alpha_ = factors.alpha * self._y_train_std
-        self._predictor = RegressionPredictor(
-            self.kernel_, self.basis_vectors_, self.alpha_, state.L, factors.S
-        )
-        self.log_marginal_likelihood_value_ = float(
-            state_objective(state, self.hyperparameter_objective)
-        )
-        self.cost_curve_ = np.asarray(curve)
+        store_fit(self, state, kernel, s2, curve, X[state.basis])
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
-        self._jitter_value = state.jitter
         return self
 
     def __getstate__(self):
@@ -378,7 +344,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 "on (X, y) to evaluate the likelihood at another theta."
             )
         kernel = self.kernel_.clone_with_theta(theta[:n_dims])
-        out = OBJECTIVES[self.hyperparameter_objective](
+        objective = OBJECTIVES[self.hyperparameter_objective]
+        if is_dask_array(self._X_train):  # fitted on dask: a sum over the row chunks
+            objective = partial(objective_dask, self.hyperparameter_objective)
+        out = objective(
             kernel,
             self._X_train,
             self._y_train,
@@ -406,8 +375,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : array-like or dask array of shape (n_samples, n_features)
+            Query points. A dask array gives dask arrays chunked as its rows, computed
+            lazily (one task per row chunk, the fitted model shipped with it).
         return_std : bool, default=False
             Also return the latent standard deviation.
         return_cov : bool, default=False
@@ -434,6 +404,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self, X, return_std, return_cov)
         # A few finite float rows skip validate_data's fixed cost (single-row callers); the
         # array is the one validate_data would return, and every other input goes through it.
         predictor = getattr(self, "_predictor", None)

@@ -17,7 +17,7 @@ from scipy.linalg import solve_triangular
 
 from ..kernels._columns import run_chunks
 
-__all__ = ["CRITERIA", "streaming_sums"]
+__all__ = ["CRITERIA", "info_gain", "streaming_sums"]
 
 CRITERIA = ("exact", "matching_pursuit", "info_gain")
 
@@ -100,15 +100,7 @@ class _CandidateScoring:
         J = np.asarray(J, dtype=np.intp).reshape(-1)
         s2 = self.noise_variance
         if criterion == "info_gain":
-            qj = self.q[J]
-            mu = self.residual[J]
-            denom = qj + s2
-            rho = qj / denom
-            if mu.ndim == 1:
-                return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
-            # one remainder r_j per target, each with the prior variance q_j
-            m = mu.shape[1]
-            return 0.5 * (m * (np.log1p(qj / s2) - rho) + rho * np.sum(mu * mu, axis=1) / denom)
+            return info_gain(self.q[J], self.residual[J], s2)
         if criterion not in CRITERIA:
             raise ValueError(
                 f"Unknown selection criterion {criterion!r}; the regressor knows "
@@ -254,3 +246,18 @@ def streaming_sums(columns, K, chunks, y, alpha, p, Z, exact, n_threads):
 
     run_chunks(len(groups), work, n_threads)
     return Kmu.sum(axis=0), sq.sum(axis=0), (KpK.sum(axis=0) if exact else None), mu
+
+
+def info_gain(qj, mu, s2):
+    """The ``"info_gain"`` score from the Nystrom errors ``q_j`` and residuals ``mu_j``.
+
+    ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j + s2)]``, ``rho_j = q_j / (q_j +
+    s2)`` (see :meth:`_CandidateScoring.decrease`), summed over the targets.
+    """
+    denom = qj + s2
+    rho = qj / denom
+    if mu.ndim == 1:
+        return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+    # one remainder r_j per target, each with the prior variance q_j
+    m = mu.shape[1]
+    return 0.5 * (m * (np.log1p(qj / s2) - rho) + rho * np.sum(mu * mu, axis=1) / denom)
