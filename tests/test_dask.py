@@ -141,3 +141,55 @@ def test_regressor_dask_fit_rejects_bad_input(client):
     with pytest.raises(TypeError, match="`X` must be a dask array"):
         SparseGPRegressor(optimizer=None).fit(X, yd)
 
+
+
+@pytest.mark.parametrize(
+    ("n_classes", "params"),
+    [
+        (2, {"optimizer": None}),
+        (3, {"optimizer": None, "selection": "nlp"}),
+        (2, {"max_iter": 3}),
+    ],
+)
+def test_classifier_dask_fit_equals_in_memory_fit(client, no_driver_compute, n_classes, params):
+    X, _, Xd, _ = _dask_data(n=210, chunk=70)
+    y = np.digitize(X[:, 0], [-1.0, 1.0] if n_classes == 3 else [0.3])
+    labels = np.array(["a", "b", "c"])[y]  # string labels: the classes_ come from dask
+    params = {"max_basis": 10, "random_state": 0, **params}
+    reference = SparseGPClassifier(**params).fit(X, labels)
+    clf = SparseGPClassifier(**params).fit(Xd, da.from_array(labels, chunks=70))
+    np.testing.assert_array_equal(clf.classes_, reference.classes_)
+    for got, want in zip(np.atleast_2d(clf.basis_indices_),
+                         np.atleast_2d(reference.basis_indices_)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-10)
+    assert not any("RowPartition" in str(k) for k in client.who_has())
+
+
+def test_classifier_dask_predictions_are_lazy_row_chunked_and_equal(client, no_driver_compute):
+    X, _, _, _ = _dask_data(n=150)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    clf = SparseGPClassifier(max_basis=8, optimizer=None, random_state=0).fit(X, y)
+    X_test = _dask_data(130, seed=4)[0]
+    Xt = da.from_array(X_test, chunks=(50, 3))
+    outputs = {
+        "predict_proba": clf.predict_proba(Xt),
+        "decision_function": clf.decision_function(Xt),
+        "predict": clf.predict(Xt),
+        "predict_log_proba": clf.predict_log_proba(Xt),
+    }
+    for name, out in outputs.items():
+        assert isinstance(out, da.Array), name
+        assert out.chunks[0] == Xt.chunks[0], name
+        np.testing.assert_allclose(out.compute(), getattr(clf, name)(X_test), rtol=0,
+                                   atol=1e-12)
+
+
+def test_classifier_dask_fit_rejects_unsupported_settings(client):
+    X, _, Xd, _ = _dask_data(n=90, chunk=30)
+    yd = da.from_array((X[:, 0] > 0).astype(int), chunks=30)
+    with pytest.raises(ValueError, match="site_update='moment_matching' only"):
+        SparseGPClassifier(site_update="optimize").fit(Xd, yd)
+    with pytest.raises(ValueError, match="2 or more distinct classes"):
+        SparseGPClassifier().fit(Xd, da.zeros(90, chunks=30))
