@@ -193,3 +193,18 @@ def test_classifier_dask_fit_rejects_unsupported_settings(client):
         SparseGPClassifier(site_update="optimize").fit(Xd, yd)
     with pytest.raises(ValueError, match="2 or more distinct classes"):
         SparseGPClassifier().fit(Xd, da.zeros(90, chunks=30))
+
+
+def test_regressor_dask_fit_with_two_targets_a_numpy_y_and_vfe(client, no_driver_compute):
+    X, y, Xd, _ = _dask_data()
+    Y = np.column_stack([y, np.cos(X[:, 1])])  # a numpy y: chunked like X's rows
+    params = {"kernel": C(1.0) * RBF(1.0), "max_basis": 10, "random_state": 0, "max_iter": 2,
+              "hyperparameter_objective": "vfe", "normalize_y": True}
+    reference = SparseGPRegressor(**params).fit(X, Y)
+    model = SparseGPRegressor(**params).fit(Xd, Y)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    mean, std = model.predict(Xd, return_std=True)
+    assert mean.shape == (240, 2) and mean.chunks == (Xd.chunks[0], (2,))
+    ref_mean, ref_std = reference.predict(X, return_std=True)
+    np.testing.assert_allclose(mean.compute(), ref_mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std.compute(), ref_std, rtol=0, atol=1e-10)
