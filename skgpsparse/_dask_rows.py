@@ -58,7 +58,13 @@ def row_chunked(X, y, name_x="X", name_y="y"):
     """``X`` with one chunk across the columns and ``y`` chunked by ``X``'s row chunks."""
     if X.ndim != 2:
         raise ValueError(f"`{name_x}` must be a 2-D dask array, got {X.ndim} dimensions.")
-    X = X.rechunk({1: -1})
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            f"`{name_x}` has unknown chunk sizes (e.g. from a dask DataFrame); call "
+            f"`{name_x}.compute_chunk_sizes()` or `to_dask_array(lengths=True)` first."
+        )
+    # one chunk across the columns, and no empty row chunk (a partition without rows)
+    X = X.rechunk({0: tuple(c for c in X.chunks[0] if c) or (0,), 1: -1})
     if y is not None:
         if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
             raise ValueError(

@@ -208,3 +208,17 @@ def test_regressor_dask_fit_with_two_targets_a_numpy_y_and_vfe(client, no_driver
     ref_mean, ref_std = reference.predict(X, return_std=True)
     np.testing.assert_allclose(mean.compute(), ref_mean, rtol=0, atol=1e-10)
     np.testing.assert_allclose(std.compute(), ref_std, rtol=0, atol=1e-10)
+
+
+def test_dask_fit_skips_empty_chunks_and_names_unknown_chunk_sizes(client):
+    X, y, Xd, yd = _dask_data(n=120, chunk=40)
+    Xe = Xd.rechunk(((40, 0, 80), (3,)))  # a partition without rows
+    ye = yd.rechunk(((40, 0, 80),))
+    assert 0 in Xe.chunks[0]
+    params = {"kernel": C(1.0) * RBF(1.0), "max_basis": 8, "optimizer": None, "random_state": 0}
+    model = SparseGPRegressor(**params).fit(Xe, ye)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    unknown = Xd[Xd[:, 0] > -10]  # a boolean mask leaves the row chunks' sizes unknown
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        SparseGPRegressor(**params).fit(unknown, yd)
