@@ -58,3 +58,167 @@ def test_one_vs_rest_classifier_fits_on_dask(client):
     np.testing.assert_allclose(proba, reference, rtol=1e-10, atol=1e-12)
     assert proba.shape == (90, 3)
     assert len(stream.data) >= 1  # the one-vs-rest fits ran on the cluster
+
+
+# ---------------------------------------------------------------- one fit over the cluster
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture
+def no_driver_compute(monkeypatch):
+    """Make any conversion of a dask array to numpy on the driver fail during the test.
+
+    A fit that gathered the rows on the driver (as validate_data's np.asarray would) raises;
+    the row chunks reach the workers' actors through the scheduler, never through __array__.
+    """
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a dask array was converted to numpy on the driver")
+
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+
+
+def _dask_data(n=240, seed=0, chunk=80):
+    X, y = _data(n, seed)
+    X = np.column_stack([X, np.cos(X[:, 0] * X[:, 1])])
+    return X, y, da.from_array(X, chunks=(chunk, 3)), da.from_array(y, chunks=chunk)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"optimizer": None},
+        {"optimizer": None, "selection": "exact", "n_exchange": 3, "normalize_y": True},
+        {"max_iter": 3},
+    ],
+)
+def test_regressor_dask_fit_equals_in_memory_fit(client, no_driver_compute, params):
+    X, y, Xd, yd = _dask_data()
+    params = dict(kernel=C(1.0) * RBF(1.0), max_basis=12, random_state=0, **params)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    with distributed.get_task_stream(client) as stream:
+        model = SparseGPRegressor(**params).fit(Xd, yd)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.kernel_.theta, reference.kernel_.theta, atol=1e-9)
+    # the row chunks were computed on the workers (one task per chunk of X and of y at least)
+    assert len(stream.data) >= 3
+    # the actors are released with the fit
+    assert not any("RowPartition" in str(k) for k in client.who_has())
+    lml = model.log_marginal_likelihood(model.kernel_.theta)
+    assert lml == pytest.approx(reference.log_marginal_likelihood(reference.kernel_.theta),
+                                rel=1e-9)
+
+
+def test_regressor_dask_predictions_are_lazy_row_chunked_and_equal(client, no_driver_compute):
+    X, y, _Xd, _yd = _dask_data()
+    model = SparseGPRegressor(C(1.0) * RBF(1.0), max_basis=10, optimizer=None,
+                              random_state=0, normalize_y=True).fit(X, y)
+    X_test = _dask_data(150, seed=3)[0]
+    Xt = da.from_array(X_test, chunks=(40, 3))
+    mean = model.predict(Xt)
+    mean2, std = model.predict(Xt, return_std=True)
+    for out in (mean, mean2, std):
+        assert isinstance(out, da.Array)
+        assert out.chunks == (Xt.chunks[0],)
+    ref_mean, ref_std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean.compute(), ref_mean, rtol=0, atol=1e-12)
+    got_mean, got_std = da.compute(mean2, std)
+    np.testing.assert_allclose(got_mean, ref_mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got_std, ref_std, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="return_cov"):
+        model.predict(Xt, return_cov=True)
+
+
+def test_regressor_dask_fit_rejects_bad_input(client):
+    X, _y, Xd, yd = _dask_data()
+    with pytest.raises(ValueError, match="`y` must have shape"):
+        SparseGPRegressor(optimizer=None).fit(Xd, yd[:-1])
+    bad = da.from_array(np.where(np.arange(240)[:, None] == 7, np.nan, X), chunks=(80, 3))
+    with pytest.raises(ValueError, match="`X` must contain only finite"):
+        SparseGPRegressor(optimizer=None).fit(bad, yd)
+    with pytest.raises(TypeError, match="`X` must be a dask array"):
+        SparseGPRegressor(optimizer=None).fit(X, yd)
+
+
+
+@pytest.mark.parametrize(
+    ("n_classes", "params"),
+    [
+        (2, {"optimizer": None}),
+        (3, {"optimizer": None, "selection": "nlp"}),
+        (2, {"max_iter": 3}),
+    ],
+)
+def test_classifier_dask_fit_equals_in_memory_fit(client, no_driver_compute, n_classes, params):
+    X, _, Xd, _ = _dask_data(n=210, chunk=70)
+    y = np.digitize(X[:, 0], [-1.0, 1.0] if n_classes == 3 else [0.3])
+    labels = np.array(["a", "b", "c"])[y]  # string labels: the classes_ come from dask
+    params = {"max_basis": 10, "random_state": 0, **params}
+    reference = SparseGPClassifier(**params).fit(X, labels)
+    clf = SparseGPClassifier(**params).fit(Xd, da.from_array(labels, chunks=70))
+    np.testing.assert_array_equal(clf.classes_, reference.classes_)
+    for got, want in zip(np.atleast_2d(clf.basis_indices_),
+                         np.atleast_2d(reference.basis_indices_)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-10)
+    assert not any("RowPartition" in str(k) for k in client.who_has())
+
+
+def test_classifier_dask_predictions_are_lazy_row_chunked_and_equal(client, no_driver_compute):
+    X, _, _, _ = _dask_data(n=150)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    clf = SparseGPClassifier(max_basis=8, optimizer=None, random_state=0).fit(X, y)
+    X_test = _dask_data(130, seed=4)[0]
+    Xt = da.from_array(X_test, chunks=(50, 3))
+    outputs = {
+        "predict_proba": clf.predict_proba(Xt),
+        "decision_function": clf.decision_function(Xt),
+        "predict": clf.predict(Xt),
+        "predict_log_proba": clf.predict_log_proba(Xt),
+    }
+    for name, out in outputs.items():
+        assert isinstance(out, da.Array), name
+        assert out.chunks[0] == Xt.chunks[0], name
+        np.testing.assert_allclose(out.compute(), getattr(clf, name)(X_test), rtol=0,
+                                   atol=1e-12)
+
+
+def test_classifier_dask_fit_rejects_unsupported_settings(client):
+    X, _, Xd, _ = _dask_data(n=90, chunk=30)
+    yd = da.from_array((X[:, 0] > 0).astype(int), chunks=30)
+    with pytest.raises(ValueError, match="site_update='moment_matching' only"):
+        SparseGPClassifier(site_update="optimize").fit(Xd, yd)
+    with pytest.raises(ValueError, match="2 or more distinct classes"):
+        SparseGPClassifier().fit(Xd, da.zeros(90, chunks=30))
+
+
+def test_regressor_dask_fit_with_two_targets_a_numpy_y_and_vfe(client, no_driver_compute):
+    X, y, Xd, _ = _dask_data()
+    Y = np.column_stack([y, np.cos(X[:, 1])])  # a numpy y: chunked like X's rows
+    params = {"kernel": C(1.0) * RBF(1.0), "max_basis": 10, "random_state": 0, "max_iter": 2,
+              "hyperparameter_objective": "vfe", "normalize_y": True}
+    reference = SparseGPRegressor(**params).fit(X, Y)
+    model = SparseGPRegressor(**params).fit(Xd, Y)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    mean, std = model.predict(Xd, return_std=True)
+    assert mean.shape == (240, 2) and mean.chunks == (Xd.chunks[0], (2,))
+    ref_mean, ref_std = reference.predict(X, return_std=True)
+    np.testing.assert_allclose(mean.compute(), ref_mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std.compute(), ref_std, rtol=0, atol=1e-10)
+
+
+def test_dask_fit_skips_empty_chunks_and_names_unknown_chunk_sizes(client):
+    X, y, Xd, yd = _dask_data(n=120, chunk=40)
+    Xe = Xd.rechunk(((40, 0, 80), (3,)))  # a partition without rows
+    ye = yd.rechunk(((40, 0, 80),))
+    assert 0 in Xe.chunks[0]
+    params = {"kernel": C(1.0) * RBF(1.0), "max_basis": 8, "optimizer": None, "random_state": 0}
+    model = SparseGPRegressor(**params).fit(Xe, ye)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    unknown = Xd[Xd[:, 0] > -10]  # a boolean mask leaves the row chunks' sizes unknown
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        SparseGPRegressor(**params).fit(unknown, yd)

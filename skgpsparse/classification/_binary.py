@@ -187,7 +187,7 @@ class _BinarySparseGPClassifier:
     def _fit_nlp(self, X, y, rng):
         """The two-loop design with NLP eq. (4) as the hyperparameter objective (§2.5)."""
         kernel = clone(self.kernel)
-        bias = initial_bias(kernel, X, y) + self.bias_offset
+        bias = self._initial_bias(kernel, X, y) + self.bias_offset
         self.loss_curve_ = []
         best = None
         since_best = 0
@@ -225,6 +225,9 @@ class _BinarySparseGPClassifier:
         self.site_precision_, self.site_mean_ = prec, mean
         self._set_fitted_basis(X, y)
         return self
+
+    def _initial_bias(self, kernel, X, y):
+        return initial_bias(kernel, X, y)
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""

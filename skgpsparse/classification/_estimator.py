@@ -1,53 +1,36 @@
 """SparseGPClassifier: sparse ADF Gaussian process classification with NLP-based design."""
 
 import numbers
-import warnings
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
-
-# Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
-_MAX_AMPLITUDE = 100.0
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._dask_rows import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
-from ._binary import _make_selector, fit_memory
+from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
+from ._fitting import binary_params, store_binary, store_one_vs_rest
 from ._prediction import by_row_blocks, latent, log_proba, margins, proba
 from ._restarts import fit_binary
+from ._rows_fit import fit_dask, predict_dask
 
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = ("_binary", "_predictors")
 
-# Fitted attributes of each binary model, listed per class with more than two classes.
-_PER_MODEL_ATTRIBUTES = (
-    "basis_indices_",
-    "basis_vectors_",
-    "site_precision_",
-    "site_mean_",
-    "loss_curve_",
-    "exchange_loss_curve_",
-)
-
 
 def _fit_binary(params, restarts, X, y, seed):
     return fit_binary(params, X, y, check_random_state(seed), *restarts)
-
-
-def _default_kernel(n_features):
-    """``C(1) * RBF(sqrt(d))``, the amplitude capped at variance 100 (latent std 10)."""
-    amplitude = ConstantKernel(1.0, constant_value_bounds=(1e-5, _MAX_AMPLITUDE))
-    return amplitude * RBF(float(np.sqrt(n_features)))
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
@@ -269,8 +252,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
+        X : array-like or dask array of shape (n_samples, n_features)
+            Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
+            dask.distributed client) is fitted with each row chunk and its per-row state kept
+            on the worker that holds it (see the "Fitting on a dask cluster" page); the
+            model equals the in-memory fit's up to rounding.
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
 
@@ -280,6 +266,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             The fitted classifier.
         """
         reset_fitted_state(self, _PRIVATE_STATE)
+        if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
+            return fit_dask(self, X, y)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()
@@ -291,60 +279,25 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires 2 or more distinct classes; got 1 class "
                 f"(only class {self.classes_[0]} is present)"
             )
-        n = X.shape[0]
-        max_basis = self.max_basis
-        if max_basis >= n:
-            max_basis = max(n - 1, 1)
-            warnings.warn(
-                f"`max_basis`={self.max_basis} is not smaller than n_samples={n}; using "
-                f"max_basis={max_basis} so that the NLP keeps a held-out point.",
-                UserWarning,
-            )
-        kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
-        params = {
-            "kernel": kernel,
-            "max_basis": max_basis,
-            "selector": _make_selector(self.selection, self.working_set_size),
-            "optimizer": self.optimizer,
-            "site_update": self.site_update,
-            "n_exchange": self.n_exchange,
-            "hyperparameter_objective": self.hyperparameter_objective,
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-            "verbose": self.verbose,
-            # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models
-            "n_threads": effective_n_jobs(self.n_jobs) if n_classes == 2 else 1,
-        }
+        params = binary_params(self, X.shape[0], X.shape[1], n_classes)
         # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
         n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
         kappa = getattr(params["selector"], "working_set_size", None) or 0
-        learn = self.optimizer is not None
-        fit_memory(n, X.shape[1], max_basis, kernel.n_dims, learn, kappa, n_parallel).check()
+        fit_memory(
+            X.shape[0], X.shape[1], params["max_basis"], params["kernel"].n_dims,
+            self.optimizer is not None, kappa, n_parallel,
+        ).check()
         rng = check_random_state(self.random_state)
         restarts = (self.n_restarts, self.validation_fraction)
         if n_classes == 2:
-            self._binary = _fit_binary(params, restarts, X, np.where(y_enc == 1, 1.0, -1.0), rng)
-            for name in ("kernel_", "bias_", "n_iter_", *_PER_MODEL_ATTRIBUTES):
-                setattr(self, name, getattr(self._binary, name))
-            self.log_marginal_likelihood_value_ = self._binary.log_marginal_likelihood_value_
-            self._predictors = [self._binary._predictor]
-            return self
+            y_pm = np.where(y_enc == 1, 1.0, -1.0)
+            return store_binary(self, _fit_binary(params, restarts, X, y_pm, rng))
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-        self.estimators_ = Parallel(n_jobs=self.n_jobs)(
+        models = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_binary)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
             for k in range(n_classes)
         )
-        self.kernels_ = [est.kernel_ for est in self.estimators_]
-        self.bias_ = np.array([est.bias_ for est in self.estimators_])
-        self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
-        for name in _PER_MODEL_ATTRIBUTES:
-            setattr(self, name, [getattr(est, name) for est in self.estimators_])
-        self._predictors = [est._predictor for est in self.estimators_]
-        # as scikit-learn's one-vs-rest GPC: the mean over the binary models
-        self.log_marginal_likelihood_value_ = float(
-            np.mean([est.log_marginal_likelihood_value_ for est in self.estimators_])
-        )
-        return self
+        return store_one_vs_rest(self, models)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.
@@ -417,6 +370,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self.latent_mean_and_variance, X)
         return by_row_blocks(latent, *self._validate_X(X))
 
     def decision_function(self, X):
@@ -427,8 +382,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : array-like or dask array of shape (n_samples, n_features)
+            Query points. A dask array gives a dask array chunked as its rows, computed
+            lazily (one task per row chunk, the fitted model shipped with it).
 
         Returns
         -------
@@ -436,6 +392,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             For two classes, positive means ``classes_[1]``; otherwise one column per
             one-vs-rest model.
         """
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self.decision_function, X)
         return by_row_blocks(margins, *self._validate_X(X))
 
     def predict_log_proba(self, X):
@@ -450,6 +408,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self.predict_log_proba, X)
         return by_row_blocks(log_proba, *self._validate_X(X))
 
     def predict_proba(self, X):
@@ -459,13 +419,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : array-like or dask array of shape (n_samples, n_features)
+            Query points. A dask array gives a dask array chunked as its rows, computed
+            lazily (one task per row chunk, the fitted model shipped with it).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self.predict_proba, X)
         return by_row_blocks(proba, *self._validate_X(X))
 
     def predict(self, X):
@@ -480,6 +443,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self.predict, X)
+
         def labels(X_block, predictors):
             e = margins(X_block, predictors)
             return self.classes_[(e > 0).astype(int) if e.ndim == 1 else np.argmax(e, axis=1)]

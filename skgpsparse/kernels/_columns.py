@@ -130,16 +130,21 @@ class KernelColumns:
     error is a few ``eps32 (|s_x|^2 + |s_z|^2) / 2``, about ``1e-7 (|s_x|^2 + |s_z|^2)``.
     """
 
-    def __init__(self, kernel, X, score_dtype=np.float64):
+    def __init__(self, kernel, X, score_dtype=np.float64, centre=None):
         self.kernel, self.X, self.fast = kernel, X, False
         self.fast32 = False
         params = rbf_parameters(kernel, X.shape[1]) if X.shape[0] else None
         if params is not None:
             c, ls = params
             d = X.shape[1]
-            A = _augmented_rows(X, X.mean(axis=0, dtype=np.float64), ls)
+            # A row partition of a larger training set passes the whole set's centre, so
+            # that every partition's columns are those of the whole set.
+            if centre is None:
+                centre = X.mean(axis=0, dtype=np.float64)
+            A = _augmented_rows(X, centre, ls)
             if np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM:
                 self.A, self.log_c, self.fast = A, np.log(c), True
+                self.centre, self.length_scale = centre, ls
                 if score_dtype == np.float32 and -A[:, d].min() <= _MAX_HALF_SQNORM_32:
                     self.A32, self.fast32 = A.astype(np.float32), True
 
@@ -156,10 +161,25 @@ class KernelColumns:
         Z[:, -1] += self.log_c
         return Z.astype(np.float32) if dtype == np.float32 and self.fast32 else Z
 
-    def block(self, rows, Z, out=None):
-        """``K(X[rows], X[J])`` for ``Z = operand(J, dtype)``, in ``Z``'s dtype."""
+    def operand_of_rows(self, Xz, dtype=np.float64):
+        """:meth:`operand` for inputs ``Xz`` given as rows (not indices into ``X``).
+
+        The rows are centred and scaled as ``X``'s, so the columns equal those of the same
+        rows inside ``X``; for kernels without the fast form, the float64 rows themselves.
+        """
+        Xz = np.asarray(Xz)
         if not self.fast:
-            K = np.asarray(self.kernel(self._rows64(rows), self._rows64(Z)), dtype=float)
+            return np.asarray(Xz, dtype=np.float64)
+        Z = _augmented_rows(Xz, self.centre, self.length_scale)
+        Z = Z[:, [*range(Z.shape[1] - 2), -1, -2]]
+        Z[:, -1] += self.log_c
+        return Z.astype(np.float32) if dtype == np.float32 and self.fast32 else Z
+
+    def block(self, rows, Z, out=None):
+        """``K(X[rows], X[J])`` for ``Z = operand(J, dtype)`` (or :meth:`operand_of_rows`)."""
+        if not self.fast:
+            Zx = self._rows64(Z) if Z.dtype.kind in "iu" else Z  # indices, or rows
+            K = np.asarray(self.kernel(self._rows64(rows), Zx), dtype=float)
             if out is None:
                 return K
             out[...] = K

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import FitMemory, gigabytes, largest_fitting
+from .._rows import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
@@ -24,6 +25,8 @@ from ._likelihood import (
     sparse_factors,
     warn_at_noise_bound,
 )
+from ._partitioned import PartitionedRegressionState, row_jitter_base
+from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
@@ -36,6 +39,8 @@ _INIT_SUBSET = 100
 
 def jitter(kernel, X):
     """The state's and the likelihood's jitter: relative to the mean prior variance."""
+    if isinstance(X, RowStore):
+        return RELATIVE_JITTER * max(row_jitter_base(kernel, X), 0.0)
     return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
 
 
@@ -87,11 +92,29 @@ def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32
     return FitMemory("SparseGPRegressor", parts, resize)
 
 
-def _select(model, kernel, X, y, s2, p, rng):
-    """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
-    state = RegressionState(
+# The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose
+# partitions hold the rows and targets, e.g. on dask workers (skgpsparse._rows).
+def _new_state(model, kernel, X, y, s2, p):
+    if isinstance(X, RowStore):
+        if getattr(model, "_row_centre", None) is None:
+            model._row_centre = row_centre(X)
+        return PartitionedRegressionState(
+            kernel, X, s2, p, centre=model._row_centre, jitter=jitter(kernel, X),
+            n_threads=model._n_threads,
+        )
+    return RegressionState(
         kernel, X, y, s2, p, jitter=jitter(kernel, X), n_threads=model._n_threads
     )
+
+
+def _take(X, y, indices):
+    """``(X[indices], y[indices])``, from the partitions of a row store."""
+    return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
+
+
+def _select(model, kernel, X, y, s2, p, rng):
+    """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
+    state = _new_state(model, kernel, X, y, s2, p)
     # Exchange steps are judged by the objective in force: cost (2) for the DTC evidence (the
     # exchange paper's rule), the bound itself for VFE, whose trace term cost (2) ignores.
     objective = None
@@ -120,7 +143,9 @@ def _learn(model, kernel, s2, X, y, X_basis):
             noise_bounds=check_noise_bounds(model.noise_variance_bounds),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
-            objective=OBJECTIVES[model.hyperparameter_objective],
+            objective=(PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
+                model.hyperparameter_objective
+            ],
         )
     except ValueError as error:
         if model.normalize_y or power_of_two_scale(y) == 1.0:
@@ -163,19 +188,30 @@ def alternate(model, X, y, p, rng):
     n_targets = y.shape[1] if y.ndim == 2 else 1
     kappa = min(getattr(model._selector, "working_set_size", None) or 0, 64)
     float32 = X.dtype == np.float32
-    need = fit_memory(n, X.shape[1], p, kernel.n_dims, n_targets, learn, kappa, float32)
-    need.check()  # before the first n x p allocation
+    if isinstance(X, RowStore):
+        # the rows' n x p state lives in the partitions (e.g. dask workers), not here
+        if model.refine_basis:
+            raise ValueError(
+                "refine_basis is not available for a fit on a dask array; pass "
+                "refine_basis=0, or fit on an in-memory array."
+            )
+        needs = f"{X.n_partitions} row partitions"
+    else:
+        need = fit_memory(n, X.shape[1], p, kernel.n_dims, n_targets, learn, kappa, float32)
+        need.check()  # before the first n x p allocation
+        needs = f"needs {need.summary()}"
     model._progress.line(
         f"fit: {n} rows x {X.shape[1]} features, basis of {p}, "
         f"{'learning the hyperparameters' if learn else 'fixed hyperparameters'}; the fit "
-        f"needs {need.summary()}"
+        f"{needs}"
     )
     if learn:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
         # the exact GP likelihood), so the first selection does not use a poor kernel.
         subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
-        kernel, s2, _ = _learn(model, kernel, s2, X[subset], y[subset], X[subset])
+        X_sub, y_sub = _take(X, y, subset)
+        kernel, s2, _ = _learn(model, kernel, s2, X_sub, y_sub, X_sub)
     best = None
     previous = None
     n_iter = 0
@@ -186,15 +222,15 @@ def alternate(model, X, y, p, rng):
             # starting ones: learning them first on the fixed basis can end in the noise-only
             # model (no signal left for moving the inputs to explain).
             if noise_bounds is not None:
-                s2 = max(s2, float(np.mean(state.residual**2)))
+                s2 = max(s2, state.mean_squared_residual())
             best, n_iter = (None, state.basis, kernel, s2, curve), 1
             break
         if learn:
             # Warm start; the noise no lower than the mean squared residual of the MAP fit
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
-                s2 = max(s2, float(np.mean(state.residual**2)))
-            kernel, s2, lml = _learn(model, kernel, s2, X, y, X[state.basis])
+                s2 = max(s2, state.mean_squared_residual())
+            kernel, s2, lml = _learn(model, kernel, s2, X, y, _take(X, y, state.basis)[0])
         else:
             lml = state_objective(state, model.hyperparameter_objective)
         n_iter = it + 1
@@ -213,13 +249,11 @@ def alternate(model, X, y, p, rng):
     if learn:
         # The final state: the best basis with the hyperparameters learned on it.
         basis = state
-        state = RegressionState(
-            kernel, X, y, s2, len(basis), jitter=jitter(kernel, X), n_threads=model._n_threads
-        )
+        state = _new_state(model, kernel, X, y, s2, len(basis))
         for j in basis:
             state.append(j)
     fit = FittedBasis(
-        kernel, s2, state.basis, X[state.basis].astype(np.float64), state.L, state.R,
+        kernel, s2, state.basis, _take(X, y, state.basis)[0].astype(np.float64), state.L, state.R,
         state.Vy, state.jitter, state_objective(state, model.hyperparameter_objective),
         np.asarray(curve), n_iter, 0,
     )

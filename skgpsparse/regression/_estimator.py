@@ -1,11 +1,9 @@
 """SparseGPRegressor: sparse MAP / projected-process GP regression with exchange refinement."""
 
 import numbers
-import warnings
 
 import numpy as np
-from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
@@ -13,15 +11,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from .._dask_rows import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._progress import Progress
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
-from ._basis import make_selector
 from ._design import alternate
-from ._likelihood import check_noise_bounds
-from ._prediction import RegressionPredictor, prediction_factors
-from ._refine import check_refinable
+from ._fitting import prepare_fit, store_fit
+from ._rows_fit import fit_dask, predict_dask
 from ._sampling import EXACT_ROWS, low_rank_sample_y
 from ._targets import prior_prediction, target_scaling
 from ._theta import objective_at
@@ -267,8 +263,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs. A ``float32`` array is not copied: the model is computed in
+        X : array-like or dask array of shape (n_samples, n_features)
+            Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
+            dask.distributed client) is fitted with each row chunk and its per-row state kept
+            on the worker that holds it (see the "Fitting on a dask cluster" page); the
+            model equals the in-memory fit's up to rounding. A ``float32`` array is not copied: the model is computed in
             ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
             are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
             ``X.astype(np.float64)`` would; the model on a given basis is the same.
@@ -287,6 +286,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             return self._fit(X, y)
 
     def _fit(self, X, y):
+        if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
+            return fit_dask(self, X, y)
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(
             self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
@@ -294,50 +295,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
         # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
-        n_targets = y.shape[1] if y.ndim == 2 else 1
-        if self.n_targets is not None and n_targets != self.n_targets:
-            raise ValueError(
-                f"The number of targets seen in `y` is different from the parameter "
-                f"`n_targets`. Got {n_targets} != {self.n_targets}."
-            )
-        n = X.shape[0]
-        self.kernel_ = C(1.0) * RBF(1.0) if self.kernel is None else clone(self.kernel)
-        rng = check_random_state(self.random_state)
-        # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
-        self._n_threads = effective_n_jobs(self.n_jobs)
-        check_noise_bounds(self.noise_variance_bounds)  # a clear error before any work
-        if self.refine_basis:
-            check_refinable(self.kernel_)
-        self._y_train_mean, self._y_train_std = target_scaling(y, self.normalize_y)
-        y = (y - self._y_train_mean) / self._y_train_std
-        p = self.max_basis
-        if p > n:
-            warnings.warn(
-                f"max_basis={p} exceeds the number of samples {n}; using max_basis={n}.",
-                UserWarning,
-            )
-            p = n
-        self._selector = make_selector(self.selection, self.working_set_size)
-        self._progress = Progress("SparseGPRegressor", self.verbose)
-
-        fit = alternate(self, X, y, p, rng)
-        self.kernel_, self.noise_variance_ = fit.kernel, fit.noise_variance
-        self.basis_indices_, self.basis_vectors_ = fit.basis, fit.basis_vectors
-        self.n_iter_, self.n_refine_iter_ = fit.n_iter, fit.n_refine
-        # The predictive factors with the jitter only where strictly needed (the state's L
-        # as a preconditioner): the exact GP's predictions when every row is in the basis.
-        factors = prediction_factors(fit.L, fit.R, fit.Vy, fit.jitter, fit.noise_variance)
-        self.alpha_ = factors.alpha * self._y_train_std
-        self._predictor = RegressionPredictor(
-            self.kernel_, self.basis_vectors_, self.alpha_, fit.L, factors.S
-        )
-        self.log_marginal_likelihood_value_ = float(fit.objective)
-        self.cost_curve_ = fit.cost_curve
+        y, p, rng = prepare_fit(self, y, X.shape[0], target_scaling(y, self.normalize_y))
+        store_fit(self, alternate(self, X, y, p, rng))
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
-        self._jitter_value = fit.jitter
         return self
 
     def __getstate__(self):
@@ -397,8 +360,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : array-like or dask array of shape (n_samples, n_features)
+            Query points. A dask array gives dask arrays chunked as its rows, computed
+            lazily (one task per row chunk, the fitted model shipped with it).
         return_std : bool, default=False
             Also return the latent standard deviation.
         return_cov : bool, default=False
@@ -425,6 +389,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if is_dask_array(X):  # lazy, row-chunked dask arrays
+            return predict_dask(self, X, return_std, return_cov)
         # A few finite float rows skip validate_data's fixed cost (single-row callers); the
         # array is the one validate_data would return, and every other input goes through it.
         X_plain = plain_float_rows(self, X) if hasattr(self, "_predictor") else None

@@ -17,7 +17,7 @@ from scipy.linalg import solve_triangular
 
 from ..kernels._columns import run_chunks
 
-__all__ = ["CRITERIA"]
+__all__ = ["CRITERIA", "info_gain", "streaming_sums"]
 
 CRITERIA = ("exact", "matching_pursuit", "info_gain", "vfe")
 
@@ -102,15 +102,7 @@ class _CandidateScoring:
         J = np.asarray(J, dtype=np.intp).reshape(-1)
         s2 = self.noise_variance
         if criterion == "info_gain":
-            qj = self.q[J]
-            mu = self.residual[J]
-            denom = qj + s2
-            rho = qj / denom
-            if mu.ndim == 1:
-                return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
-            # one remainder r_j per target, each with the prior variance q_j
-            m = mu.shape[1]
-            return 0.5 * (m * (np.log1p(qj / s2) - rho) + rho * np.sum(mu * mu, axis=1) / denom)
+            return info_gain(self.q[J], self.residual[J], s2)
         if criterion not in CRITERIA:
             raise ValueError(
                 f"Unknown selection criterion {criterion!r}; the regressor knows "
@@ -148,61 +140,23 @@ class _CandidateScoring:
         chunk (in double across chunks); the residual stays double.
         """
         p, m = self.p, len(J)
-        alpha, y = self.alpha, self.y
         exact = criterion in _NEED_KPK and p
         dtype = np.float32 if criterion == "matching_pursuit" else np.float64
         Z = self._columns.operand(J, dtype)
-        single = Z.dtype == np.float32
         chunks = self._chunks(m, _SCORE_CHUNK_ENTRIES)
-        # Consecutive chunks form groups with one partial sum each, at most _PARTIAL_ENTRIES
-        # of them in all (K_p^T K_J is p x m per group); a group is one thread's work.
-        width = p * m if exact else m
-        groups = np.array_split(
-            np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
+        Kmu, sq, KpK, mu = streaming_sums(
+            self._columns, self._K, chunks, self.y, self.alpha, p, Z, exact, self.n_threads
         )
-        targets = y.shape[1:]  # () for one 1-D target, (n_targets,) for several
-        mu = np.empty((self.n,) + targets)
-        Kmu, sq = np.zeros((len(groups),) + targets + (m,)), np.zeros((len(groups), m))
-        KpK = np.zeros((len(groups), p, m)) if exact else None
-        rows = max(b - a for a, b in chunks)
-
-        local = threading.local()  # one chunk buffer per thread
-
-        def work(g):
-            if getattr(local, "buf", None) is None:
-                local.buf = np.empty((rows, m), dtype=Z.dtype if single else np.float64)
-            buf = local.buf
-            for i in groups[g]:
-                a, b = chunks[i]
-                K_c = self._columns.block(slice(a, b), Z, out=buf[: b - a])
-                mu_c = mu[a:b]
-                if p:
-                    Kp_c = self._K.chunk(a, b, p)
-                    if targets:
-                        np.dot(Kp_c.T, alpha, out=mu_c)
-                    else:
-                        np.dot(alpha, Kp_c, out=mu_c)
-                    np.subtract(y[a:b], mu_c, out=mu_c)
-                else:
-                    mu_c[:] = y[a:b]
-                mu_s = mu_c.astype(np.float32) if single else mu_c
-                Kmu[g] += (mu_s.T if targets else mu_s) @ K_c
-                sq[g] += np.einsum("ij,ij->j", K_c, K_c)
-                if exact:
-                    KpK[g] += Kp_c @ K_c
-
-        run_chunks(len(groups), work, self.n_threads)
         self._residual = mu
         K_uJ = self._columns(self._idx[:p], J) if p else np.zeros((0, m))
-        KpK = KpK.sum(axis=0) if exact else None
-        return self._decrease_from(criterion, J, Kmu.sum(axis=0), sq.sum(axis=0), K_uJ, KpK)
+        return self._decrease_from(criterion, J, Kmu, sq, K_uJ, KpK)
 
     def _decrease_from(self, criterion, J, Kmu, sq, K_uJ, KpK):
         """The criterion from ``K_J^T mu``, ``|k_j|^2``, ``K_uJ`` and (exact) ``K_p^T K_J``."""
         s2 = self.noise_variance
         # one row of g per target (Kmu and alpha are 2-D with several targets)
         g = Kmu - s2 * (self.alpha @ K_uJ if self.alpha.ndim == 1 else self.alpha.T @ K_uJ)
-        d = sq + s2 * (self.kdiag[J] + self.jitter)
+        d = sq + s2 * (self._kdiag_at(J) + self.jitter)
         if criterion == "exact" and self.p:
             C = _solve_lower(self.R, _solve_lower(self.L, KpK + s2 * K_uJ))
             d = d - np.einsum("ij,ij->j", C, C)
@@ -277,3 +231,71 @@ class _CandidateScoring:
             self._cache_sq[slot_of_J[new]] = np.einsum("ij,ij->j", K_new, K_new)
             ci[slot_of_J[new]] = J[new]
         return slot_of_J
+
+
+def streaming_sums(columns, K, chunks, y, alpha, p, Z, exact, n_threads):
+    """One pass over the rows for a working set's scores (its columns never stored whole).
+
+    ``columns`` (a :class:`~skgpsparse.kernels._columns.KernelColumns`) gives the chunks of
+    ``K_J = K(X, X_J)`` for the operand ``Z`` (in ``Z``'s dtype), ``K`` holds ``K_p^T`` by
+    blocks; chunk by chunk the residual ``mu = y - K_p alpha`` is formed and ``K_J^T mu``,
+    ``|k_j|^2`` and, when ``exact``, ``K_p^T K_J`` accumulated. Returns ``(K_J^T mu, |k_j|^2,
+    K_p^T K_J or None, mu)``; on a row partition of a larger set, its parts of the sums.
+    """
+    m = Z.shape[0]
+    single = Z.dtype == np.float32
+    n = K.n
+    # Consecutive chunks form groups with one partial sum each, at most _PARTIAL_ENTRIES
+    # of them in all (K_p^T K_J is p x m per group); a group is one thread's work.
+    width = p * m if exact else m
+    groups = np.array_split(
+        np.arange(len(chunks)), min(len(chunks), max(1, _PARTIAL_ENTRIES // width))
+    )
+    targets = y.shape[1:]  # () for one 1-D target, (n_targets,) for several
+    mu = np.empty((n,) + targets)
+    Kmu, sq = np.zeros((len(groups),) + targets + (m,)), np.zeros((len(groups), m))
+    KpK = np.zeros((len(groups), p, m)) if exact else None
+    rows = max(b - a for a, b in chunks)
+
+    local = threading.local()  # one chunk buffer per thread
+
+    def work(g):
+        if getattr(local, "buf", None) is None:
+            local.buf = np.empty((rows, m), dtype=Z.dtype if single else np.float64)
+        buf = local.buf
+        for i in groups[g]:
+            a, b = chunks[i]
+            K_c = columns.block(slice(a, b), Z, out=buf[: b - a])
+            mu_c = mu[a:b]
+            if p:
+                Kp_c = K.chunk(a, b, p)
+                if targets:
+                    np.dot(Kp_c.T, alpha, out=mu_c)
+                else:
+                    np.dot(alpha, Kp_c, out=mu_c)
+                np.subtract(y[a:b], mu_c, out=mu_c)
+            else:
+                mu_c[:] = y[a:b]
+            mu_s = mu_c.astype(np.float32) if single else mu_c
+            Kmu[g] += (mu_s.T if targets else mu_s) @ K_c
+            sq[g] += np.einsum("ij,ij->j", K_c, K_c)
+            if exact:
+                KpK[g] += Kp_c @ K_c
+
+    run_chunks(len(groups), work, n_threads)
+    return Kmu.sum(axis=0), sq.sum(axis=0), (KpK.sum(axis=0) if exact else None), mu
+
+
+def info_gain(qj, mu, s2):
+    """The ``"info_gain"`` score from the Nystrom errors ``q_j`` and residuals ``mu_j``.
+
+    ``1/2 [log(1 + q_j / s2) - rho_j + rho_j mu_j^2 / (q_j + s2)]``, ``rho_j = q_j / (q_j +
+    s2)`` (see :meth:`_CandidateScoring.decrease`), summed over the targets.
+    """
+    denom = qj + s2
+    rho = qj / denom
+    if mu.ndim == 1:
+        return 0.5 * (np.log1p(qj / s2) - rho + rho * mu * mu / denom)
+    # one remainder r_j per target, each with the prior variance q_j
+    m = mu.shape[1]
+    return 0.5 * (m * (np.log1p(qj / s2) - rho) + rho * np.sum(mu * mu, axis=1) / denom)

@@ -60,7 +60,7 @@ from ..kernels._columns import (
 from ..linalg import cholesky_append, cholesky_delete, cholesky_rotate
 from ._scoring import _CandidateScoring
 
-__all__ = ["RELATIVE_JITTER", "RegressionState"]
+__all__ = ["RELATIVE_JITTER", "RegressionState", "append_pass"]
 
 # Jitter added to diag(Q_p), relative to the mean prior variance; the likelihood uses it too.
 RELATIVE_JITTER = 1e-8
@@ -326,9 +326,9 @@ class RegressionState(_CandidateScoring):
             raise ValueError(f"Point {j} is already in the basis.")
         s2 = self.noise_variance
         # The new column in float64 (whatever the scoring precision).
-        k_j = self._columns(slice(None), np.array([j]))[:, 0]
-        b = k_j[self._idx[:p]]
-        c = self.kdiag[j] + self.jitter
+        k_j = self._new_column(j)
+        b = self._basis_values(k_j, p)
+        c = self._kdiag_at(j) + self.jitter
         l = _solve_lower(self.L, b) if p else b
         d2 = c - float(l @ l)
         if not np.isfinite(d2) or d2 < 0.5 * self.jitter:
@@ -340,7 +340,7 @@ class RegressionState(_CandidateScoring):
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
         Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
-        self._K.set_column(p, k_j)
+        self._store_column(p, k_j)
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
@@ -360,38 +360,55 @@ class RegressionState(_CandidateScoring):
         self._refresh()
         return True
 
+    # ------------------------------------------------------------------ row hooks
+    # What append and delete do on the rows, apart from the p x p factors: a state whose
+    # rows live elsewhere (skgpsparse.regression._dask_state) overrides these.
+    def _new_column(self, j):
+        """The new basis vector's kernel column ``K(X, x_j)`` (float64)."""
+        return self._columns(slice(None), np.array([j]))[:, 0]
+
+    def _basis_values(self, k_j, p):
+        """``K(X_u, x_j)`` for the first ``p`` basis vectors, from the new column."""
+        return k_j[self._idx[:p]]
+
+    def _kdiag_at(self, J):
+        """``k(x_j, x_j)`` of training points ``J`` (an index or an index array)."""
+        return self.kdiag[J]
+
+    def _store_column(self, p, k_j):
+        """Keep the new column as column ``p`` of ``K_p^T``."""
+        self._K.set_column(p, k_j)
+
+    def _delete_rows(self, coef, pos, p, j):
+        """The rows' side of deleting basis position ``pos`` (training point ``j``).
+
+        ``q += r^2`` for the row ``r = K_p coef`` of ``V`` that leaves, and column ``pos``
+        leaves ``K_p^T``.
+        """
+        r = self._K.times(coef)
+        self.q += r * r
+        self._K.delete_column(pos, p)
+        self.q[j] = max(self.q[j], 0.0)
+
+    def nystrom_trace(self):
+        """``tr(K - V^T V) = sum(q)``, the prior variance the basis leaves unexplained."""
+        return float(np.sum(self.q))
+
+    def mean_squared_residual(self):
+        """``mean(mu^2)`` over the rows (and targets)."""
+        return float(np.mean(self.residual**2))
+
     def _append_pass(self, k, t, lpp):
         """One pass over ``K_p^T`` for the new row ``v = (k - K_p t) / l_pp`` of ``V``.
 
-        Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): ``v``, then
-        ``K_p^T v``, ``|v|^2``, ``v^T y`` and ``q -= v^2`` (``q = diag(K - V^T V)``). Returns
-        ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v`` (``L`` before the append); ``v^T y``
-        has one entry per target.
+        See :func:`append_pass`. Returns ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v``
+        (``L`` before the append); ``v^T y`` has one entry per target.
         """
         p = self.p
-        y, q = self.y, self.q
         chunks = self._chunks(p, _APPEND_CHUNK_ENTRIES)
-        acc = np.zeros((len(chunks), p))
-        # per chunk: |v|^2, then v^T y (one column per target)
-        sums = np.zeros((len(chunks), 1 + (y.shape[1] if y.ndim == 2 else 1)))
-
-        def work(i):
-            a, b = chunks[i]
-            K_c = self._K.chunk(a, b, p)
-            v = k[a:b] - t @ K_c if p else k[a:b].copy()
-            v /= lpp
-            if p:
-                np.dot(K_c, v, out=acc[i])
-            sums[i, 0] = v @ v
-            sums[i, 1:] = v @ y[a:b]
-            q_c = q[a:b]
-            q_c -= v * v
-            np.maximum(q_c, 0.0, out=q_c)
-
-        run_chunks(len(chunks), work, self.n_threads)
-        total = sums.sum(axis=0)
-        vv, vy = total[0], (total[1] if y.ndim == 1 else total[1:])
-        return (_solve_lower(self.L, acc.sum(axis=0)) if p else np.zeros(0)), vv, vy
+        acc, total = append_pass(self._K, chunks, self.y, self.q, k, t, lpp, p, self.n_threads)
+        vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
+        return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy
 
     def delete(self, pos):
         """Remove the basis vector at position ``pos`` (factor order): O(n p + p^2).
@@ -416,9 +433,7 @@ class RegressionState(_CandidateScoring):
         L_old = self.L.copy()
         _, rot = cholesky_delete(self._L, pos, size=p, overwrite_L=True)
         u = rot.apply(np.eye(p), overwrite=True)[p - 1]
-        r = self._K.times(_solve_lower(L_old, u, trans=1))
-        self.q += r * r
-        self._K.delete_column(pos, p)
+        self._delete_rows(_solve_lower(L_old, u, trans=1), pos, p, j)
         cholesky_rotate(self._R, rot, size=p, overwrite_L=True)
         self._R[p - 1, :p] = 0.0
         rot.apply(self._Vy, overwrite=True)
@@ -427,7 +442,6 @@ class RegressionState(_CandidateScoring):
         self._D[: p - 1] = np.delete(D, pos)
         self._D[p - 1] = 0.0
         self.in_basis[j] = False
-        self.q[j] = max(self.q[j], 0.0)
         self.p = p - 1
         # beta = R^-1 V y on the new factors.
         if self.p:
@@ -435,3 +449,32 @@ class RegressionState(_CandidateScoring):
         self._beta[self.p] = 0.0
         self._refresh()
         return j
+
+
+def append_pass(K, chunks, y, q, k, t, lpp, p, n_threads):
+    """The rows' part of an append: one pass over the first ``p`` columns of ``K`` (``K_p^T``).
+
+    Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): the new row ``v = (k -
+    K_p t) / l_pp`` of ``V``, then ``K_p^T v``, ``|v|^2``, ``v^T y`` and ``q -= v^2`` (``q =
+    diag(K - V^T V)``, updated in place). Returns ``(K_p^T v, [|v|^2, v^T y...])``, summed
+    over the chunks; a row partition of a larger set returns its part of both sums.
+    """
+    acc = np.zeros((len(chunks), p))
+    # per chunk: |v|^2, then v^T y (one column per target)
+    sums = np.zeros((len(chunks), 1 + (y.shape[1] if y.ndim == 2 else 1)))
+
+    def work(i):
+        a, b = chunks[i]
+        K_c = K.chunk(a, b, p)
+        v = k[a:b] - t @ K_c if p else k[a:b].copy()
+        v /= lpp
+        if p:
+            np.dot(K_c, v, out=acc[i])
+        sums[i, 0] = v @ v
+        sums[i, 1:] = v @ y[a:b]
+        q_c = q[a:b]
+        q_c -= v * v
+        np.maximum(q_c, 0.0, out=q_c)
+
+    run_chunks(len(chunks), work, n_threads)
+    return acc.sum(axis=0), sums.sum(axis=0)

@@ -6,8 +6,12 @@ kernel's length (at the fitted noise variance) or one entry longer (then ``log``
 variance), on the fitted basis vectors and with the fitted jitter.
 """
 
+from functools import partial
+
 import numpy as np
 
+from .._dask_rows import is_dask_array
+from ._rows_fit import objective_dask
 from ._vfe import OBJECTIVES
 
 __all__ = ["objective_at"]
@@ -35,7 +39,10 @@ def objective_at(model, theta, eval_gradient):
             "on (X, y) to evaluate the likelihood at another theta."
         )
     kernel = model.kernel_.clone_with_theta(theta[:n_dims])
-    out = OBJECTIVES[model.hyperparameter_objective](
+    objective = OBJECTIVES[model.hyperparameter_objective]
+    if is_dask_array(model._X_train):  # fitted on dask: a sum over the row chunks
+        objective = partial(objective_dask, model.hyperparameter_objective)
+    out = objective(
         kernel,
         model._X_train,
         model._y_train,

@@ -178,7 +178,7 @@ def state_objective(state, objective):
     lml = state.log_marginal_likelihood()
     if objective == "vfe":
         n_targets = 1 if state.y.ndim == 1 else state.y.shape[1]
-        lml -= 0.5 * n_targets * float(np.sum(state.q)) / state.noise_variance
+        lml -= 0.5 * n_targets * state.nystrom_trace() / state.noise_variance
     return lml
 
 

@@ -1,0 +1,87 @@
+"""The classifier's fit around its binary models: their parameters and the stored results.
+
+Shared by the in-memory fit (``SparseGPClassifier.fit``) and the fit over row partitions
+(:mod:`._rows_fit`), so that both build the binary models alike and store them alike.
+"""
+
+import warnings
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from ._binary import _make_selector
+
+__all__ = ["binary_params", "default_kernel", "store_binary", "store_one_vs_rest"]
+
+# Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
+_MAX_AMPLITUDE = 100.0
+
+# Fitted attributes of each binary model, listed per class with more than two classes.
+PER_MODEL_ATTRIBUTES = (
+    "basis_indices_",
+    "basis_vectors_",
+    "site_precision_",
+    "site_mean_",
+    "loss_curve_",
+    "exchange_loss_curve_",
+)
+
+
+def default_kernel(n_features):
+    """``C(1) * RBF(sqrt(d))``, the amplitude capped at variance 100 (latent std 10)."""
+    amplitude = ConstantKernel(1.0, constant_value_bounds=(1e-5, _MAX_AMPLITUDE))
+    return amplitude * RBF(float(np.sqrt(n_features)))
+
+
+def binary_params(clf, n, n_features, n_classes):
+    """Arguments of each binary model of ``clf`` on ``n`` rows (``max_basis`` below ``n``)."""
+    max_basis = clf.max_basis
+    if max_basis >= n:
+        max_basis = max(n - 1, 1)
+        warnings.warn(
+            f"`max_basis`={clf.max_basis} is not smaller than n_samples={n}; using "
+            f"max_basis={max_basis} so that the NLP keeps a held-out point.",
+            UserWarning,
+        )
+    kernel = default_kernel(n_features) if clf.kernel is None else clf.kernel
+    return {
+        "kernel": kernel,
+        "max_basis": max_basis,
+        "selector": _make_selector(clf.selection, clf.working_set_size),
+        "optimizer": clf.optimizer,
+        "site_update": clf.site_update,
+        "n_exchange": clf.n_exchange,
+        "hyperparameter_objective": clf.hyperparameter_objective,
+        "max_iter": clf.max_iter,
+        "tol": clf.tol,
+        "verbose": clf.verbose,
+        # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models
+        "n_threads": effective_n_jobs(clf.n_jobs) if n_classes == 2 else 1,
+    }
+
+
+def store_binary(clf, model):
+    """The fitted attributes of a two-class ``clf`` from its binary model."""
+    clf._binary = model
+    for name in ("kernel_", "bias_", "n_iter_", *PER_MODEL_ATTRIBUTES):
+        setattr(clf, name, getattr(model, name))
+    clf.log_marginal_likelihood_value_ = model.log_marginal_likelihood_value_
+    clf._predictors = [model._predictor]
+    return clf
+
+
+def store_one_vs_rest(clf, models):
+    """The fitted attributes of ``clf`` from its one-vs-rest binary models."""
+    clf.estimators_ = models
+    clf.kernels_ = [est.kernel_ for est in models]
+    clf.bias_ = np.array([est.bias_ for est in models])
+    clf.n_iter_ = np.array([est.n_iter_ for est in models])
+    for name in PER_MODEL_ATTRIBUTES:
+        setattr(clf, name, [getattr(est, name) for est in models])
+    clf._predictors = [est._predictor for est in models]
+    # as scikit-learn's one-vs-rest GPC: the mean over the binary models
+    clf.log_marginal_likelihood_value_ = float(
+        np.mean([est.log_marginal_likelihood_value_ for est in models])
+    )
+    return clf

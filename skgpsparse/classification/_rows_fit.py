@@ -1,0 +1,124 @@
+"""The classifier's fit on rows held in partitions: a dask array's row chunks on a cluster.
+
+:func:`fit_dask` checks a ``dask.array`` ``X`` and labels ``y``, puts each row chunk with its
+labels in an actor on the worker that computed it (:class:`skgpsparse._dask_rows.DaskRows`)
+and fits the binary models (one, or one per class against the rest) with
+:class:`PartitionedBinary`: the two-loop design of the in-memory binary model on a
+:class:`~._partitioned.PartitionedADFState`, its NLP objective a sum over the partitions
+(:mod:`._partitioned_nlp`). The fitted models are ordinary ones; the actors are released
+when the fit ends.
+"""
+
+import numpy as np
+from scipy.special import ndtri
+from sklearn.utils import check_random_state
+
+from .._dask_rows import DaskRows, is_dask_array, lazy_predict, row_chunked
+from .._rows import row_centre
+from ._binary import _BinarySparseGPClassifier
+from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._partitioned import PartitionedADFState, label_counts
+from ._partitioned_nlp import partitioned_nlp_loss
+
+__all__ = ["PartitionedBinary", "fit_dask", "fit_rows", "predict_dask"]
+
+
+class PartitionedBinary(_BinarySparseGPClassifier):
+    """The binary model of class ``positive`` against the rest, on the partitions of ``rows``."""
+
+    def __init__(self, rows, positive, centre, **params):
+        super().__init__(**params)
+        self.rows, self.positive, self.centre = rows, positive, centre
+
+    def _select(self, kernel, X, y, bias, rng):
+        state = PartitionedADFState(
+            kernel, self.rows, self.positive, bias, self.max_basis, centre=self.centre
+        )
+        return self._select_into(state, rng)
+
+    def _initial_bias(self, kernel, X, y):
+        # initial_bias's class balance, from the partitions' counts
+        mean_k, frac = label_counts(self.rows, kernel, self.positive)
+        return float(np.sqrt(1.0 + mean_k) * ndtri(np.clip(frac, 0.01, 0.99)))
+
+    def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
+        return partitioned_nlp_loss(
+            kernel, self.rows, self.positive, bias, basis, mean, prec,
+            eval_gradient=eval_gradient,
+        )
+
+    def _set_fitted_basis(self, X, y):
+        X_u, labels = self.rows.take(self.basis_indices_)
+        self.basis_vectors_ = np.asarray(X_u, dtype=np.float64)
+        self._basis_labels = np.where(labels == self.positive, 1.0, -1.0)
+        self._set_predictive_factors()
+        self.log_marginal_likelihood_value_ = float(self.log_marginal_likelihood())
+
+
+def fit_rows(clf, rows, classes):
+    """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels."""
+    n_classes = len(classes)
+    params = binary_params(clf, rows.n, rows.n_features, n_classes)
+    rng = check_random_state(clf.random_state)
+    centre = row_centre(rows)
+
+    def fit_one(positive, rng):
+        model = PartitionedBinary(rows, positive, centre, **params).fit(rows, None, rng)
+        model.rows = None  # the fitted model keeps no handle on the cluster
+        return model
+
+    if n_classes == 2:
+        return store_binary(clf, fit_one(classes[1], rng))
+    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
+    return store_one_vs_rest(
+        clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]
+    )
+
+
+def fit_dask(clf, X, y):
+    """Fit ``clf`` on the dask arrays ``X`` (rows) and ``y`` (labels); needs a client."""
+    import dask
+    import dask.array as da
+
+    if not is_dask_array(X):
+        raise TypeError(
+            "`X` must be a dask array when `y` is one (pass both as dask arrays), got "
+            f"{type(X).__name__}."
+        )
+    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
+        raise ValueError(
+            f"`X` must be a 2-D dask array with at least two rows and one column, got shape "
+            f"{X.shape}."
+        )
+    unsupported = {
+        "site_update": (clf.site_update, "moment_matching"),
+        "hyperparameter_objective": (clf.hyperparameter_objective, "nlp"),
+        "n_restarts": (clf.n_restarts, 0),
+    }
+    for name, (value, supported) in unsupported.items():
+        if value != supported:
+            raise ValueError(
+                f"A fit on a dask array supports {name}={supported!r} only, got {value!r}."
+            )
+    if not is_dask_array(y):
+        y = da.from_array(np.asarray(y), chunks=X.chunks[0][0])
+    if y.ndim != 1:
+        raise ValueError(f"`y` must be a 1-D array of class labels, got shape {y.shape}.")
+    X, y = row_chunked(X.astype(np.float64), y)
+    finite, classes = dask.compute(da.isfinite(X).all(), da.unique(y))
+    if not finite:
+        raise ValueError("`X` must contain only finite values (no NaN or inf).")
+    classes = np.sort(np.asarray(classes))
+    if classes.size < 2:
+        raise ValueError(
+            f"{type(clf).__name__} requires 2 or more distinct classes; got {classes.size} "
+            "class."
+        )
+    clf.classes_, clf.n_features_in_ = classes, X.shape[1]
+    with DaskRows(X, y) as rows:
+        return fit_rows(clf, rows, classes)
+
+
+def predict_dask(method, X):
+    """``method`` (a fitted classifier's prediction method) on the row chunks of ``X``, lazily."""
+    return lazy_predict(method, X)

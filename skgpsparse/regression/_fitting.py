@@ -1,0 +1,74 @@
+"""The regressor's fit around the selection: its set-up and the fitted attributes it stores.
+
+Shared by the in-memory fit (``SparseGPRegressor._fit``) and the fit over row partitions
+(:mod:`._rows_fit`), so that both make the same model from the same state.
+"""
+
+import warnings
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import clone
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.utils import check_random_state
+
+from .._progress import Progress
+from ._basis import make_selector
+from ._likelihood import check_noise_bounds
+from ._prediction import RegressionPredictor, prediction_factors
+from ._refine import check_refinable
+
+__all__ = ["prepare_fit", "store_fit"]
+
+
+def prepare_fit(model, y, n, scaling):
+    """Check the targets, set the fit's kernel, threads, selector and scaling.
+
+    ``y`` has shape ``(n,)`` or ``(n, n_targets)`` (a numpy or dask array), ``scaling`` is
+    ``(mean, std)`` of the targets (:func:`~._targets.target_scaling`). Returns the normalised
+    targets, the basis size and the random state.
+    """
+    n_targets = y.shape[1] if y.ndim == 2 else 1
+    if model.n_targets is not None and n_targets != model.n_targets:
+        raise ValueError(
+            f"The number of targets seen in `y` is different from the parameter "
+            f"`n_targets`. Got {n_targets} != {model.n_targets}."
+        )
+    model.kernel_ = C(1.0) * RBF(1.0) if model.kernel is None else clone(model.kernel)
+    if model.refine_basis:
+        check_refinable(model.kernel_)
+    rng = check_random_state(model.random_state)
+    # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
+    model._n_threads = effective_n_jobs(model.n_jobs)
+    check_noise_bounds(model.noise_variance_bounds)  # a clear error before any work
+    model._y_train_mean, model._y_train_std = scaling
+    y = (y - model._y_train_mean) / model._y_train_std
+    p = model.max_basis
+    if p > n:
+        warnings.warn(
+            f"max_basis={p} exceeds the number of samples {n}; using max_basis={n}.",
+            UserWarning,
+        )
+        p = n
+    model._selector = make_selector(model.selection, model.working_set_size)
+    model._progress = Progress("SparseGPRegressor", model.verbose)
+    return y, p, rng
+
+
+def store_fit(model, fit):
+    """Set the fitted attributes from a :class:`~._design.FittedBasis`."""
+    model.kernel_, model.noise_variance_ = fit.kernel, fit.noise_variance
+    model.basis_indices_ = fit.basis
+    model.basis_vectors_ = np.asarray(fit.basis_vectors, dtype=np.float64)
+    model.n_iter_, model.n_refine_iter_ = fit.n_iter, fit.n_refine
+    # The predictive factors with the jitter only where strictly needed (the state's L
+    # as a preconditioner): the exact GP's predictions when every row is in the basis.
+    factors = prediction_factors(fit.L, fit.R, fit.Vy, fit.jitter, fit.noise_variance)
+    model.alpha_ = factors.alpha * model._y_train_std
+    model._predictor = RegressionPredictor(
+        model.kernel_, model.basis_vectors_, model.alpha_, fit.L, factors.S
+    )
+    model.log_marginal_likelihood_value_ = float(fit.objective)
+    model.cost_curve_ = fit.cost_curve
+    model._jitter_value = fit.jitter

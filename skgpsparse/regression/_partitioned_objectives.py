@@ -1,0 +1,139 @@
+"""The DTC likelihood and the VFE bound, and their gradients, as sums over row partitions.
+
+The same objectives as :func:`~._likelihood.dtc_log_marginal_likelihood` and
+:func:`~._vfe.vfe_log_marginal_likelihood` (GPML eq. (8.17); Titsias 2009, eq. (9)), for
+training rows held in the partitions of a :class:`~skgpsparse._rows.RowStore`. Every term
+that runs over the rows is a sum of per-partition terms (the module docstring of
+``_likelihood`` has the lemmas); with ``V_i = L^-1 K_ui`` the ``p x n_i`` block of
+partition ``i``:
+
+1. ``V V^T = sum_i V_i V_i^T``, ``V Y = sum_i V_i Y_i`` (and ``sum_i k(x, x)`` for VFE):
+   the driver factors ``A = s2 I + V V^T = R R^T`` and forms ``c = A^-1 V Y`` (``p x m``);
+2. each partition forms its ``a_i = (Y_i - V_i^T c) / s2`` and returns ``Y_i . a_i``,
+   ``|a_i|^2`` and ``V_i a_i``: the value, the noise derivative and ``w = L^-T V a``;
+3. with the gradient, each partition contracts its rows of ``B^T = a w^T - m (L^-T (A^-1 -
+   c I) V)^T`` with the kernel derivatives (:mod:`skgpsparse.kernels._contraction`) and
+   returns ``n_theta`` numbers; ``- 1/2 <B W^T, dK_uu>`` is ``p x p`` work on the driver.
+
+So one evaluation sends each partition ``O(p^2)`` numbers (``X_u``, ``L``, ``R``) and gets
+back ``O(p^2 + p m + n_theta)``; each partition keeps its ``V_i`` between the rounds.
+"""
+
+import numpy as np
+from scipy.linalg import cho_solve, solve_triangular
+
+from ..kernels import iter_kernel, kernel_gradient
+from ..kernels._contraction import iter_kernel_contractions
+from ._likelihood import _LOG_2PI, _cholesky
+from ._state import RELATIVE_JITTER
+from ._vfe import _diag_gradient_sum
+
+__all__ = ["PARTITIONED_OBJECTIVES"]
+
+_KEY = "objective"
+
+
+def _targets(part):
+    y = np.asarray(part.y, dtype=np.float64)
+    return y.reshape(part.n, -1)
+
+
+def _p_factors(part, kernel, X_basis, L, with_diag):
+    V = np.empty((X_basis.shape[0], part.n))
+    for rows, K_block in iter_kernel(kernel, part.X, X_basis):
+        V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
+    Y = _targets(part)
+    part.state[_KEY] = V
+    kd = float(np.sum(kernel.diag(np.asarray(part.X, dtype=np.float64)))) if with_diag else 0.0
+    return V @ V.T, V @ Y, kd
+
+
+def _p_residual_terms(part, c, s2, keep):
+    V = part.state[_KEY] if keep else part.state.pop(_KEY)
+    Y = _targets(part)
+    a = (Y - V.T @ c) / s2
+    if keep:
+        part.state[_KEY] = (V, a)
+    return float(np.sum(Y * a)), float(np.sum(a * a)), V @ a
+
+
+def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
+    V, a = part.state.pop(_KEY)
+    P = cho_solve((R, True), V, check_finite=False)
+    if trace_weight:
+        P -= trace_weight * V
+    P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
+    if m != 1:
+        P *= m
+    B_t = a @ w.T
+    B_t -= P.T
+    total = np.zeros(kernel.n_dims)
+    for rows, _, contract in iter_kernel_contractions(kernel, part.X, X_basis):
+        total += contract(B_t[rows])
+    diag = _diag_gradient_sum(kernel, np.asarray(part.X, dtype=np.float64)) if with_diag else 0
+    return total, diag
+
+
+def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe):
+    X_basis = np.asarray(X_basis, dtype=np.float64)
+    s2 = float(noise_variance)
+    n, p = rows.n, X_basis.shape[0]
+    dK_uu = None
+    if eval_gradient:
+        K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
+    else:
+        K_uu = kernel(X_basis, X_basis)
+    if jitter is None:
+        jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
+    L = _cholesky(
+        K_uu + jitter * np.eye(p), "K_uu + jitter * I",
+        "increase `jitter` or remove repeated basis vectors.",
+    )
+    VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe)
+    m = VY.shape[1]
+    R = _cholesky(VVt + s2 * np.eye(p), "s2 * I + V V^T", "increase `noise_variance`.")
+    c = cho_solve((R, True), VY, check_finite=False)
+    Ya, aa, Va = rows.sum(_p_residual_terms, c, s2, bool(eval_gradient and kernel.n_dims))
+    log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
+    lml = float(-0.5 * Ya - 0.5 * m * log_det - 0.5 * m * n * _LOG_2PI)
+    trace = kd - float(np.trace(VVt)) if vfe else 0.0
+    lml -= 0.5 * m * trace / s2
+    if not eval_gradient:
+        return lml
+    gradient = np.empty(kernel.n_dims + 1)
+    R_inv = solve_triangular(R, np.eye(p), lower=True, check_finite=False)
+    trace_C_inv = (n - p) / s2 + np.sum(R_inv**2)
+    gradient[-1] = 0.5 * s2 * (aa - m * trace_C_inv) + 0.5 * m * trace / s2
+    if kernel.n_dims:
+        tw = 1.0 / s2 if vfe else 0.0
+        w = solve_triangular(L, Va, lower=True, trans="T", check_finite=False)
+        D = cho_solve((R, True), VVt, check_finite=False)
+        if tw:
+            D -= tw * VVt
+        D = 0.5 * (D + D.T)
+        D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
+        D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
+        BW_t = w @ w.T - m * D
+        grad_theta = -0.5 * BW_t.reshape(-1) @ dK_uu.reshape(p * p, kernel.n_dims)
+        contracted, diag = rows.sum(_p_contract, kernel, X_basis, L, R, w, m, tw, vfe)
+        grad_theta += contracted
+        if vfe:
+            grad_theta -= 0.5 * m / s2 * diag
+        gradient[:-1] = grad_theta
+    return lml, gradient
+
+
+def partitioned_dtc(kernel, rows, y, X_basis, noise_variance, *, eval_gradient=False,
+                    jitter=None):
+    """GPML eq. (8.17) (and its gradient) on the rows of a row store; ``y`` is unused."""
+    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, False)
+
+
+def partitioned_vfe(kernel, rows, y, X_basis, noise_variance, *, eval_gradient=False,
+                    jitter=None):
+    """Titsias' bound (and its gradient) on the rows of a row store; ``y`` is unused."""
+    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, True)
+
+
+#: The ``hyperparameter_objective`` values and their functions on a row store.
+PARTITIONED_OBJECTIVES = {"dtc": partitioned_dtc, "vfe": partitioned_vfe}

@@ -1,0 +1,110 @@
+"""The classifier's fit over row partitions (skgpsparse._rows.LocalRows), without a cluster.
+
+The partitioned ADF state and NLP loss are the in-memory ones with every pass over the rows
+cut at partition boundaries: the same basis and, up to the order of the additions, the same
+numbers.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPClassifier
+from skgpsparse._rows import LocalRows, row_centre
+from skgpsparse.classification._adf import ADFState
+from skgpsparse.classification._nlp_loss import nlp_loss
+from skgpsparse.classification._partitioned import PartitionedADFState
+from skgpsparse.classification._partitioned_nlp import partitioned_nlp_loss
+from skgpsparse.classification._rows_fit import fit_rows
+
+
+def _fit_local(params, X, y, partition_rows):
+    clf = SparseGPClassifier(**params)
+    classes = np.unique(y)
+    clf.classes_, clf.n_features_in_ = classes, X.shape[1]
+    return fit_rows(clf, LocalRows(X, y, partition_rows), classes)
+
+
+@pytest.mark.parametrize(
+    ("data", "params"),
+    [
+        ("moons", {"optimizer": None}),
+        ("moons", {"optimizer": None, "selection": "nlp"}),
+        ("moons", {"optimizer": None, "selection": "entropy", "n_exchange": 3}),
+        ("moons", {"optimizer": None, "selection": "info_gain"}),
+        ("blobs", {"optimizer": None}),
+        ("moons", {"max_iter": 3}),
+        ("moons", {"selection": "nlp", "max_iter": 3}),
+    ],
+)
+def test_partitioned_fit_equals_in_memory_fit(data, params):
+    if data == "moons":
+        X, y = make_moons(200, noise=0.25, random_state=0)
+    else:
+        X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
+    params = {"max_basis": 10, "random_state": 0, **params}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = SparseGPClassifier(**params).fit(X, y)
+        clf = _fit_local(params, X, y, partition_rows=60)  # 4 partitions, the last of 20
+    for got, want in zip(np.atleast_2d(clf.basis_indices_), np.atleast_2d(reference.basis_indices_)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(clf.bias_, reference.bias_, rtol=1e-9, atol=1e-9)
+
+
+def test_partitioned_state_tracks_in_memory_state():
+    X, y01 = make_moons(120, noise=0.3, random_state=2)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    kernel = C(2.0) * RBF(0.7)
+    rows = LocalRows(X, y01, 35)
+    state = ADFState(kernel, X, y, 0.1, 8)
+    part = PartitionedADFState(kernel, rows, 1, 0.1, 8, centre=row_centre(rows))
+    J = np.array([4, 50, 90, 119])
+    for j in (3, 70, 101, 36):
+        for criterion in ("nlp", "nlp_all", "entropy", "info_gain"):
+            np.testing.assert_allclose(part.score(criterion, J), state.score(criterion, J),
+                                       rtol=1e-10)
+        state.add(j)
+        part.add(j)
+    np.testing.assert_allclose(part.deletion_scores(), state.deletion_scores(), rtol=1e-10)
+    state.remove(1)
+    part.remove(1)
+    np.testing.assert_array_equal(part.candidates(), state.candidates())
+    np.testing.assert_allclose(part.sampling_weights(J), state.sampling_weights(J), rtol=1e-10)
+    for all_points in (False, True):
+        assert part.nlp(all_points=all_points) == pytest.approx(
+            state.nlp(all_points=all_points), rel=1e-12)
+    np.testing.assert_allclose(part.beta[: part.size], state.beta[: state.size], rtol=1e-10)
+
+
+def test_partitioned_nlp_loss_equals_nlp_loss_and_its_gradient_finite_differences():
+    X, y01 = make_moons(90, noise=0.3, random_state=3)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    kernel = C(1.5) * RBF(np.array([0.8, 1.2]))
+    basis = np.array([2, 40, 77, 15])
+    mean, prec = np.array([0.5, -1.0, 1.2, 0.3]), np.array([1.0, 2.0, 0.5, 0.0])
+    rows = LocalRows(X, y01, 25)
+    loss, grad = partitioned_nlp_loss(kernel, rows, 1, 0.2, basis, mean, prec,
+                                      eval_gradient=True)
+    ref_loss, ref_grad = nlp_loss(kernel, X, y, 0.2, basis, mean, prec, eval_gradient=True)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-14)
+    theta = np.append(kernel.theta, 0.2)
+    h = 1e-6
+    for i in range(len(theta)):
+        up, down = theta.copy(), theta.copy()
+        up[i] += h
+        down[i] -= h
+        values = [
+            partitioned_nlp_loss(kernel.clone_with_theta(t[:-1]), rows, 1, t[-1], basis, mean,
+                                 prec)
+            for t in (up, down)
+        ]
+        assert grad[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5, abs=1e-8)

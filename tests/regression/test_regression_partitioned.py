@@ -1,0 +1,140 @@
+"""The regressor's fit over row partitions (skgpsparse._rows.LocalRows), without a cluster.
+
+The partitioned state and objectives are the in-memory ones with every pass over the rows
+cut at partition boundaries: the same basis and, up to the order of the additions, the same
+numbers. The objectives are also checked against GPML eq. (8.17) and Titsias' bound written
+densely here.
+"""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, Matern
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPRegressor
+from skgpsparse._rows import LocalRows, row_centre
+from skgpsparse.regression._fitting import prepare_fit
+from skgpsparse.regression._partitioned import PartitionedRegressionState
+from skgpsparse.regression._partitioned_objectives import PARTITIONED_OBJECTIVES
+from skgpsparse.regression._rows_fit import fit_rows
+from skgpsparse.regression._state import RegressionState
+from skgpsparse.regression._targets import target_scaling
+
+
+def _data(n=240, d=2, seed=0, targets=None):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, d))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.randn(n)
+    if targets:
+        y = np.column_stack([y + k for k in range(targets)])
+    return X, y
+
+
+def _fit_local(params, X, y, partition_rows):
+    model = SparseGPRegressor(**params)
+    model.n_features_in_ = X.shape[1]
+    yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, model.normalize_y))
+    rows = LocalRows(X, yn, partition_rows)
+    return fit_rows(model, rows, p, rng), rows
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"optimizer": None},
+        {"optimizer": None, "selection": "exact", "n_exchange": 4},
+        {"optimizer": None, "selection": "info_gain"},
+        {"optimizer": None, "selection": "random", "normalize_y": True},
+        {"kernel": C(1.0) * Matern(1.0, nu=1.5), "optimizer": None, "selection": "exact"},
+        {"max_iter": 3},
+        {"max_iter": 3, "hyperparameter_objective": "vfe"},
+    ],
+)
+def test_partitioned_fit_equals_in_memory_fit(params):
+    X, y = _data()
+    params = dict(max_basis=12, random_state=0, **params)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model, rows = _fit_local(params, X, y, partition_rows=70)  # 4 uneven partitions
+    assert rows.n_partitions == 4
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    X_test = _data(50, seed=1)[0]
+    np.testing.assert_allclose(model.predict(X_test), reference.predict(X_test), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.kernel_.theta, reference.kernel_.theta, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        model.log_marginal_likelihood_value_, reference.log_marginal_likelihood_value_,
+        rtol=1e-10,
+    )
+
+
+def test_partitioned_fit_with_several_targets():
+    X, y = _data(targets=2)
+    params = {"max_basis": 10, "random_state": 0, "optimizer": None, "selection": "exact"}
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model, _ = _fit_local(params, X, y, partition_rows=100)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), atol=1e-10)
+
+
+def test_partitioned_state_tracks_in_memory_state_through_append_and_delete():
+    X, y = _data(n=150)
+    kernel = C(1.5) * RBF(0.8)
+    rows = LocalRows(X, y, 40)
+    state = RegressionState(kernel, X, y, 0.05, 8, jitter=1e-8)
+    part = PartitionedRegressionState(
+        kernel, rows, 0.05, 8, centre=row_centre(rows), jitter=1e-8
+    )
+    for j in (3, 77, 120, 41, 9):
+        assert state.append(j) and part.append(j)
+    J = np.array([5, 60, 100, 149, 0])
+    for criterion in ("exact", "matching_pursuit", "info_gain"):
+        np.testing.assert_allclose(part.decrease(criterion, J), state.decrease(criterion, J),
+                                   rtol=1e-10)
+    for s in (state, part):
+        s.delete(1)
+        s.append(60)
+    np.testing.assert_array_equal(part.basis, state.basis)
+    np.testing.assert_allclose(part.alpha, state.alpha, rtol=1e-10)
+    np.testing.assert_allclose(part.sigma_diag, state.sigma_diag, rtol=1e-10)
+    np.testing.assert_allclose(part.sampling_weights(J), state.sampling_weights(J), atol=1e-12)
+    np.testing.assert_allclose(part.nystrom_trace(), float(np.sum(state.q)), rtol=1e-10)
+    np.testing.assert_allclose(part.mean_squared_residual(), np.mean(state.residual**2),
+                               rtol=1e-10)
+    np.testing.assert_allclose(part.cost, state.cost, rtol=1e-10)
+    np.testing.assert_allclose(part.basis_rows, X[state.basis])
+
+
+def _dense_objectives(kernel, X, y, X_u, s2, jitter):
+    """GPML eq. (8.17) and Titsias' bound with the n x n matrices (small n only)."""
+    K_uu = kernel(X_u) + jitter * np.eye(len(X_u))
+    K_fu = kernel(X, X_u)
+    Q = K_fu @ np.linalg.solve(K_uu, K_fu.T)
+    Cm = Q + s2 * np.eye(len(X))
+    _, logdet = np.linalg.slogdet(Cm)
+    dtc = -0.5 * y @ np.linalg.solve(Cm, y) - 0.5 * logdet - 0.5 * len(X) * np.log(2 * np.pi)
+    vfe = dtc - 0.5 * np.trace(kernel(X) - Q) / s2
+    return {"dtc": dtc, "vfe": vfe}
+
+
+@pytest.mark.parametrize("name", ["dtc", "vfe"])
+def test_partitioned_objectives_against_dense_formula_and_finite_differences(name):
+    X, y = _data(n=90)
+    X_u = X[::9]
+    kernel = C(1.3) * RBF(np.array([0.9, 1.4]))
+    rows = LocalRows(X, y, 25)
+    s2, jitter = 0.04, 1e-8
+    value, gradient = PARTITIONED_OBJECTIVES[name](
+        kernel, rows, None, X_u, s2, eval_gradient=True, jitter=jitter
+    )
+    assert value == pytest.approx(_dense_objectives(kernel, X, y, X_u, s2, jitter)[name],
+                                  rel=1e-9)
+    theta = np.append(kernel.theta, np.log(s2))
+    h = 1e-6
+    for i in range(len(theta)):
+        values = []
+        for sign in (1, -1):
+            t = theta.copy()
+            t[i] += sign * h
+            values.append(_dense_objectives(
+                kernel.clone_with_theta(t[:-1]), X, y, X_u, np.exp(t[-1]), jitter)[name])
+        assert gradient[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5,
+                                            abs=1e-6)
