@@ -148,7 +148,7 @@ def _learn(model, kernel, s2, X, y, X_basis):
             ],
         )
     except ValueError as error:
-        if model.normalize_y or power_of_two_scale(y) == 1.0:
+        if model.normalize_y or y is None or power_of_two_scale(y) == 1.0:
             raise
         raise ValueError(
             f"{error} The targets' magnitude (max |y| = {np.max(np.abs(y)):.3g}) is far "
@@ -185,9 +185,6 @@ def alternate(model, X, y, p, rng):
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
-    n_targets = y.shape[1] if y.ndim == 2 else 1
-    kappa = min(getattr(model._selector, "working_set_size", None) or 0, 64)
-    float32 = X.dtype == np.float32
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. dask workers), not here
         if model.refine_basis:
@@ -197,6 +194,9 @@ def alternate(model, X, y, p, rng):
             )
         needs = f"{X.n_partitions} row partitions"
     else:
+        n_targets = y.shape[1] if y.ndim == 2 else 1
+        kappa = min(getattr(model._selector, "working_set_size", None) or 0, 64)
+        float32 = X.dtype == np.float32
         need = fit_memory(n, X.shape[1], p, kernel.n_dims, n_targets, learn, kappa, float32)
         need.check()  # before the first n x p allocation
         needs = f"needs {need.summary()}"
