@@ -11,6 +11,7 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from .._progress import Progress
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
+from ._all_rows_fit import AllRowsObjective, AllRowsPredictor, fit_all_rows
 from ._evidence import fit_evidence, negative_log_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
@@ -105,8 +106,11 @@ class _BinarySparseGPClassifier:
         hyperparameter_objective="nlp",
         bias_offset=0.0,
         n_threads=1,
+        posterior="basis",
     ):
         self.kernel = kernel
+        # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's
+        self.posterior = posterior
         # threads over the row blocks of each scored working set (ADFState)
         self.n_threads = n_threads
         # added to the class-balance start of b (restarts, _classification_restarts)
@@ -180,6 +184,8 @@ class _BinarySparseGPClassifier:
             f"objective {self.hyperparameter_objective}; the fit needs {need.summary()}"
         )
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+            if self.posterior == "all_rows":
+                return fit_all_rows(self, X, y, rng)  # _all_rows_fit: EP over every row
             if self.hyperparameter_objective == "evidence":
                 return fit_evidence(self, X, y, rng)  # the IVM's outer loop
             return self._fit_nlp(X, y, rng)
@@ -250,6 +256,12 @@ class _BinarySparseGPClassifier:
 
     def _set_predictive_factors(self):
         """Form what prediction needs under the final kernel (:class:`BinaryPredictor`)."""
+        if self.posterior == "all_rows":
+            X, y = self._train
+            tau = self.site_precision_
+            args = (X, y, tau, tau * self.site_mean_, self.bias_)
+            self._predictor = AllRowsPredictor(self.kernel_, self.basis_vectors_, *args)
+            return
         self._predictor = BinaryPredictor(
             self.kernel_, self.basis_vectors_, self.site_precision_, self.site_mean_, self.bias_
         )
@@ -265,12 +277,22 @@ class _BinarySparseGPClassifier:
         """EP log marginal likelihood of the basis labels (GPML eq. (3.65)) at ``theta``.
 
         The approximate evidence of the sparse model: EP on the basis latents with the probit
-        likelihoods of the basis labels and the fitted bias, warm-started at the fitted sites.
+        likelihoods of the basis labels and the fitted bias, warm-started at the fitted sites
+        (``posterior="all_rows"``: EP over every training label under the sparse prior).
         ``theta`` is the kernel's (``None``: the fitted one); the gradient is with respect to
         it.
         """
         kernel = self.kernel_ if theta is None else self.kernel_.clone_with_theta(theta)
         prec = self.site_precision_
+        if self.posterior == "all_rows":  # the EP evidence of all labels (_all_rows_ep)
+            X, y = self._train
+            objective = AllRowsObjective(
+                self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_)
+            )
+            out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
+            if not eval_gradient:
+                return -out * y.size
+            return -out[0] * y.size, -out[1][:-1] * y.size
         out = negative_log_evidence(
             kernel,
             self.basis_vectors_,

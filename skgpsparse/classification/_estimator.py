@@ -52,13 +52,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Prior covariance; ``None`` means
         ``ConstantKernel(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(sqrt(n_features))``.
         The length scale starts at ``sqrt(n_features)``, the scale of the distances between
-        standardised points (from ``RBF(1.0)`` a many-feature fit needs more outer
-        iterations). The latent amplitude is capped at a standard deviation of 10, since a
-        probit of a larger latent is no better calibrated (``Phi(-10) < 1e-23``), while the
-        NLP objective with the sites held fixed can otherwise run the amplitude to its bound
-        and make the model overconfident (see the benchmarks page). Its hyperparameters are
-        the optimiser's starting point; standardise the features (``StandardScaler`` in a
-        ``Pipeline``) for the default to make sense.
+        standardised points. The latent amplitude is capped at a standard deviation of 10
+        (``Phi(-10) < 1e-23``): the NLP objective with the sites held fixed can otherwise run
+        it to its bound (overconfident). It is the optimiser's start; standardise the features.
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). Clipped to ``n_samples - 1`` with a
         warning, so that eq. (4) keeps at least one held-out point.
@@ -97,6 +93,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         runs a few L-BFGS-B iterations per outer iteration. ``None`` keeps the kernel's
         hyperparameters and the initial bias, ``b = sqrt(1 + mean k(x, x)) Phi^-1(fraction of
         positives)`` (so that the prior predicts the class balance), and fits once.
+    posterior : {"basis", "all_rows"}, default="basis"
+        ``"basis"``: ADF with the basis rows' likelihoods only (as the IVM), so the probabilities
+        move with the basis drawn. ``"all_rows"``: the basis is the inducing set of a FITC
+        prior, EP matches EVERY row's likelihood and ``[theta, b]`` maximise its evidence
+        between re-selections (``hyperparameter_objective`` unused); O(n max_basis^2) per EP
+        sweep; the training rows are kept, their sites in ``site_precision_``, ``site_mean_``.
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
         Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
         non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the
@@ -109,22 +111,19 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     max_iter : int, default=20
         Largest number of outer iterations (basis selection + hyperparameter step).
     tol : float, default=1e-3
-        The outer loop stops when the NLP has not improved by ``tol`` for 5 iterations. The
-        training NLP of a re-selected basis varies by about 1e-3 from one outer iteration to
-        the next, so a smaller ``tol`` mostly buys iterations that chase that noise.
+        The outer loop stops when the NLP has not improved by ``tol`` for 5 iterations (a
+        re-selected basis' training NLP varies by about 1e-3 between iterations); with
+        ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
     n_restarts : int, default=0
         Extra runs of the two-loop design from other starts of the bias ``b``: the
         class-balance start plus 4, -4, 2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that
-        order, at most 10. The outer loop can settle at different fixed points depending on
-        where ``b`` starts (see the benchmarks page for a set where this matters), and the
-        training NLP cannot tell them apart, so each start is fitted on a stratified split
-        keeping ``1 - validation_fraction`` of the rows and judged by the NLP of the rows held
-        out after the first two outer iterations (enough to show which fixed point a start
-        leads to). The class-balance start is kept unless another start's held-out NLP is
-        lower, by more than 2 standard errors of the paired per-row difference, than both its
-        own and that of the class prior; the kept start is refitted on all rows. Costs one fit
-        plus ``2 (n_restarts + 1) (1 - validation_fraction)`` outer iterations. Ignored when
-        ``optimizer=None``.
+        order, at most 10: the outer loop can settle at different fixed points depending on
+        where ``b`` starts, which the training NLP cannot tell apart. Each start is fitted on
+        ``1 - validation_fraction`` of the rows (stratified) for two outer iterations and
+        judged by the held-out NLP; the class-balance start is kept unless another is lower
+        by more than 2 paired standard errors than it and the class prior; the kept start is
+        refitted on all rows. Costs one fit plus ``2 (n_restarts + 1) (1 -
+        validation_fraction)`` outer iterations. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts.
     n_jobs : int, default=None
@@ -149,8 +148,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     bias_ : float or ndarray of shape (n_classes,)
         Fitted bias ``b`` (per class with more than two classes).
     basis_indices_, basis_vectors_, site_precision_, site_mean_ : ndarray or list of ndarray
-        Basis set (indices into the training set and inputs) and its site parameters; a list
-        with one entry per class with more than two classes.
+        Basis set (indices into the training set and inputs) and its site parameters (of every
+        training row with ``posterior="all_rows"``); a list per class with more than two.
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
     log_marginal_likelihood_value_ : float
@@ -158,8 +157,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         :meth:`log_marginal_likelihood`); the mean over the binary models with more than two
         classes.
     loss_curve_ : list of float, or list of such lists
-        Objective (NLP eq. (4), or minus the log evidence plus the bias prior) after each
-        outer iteration.
+        Objective (NLP eq. (4), minus the log evidence plus the bias prior, or with
+        ``posterior="all_rows"`` minus the all-rows log evidence per row) after each iteration.
     exchange_loss_curve_ : list of float, or list of such lists
         NLP_a (eq. (5)) of the kept model's basis before the first exchange step and after each
         exchange step (just the first value when ``n_exchange=0``).
@@ -178,7 +177,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     ----------
     S. Shevade and S. Sundararajan, Validation-based sparse Gaussian process classifier design,
     Neural Computation 21(7), 2009. S. Sundararajan and S. Shevade, An additive model view to
-    sparse Gaussian process classifier design.
+    sparse Gaussian process classifier design. A. Naish-Guzman and S. Holden, The generalized
+    FITC approximation, NIPS 2007.
 
     Examples
     --------
@@ -202,6 +202,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions({"nlp", "evidence"})],
+        "posterior": [StrOptions({"basis", "all_rows"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
@@ -222,6 +223,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         n_exchange=0,
         optimizer="fmin_l_bfgs_b",
         hyperparameter_objective="nlp",
+        posterior="basis",
         max_iter=20,
         tol=1e-3,
         n_restarts=0,
@@ -238,6 +240,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_exchange = n_exchange
         self.optimizer = optimizer
         self.hyperparameter_objective = hyperparameter_objective
+        self.posterior = posterior
         self.max_iter = max_iter
         self.tol = tol
         self.n_restarts = n_restarts
@@ -304,9 +307,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
         kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
-        with the probit likelihoods of the basis labels, at the fitted bias ``bias_``; it is
-        not scikit-learn's Laplace value, and it covers the basis rows only (the evidence the
-        IVM maximises, ``hyperparameter_objective="evidence"``).
+        with the probit likelihoods of the basis labels, at the fitted bias ``bias_`` (the
+        IVM's evidence); with ``posterior="all_rows"``, EP over every training label under
+        the FITC prior. It is not scikit-learn's Laplace value.
 
         Parameters
         ----------

@@ -58,6 +58,11 @@ class PartitionedBinary(_BinarySparseGPClassifier):
 def fit_rows(clf, rows, classes):
     """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels."""
     n_classes = len(classes)
+    if clf.posterior != "basis":
+        raise ValueError(
+            f"posterior={clf.posterior!r} is not available for a fit on a dask array; pass "
+            "posterior='basis', or fit on an in-memory array."
+        )
     params = binary_params(clf, rows.n, rows.n_features, n_classes)
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)

@@ -1,0 +1,262 @@
+"""EP for the probit likelihood of every training row under a sparse (FITC or DTC) prior.
+
+The basis ``u`` is only the parameterisation of the prior (Naish-Guzman and Holden 2008, "The
+generalized FITC approximation"; GPML §8.3.3 for the sparse priors): with ``K_uu = L L^T`` and
+``V = L^-1 K_uf`` (``p x n``),
+
+    f = V^T w + e,   w ~ N(0, I_p),   e ~ N(0, Lambda),
+    Lambda = diag(K_ff - V^T V) (FITC)  or  0 (DTC / projected process),
+
+and every row keeps a Gaussian site ``N(f_i; nu~_i / tau~_i, 1 / tau~_i)`` for its likelihood
+``Phi(y_i (f_i + b))`` (GPML §3.6). With ``a_i = nu~_i / (1 + Lambda_i tau~_i)``,
+``g_i = tau~_i / (1 + Lambda_i tau~_i)`` (finite at ``tau~_i = 0``) and
+``B = I + V G V^T = L_B L_B^T``, the posterior of ``w`` is ``N(B^-1 V a, B^-1)`` and the
+marginals of the latents are
+
+    mu_i  = (V_i^T B^-1 V a + Lambda_i nu~_i) / (1 + Lambda_i tau~_i),
+    s2_i  = Lambda_i / (1 + Lambda_i tau~_i) + |L_B^-1 V_i|^2 / (1 + Lambda_i tau~_i)^2,
+
+O(n p^2) for all rows, no ``n x n`` array. EP updates all sites in parallel from these
+marginals (GPML eqs. (3.56)-(3.59) for each row), damped when the site changes stop shrinking.
+
+The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
+``Q + Lambda + S~^-1`` (``Q = V^T V``), written without ``1 / tau~`` (the terms in ``1/tau~``
+cancel as in :mod:`._evidence`)::
+
+    log Z = -log|L_B| + 1/2 sum log((1 + s2_-i tau~_i) / (1 + Lambda_i tau~_i))
+            + sum log Phi(z_i) + 1/2 |L_B^-1 V a|^2
+            + sum (tau~_i mu_-i^2 - 2 mu_-i nu~_i) / (2 (1 + s2_-i tau~_i))
+            + sum nu~_i^2 (Lambda_i - s2_-i) / (2 (1 + Lambda_i tau~_i) (1 + s2_-i tau~_i)).
+
+At the EP fixed point the sites' own dependence on the hyperparameters drops out of the
+gradient (GPML eq. (5.26), Seeger 2005), so with ``alpha = (Q + Lambda + S~^-1)^-1 mu~`` and
+``M = alpha alpha^T - (Q + Lambda + S~^-1)^-1`` (never formed: ``M P^T``, ``P = K_uu^-1 K_uf``,
+and ``diag(M)`` are O(n p^2)),
+
+    d log Z / d theta = 1/2 tr(M dQ) + 1/2 tr(M dLambda),
+    tr(M dQ) = 2 tr(P M dK_fu) - tr(P M P^T dK_uu),   dLambda = diag(dK_ff - dQ),
+
+and ``d log Z / d b = sum_i y_i r_i / sqrt(1 + s2_-i)`` with ``r`` the inverse Mills ratio at
+the cavity. The ``n x p`` gradient of ``K_fu`` enters only through contractions
+(:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
+"""
+
+import numpy as np
+from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg.blas import dsyrk as _dsyrk
+from scipy.special import log_ndtr
+
+from ..kernels import kernel_diag_gradient
+from ..kernels._columns import iter_cross_kernel
+from ..kernels._contraction import iter_kernel_contractions
+from ._probit import inverse_mills
+
+__all__ = ["SparsePrior", "all_rows_ep", "marginals", "negative_log_evidence_all_rows"]
+
+PRIORS = ("fitc", "dtc")
+# Jitter of K_uu relative to its mean diagonal, raised tenfold while the factor fails.
+_JITTER = 1e-8
+_EP_TOL = 1e-6
+_EP_MAX_SWEEPS = 200
+# Smallest damping of the parallel site updates.
+_MIN_DAMPING = 0.05
+
+
+class SparsePrior:
+    """The low-rank prior's factors for one kernel: ``L`` (of ``K_uu``), ``V``, ``Lambda``.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : ndarray of shape (n, n_features)
+        Training rows.
+    X_u : ndarray of shape (p, n_features)
+        Basis (inducing) inputs.
+    prior : {"fitc", "dtc"}
+        FITC keeps the diagonal ``Lambda = diag(K_ff - Q_ff)``; DTC sets it to zero.
+    """
+
+    def __init__(self, kernel, X, X_u, prior="fitc"):
+        if prior not in PRIORS:
+            raise ValueError(f"`prior` must be one of {PRIORS}, got {prior!r}.")
+        self.kernel, self.X, self.X_u, self.prior = kernel, X, X_u, prior
+        K_uu = kernel(X_u)
+        scale = max(float(np.mean(np.diag(K_uu))), np.finfo(float).tiny)
+        jitter = _JITTER * scale
+        for _ in range(8):
+            try:
+                self.L = cholesky(K_uu + jitter * np.eye(K_uu.shape[0]), lower=True)
+                break
+            except LinAlgError:
+                jitter *= 10.0
+        else:
+            raise LinAlgError(
+                "The kernel matrix of the basis is not positive definite even with a jitter of "
+                f"{jitter:.3g}: the kernel is degenerate on the basis."
+            )
+        K_uf = np.empty((X_u.shape[0], X.shape[0]))
+        for rows, K in iter_cross_kernel(kernel, X, X_u):
+            K_uf[:, rows] = K.T
+        self.V = solve_triangular(self.L, K_uf, lower=True, check_finite=False)
+        if prior == "fitc":
+            self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)
+        else:
+            self.lam = np.zeros(X.shape[0])
+
+
+def marginals(prior, tau, nu):
+    """Posterior marginals ``(mu, s2)`` and the factors the evidence reuses (module docstring)."""
+    V, lam = prior.V, prior.lam
+    h = 1.0 + lam * tau
+    g = tau / h
+    a = nu / h
+    # B = I + V G V^T, its lower triangle by one SYRK (potrf reads only that triangle)
+    B = _dsyrk(1.0, V * np.sqrt(g), lower=1)
+    B[np.diag_indices_from(B)] += 1.0
+    L_B = cholesky(B, lower=True, check_finite=False)
+    U = solve_triangular(L_B, V, lower=True, check_finite=False)  # L_B^-1 V
+    Ua = U @ a
+    mean_w = solve_triangular(L_B, Ua, lower=True, trans="T", check_finite=False)  # B^-1 V a
+    mu = (V.T @ mean_w + lam * nu) / h
+    s2 = lam / h + np.einsum("ij,ij->j", U, U) / h**2
+    return mu, np.maximum(s2, 1e-300), (h, g, a, L_B, U, Ua, mean_w)
+
+
+def _cavities(mu, s2, tau, nu):
+    """Cavity means and variances, GPML eq. (3.56); rows without a cavity get ``s2_- = inf``."""
+    denominator = 1.0 - tau * s2
+    ok = denominator > 1e-12
+    s2c = np.where(ok, s2 / np.where(ok, denominator, 1.0), np.inf)
+    mc = np.where(ok, s2c * (mu / s2 - nu), mu)
+    return mc, s2c, ok
+
+
+def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS):
+    """Parallel EP for the probit sites of all rows under ``prior`` (:class:`SparsePrior`).
+
+    Parameters
+    ----------
+    prior : SparsePrior
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    bias : float
+        Bias ``b`` of ``Phi(y (f + b))``.
+    tau, nu : ndarray of shape (n,), default=None
+        Starting sites (natural parameters ``tau~``, ``nu~``); zeros if None.
+    tol, max_sweeps : float, int
+        EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
+        ``max_sweeps`` sweeps.
+
+    Returns
+    -------
+    tau, nu : ndarray of shape (n,)
+        The sites.
+    marginals : tuple
+        ``(mu, s2, factors)`` of the final sites.
+    converged : bool
+    """
+    n = y.size
+    tau = np.zeros(n) if tau is None else np.maximum(np.asarray(tau, dtype=float), 0.0)
+    nu = np.zeros(n) if nu is None else np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
+    damping, last_change = 1.0, np.inf
+    mu, s2, factors = marginals(prior, tau, nu)
+    converged = False
+    for _ in range(max_sweeps):
+        mc, s2c, ok = _cavities(mu, s2, tau, nu)
+        s2c_ok = np.where(ok, s2c, 1.0)
+        q = 1.0 + s2c_ok
+        z = y * (mc + bias) / np.sqrt(q)
+        r, r_plus_z = inverse_mills(z)
+        # GPML eq. (3.58): moments of the tilted distributions; eq. (3.59): the new sites
+        mh = mc + y * s2c_ok * r / np.sqrt(q)
+        s2h = s2c_ok - s2c_ok**2 * r * r_plus_z / q
+        new_tau = np.maximum(1.0 / s2h - 1.0 / s2c_ok, 0.0)
+        new_nu = np.where(new_tau > 0.0, mh / s2h - mc / s2c_ok, 0.0)
+        new_tau = np.where(ok, new_tau, tau)  # round-off left no cavity: keep the site
+        new_nu = np.where(ok, new_nu, nu)
+        change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
+        if change < tol:
+            converged = True
+            break
+        if change > last_change:  # oscillation of the parallel updates: damp them more
+            damping = max(0.5 * damping, _MIN_DAMPING)
+        last_change = change
+        tau = tau + damping * (new_tau - tau)
+        nu = nu + damping * (new_nu - nu)
+        mu, s2, factors = marginals(prior, tau, nu)
+    return tau, nu, (mu, s2, factors), converged
+
+
+def negative_log_evidence_all_rows(
+    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL
+):
+    """Minus the EP log marginal likelihood of all labels under the sparse prior, and gradient.
+
+    Parameters
+    ----------
+    prior : SparsePrior
+        The prior's factors under the kernel at which the evidence is evaluated; the gradient is
+        with respect to ``prior.kernel.theta`` (log space) and ``b``.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    bias : float
+    tau, nu : ndarray of shape (n,), default=None
+        Starting sites of EP (a warm start); zeros if None.
+    eval_gradient : bool, default=False
+    tol : float
+        EP's tolerance on the site parameters.
+
+    Returns
+    -------
+    value : float
+        ``-log Z_EP``.
+    grad : ndarray of shape (n_theta + 1,)
+        Only if ``eval_gradient``: with respect to ``[theta..., b]``.
+    sites : tuple ``(tau, nu)``
+        The EP sites (to warm-start the next call).
+    """
+    tau, nu, (mu, s2, factors), _ = all_rows_ep(prior, y, bias, tau, nu, tol=tol)
+    h, g, a, L_B, U, Ua, mean_w = factors
+    lam = prior.lam
+    mc, s2c, ok = _cavities(mu, s2, tau, nu)
+    s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
+    q = 1.0 + s2c
+    z = y * (mc + bias) / np.sqrt(q)
+    e = 1.0 + s2c * tau
+    log_z = (
+        -np.sum(np.log(np.diag(L_B)))
+        + 0.5 * np.sum(np.log(e / h))
+        + np.sum(log_ndtr(z))
+        + 0.5 * Ua @ Ua
+        + np.sum((tau * mc**2 - 2.0 * mc * nu) / (2.0 * e))
+        + np.sum(nu**2 * (lam - s2c) / (2.0 * h * e))
+    )
+    if not eval_gradient:
+        return float(-log_z), (tau, nu)
+    r, _ = inverse_mills(z)
+    grad_b = np.sum(y * r / np.sqrt(q))
+    grad_theta = _theta_gradient(prior, g, a, U, mean_w)
+    return float(-log_z), -np.append(grad_theta, grad_b), (tau, nu)
+
+
+def _theta_gradient(prior, g, a, U, mean_w):
+    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2)."""
+    kernel, X, X_u, L, V = prior.kernel, prior.X, prior.X_u, prior.L, prior.V
+    # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
+    alpha = a - g * (V.T @ mean_w)
+    P = solve_triangular(L, V, lower=True, trans="T", check_finite=False)  # K_uu^-1 K_uf
+    # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
+    diag_M = alpha**2 - g + g**2 * np.einsum("ij,ij->j", U, U)
+    GPt = g[:, None] * P.T
+    MPt = np.outer(alpha, P @ alpha) - GPt + g[:, None] * (U.T @ (U @ GPt))  # V^T B^-1 V = U^T U
+    grad = np.zeros(kernel.n_dims)
+    if prior.prior == "fitc":
+        MPt -= diag_M[:, None] * P.T  # M' = M - diag(M): dLambda takes the diagonal
+        _, d_diag = kernel_diag_gradient(kernel, X)
+        grad += 0.5 * diag_M @ d_diag
+    _, dK_uu = kernel(X_u, eval_gradient=True)
+    PMPt = P @ MPt
+    grad -= 0.5 * np.einsum("jk,jkt->t", PMPt, dK_uu)
+    for rows, _, contract in iter_kernel_contractions(kernel, X, X_u):
+        grad += contract(MPt[rows])
+    return grad
