@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy.special import ndtr
+from sklearn.base import clone
 from sklearn.gaussian_process.kernels import RBF
 
 import skgpsparse._memory as memory
@@ -213,7 +214,7 @@ def test_classifier_too_large_fails_up_front(two_gigabytes):
     X, f = _data(200_000, seed=3)
     y = (f > 0).astype(int)
     message = _fails_without_allocating(SparseGPClassifier(max_basis=20_000), X, y)
-    need = classifier_memory(200_000, 2, 20_000, 2, True, 2).total
+    need = classifier_memory(200_000, 2, 20_000, 2, True, 2, 1, True).total  # all-rows EP
     assert need > 3.2e10  # the 20,000 x 200,000 posterior block M alone is 32 GB
     assert f"SparseGPClassifier.fit needs about {need / 1e9:.1f} GB" in message
     assert "Lower `max_basis` (now 20000)" in message
@@ -222,7 +223,7 @@ def test_classifier_too_large_fails_up_front(two_gigabytes):
 def test_parallel_one_vs_rest_counts_every_fit_and_names_n_jobs(monkeypatch):
     X, f = _data(30_000, seed=4)
     y = np.digitize(f, [-0.3, 0.3])
-    one = classifier_memory(30_000, 2, 2000, 2, True, 2).total
+    one = classifier_memory(30_000, 2, 2000, 2, True, 2, 1, True).total
     monkeypatch.setattr(memory, "available_memory", lambda: (1.5 * one, "test figure"))
     message = _fails_without_allocating(SparseGPClassifier(max_basis=2000, n_jobs=3), X, y)
     assert "Lower `n_jobs` (now 3 fits at once)" in message
@@ -294,9 +295,11 @@ def test_estimates_match_the_fits_peak(learn):
     optimizer = "fmin_l_bfgs_b" if learn else None
     reg = SparseGPRegressor(max_basis=150, max_iter=1, optimizer=optimizer, random_state=0)
     clf = SparseGPClassifier(max_basis=150, max_iter=1, optimizer=optimizer, random_state=0)
+    adf = clone(clf).set_params(posterior="basis")
     cases = [
         (lambda: reg.fit(X, y), regressor_memory(6000, 3, 150, 2, 1, learn, 59).total),
-        (lambda: clf.fit(X, y > 0), classifier_memory(6000, 3, 150, 2, learn, 2).total),
+        (lambda: clf.fit(X, y > 0), classifier_memory(6000, 3, 150, 2, learn, 2, 1, True).total),
+        (lambda: adf.fit(X, y > 0), classifier_memory(6000, 3, 150, 2, learn, 2).total),
     ]
     if learn:
         rvr = RelevanceVectorRegressor(RBF(1.0), method="batch_em", max_iter=2)

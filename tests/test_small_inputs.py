@@ -41,6 +41,7 @@ def _regression(n=150, seed=0):
 CLASSIFIERS = {
     "default C*RBF, learned": {},
     "ARD RBF, learned": {"kernel": RBF(np.ones(D))},
+    "ARD RBF, learned, basis posterior": {"kernel": RBF(np.ones(D)), "posterior": "basis"},
     "RBF*C, fixed": {"kernel": RBF(1.5) * C(2.0), "optimizer": None},
     "Matern, fixed": {"kernel": C(1.5) * Matern(1.2, nu=1.5), "optimizer": None},
     "multiclass": {"n_classes": 3},
@@ -192,7 +193,7 @@ def test_dataframe_rows_with_feature_names(make):
 
 # ------------------------------------------------------------------ an independent formula
 def test_single_row_classifier_equals_dense_eq_2_7():
-    model = _fit_classifier(CLASSIFIERS["ARD RBF, learned"])
+    model = _fit_classifier(CLASSIFIERS["ARD RBF, learned, basis posterior"])
     X = _test_rows(n=20)
     Z, s = model.basis_vectors_, np.sqrt(model.site_precision_)
     B = np.eye(len(s)) + s[:, None] * model.kernel_(Z) * s[None, :]

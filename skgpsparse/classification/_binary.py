@@ -41,7 +41,7 @@ def _make_selector(selection, working_set_size):
     )
 
 
-def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1):
+def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_rows=False):
     """:class:`~skgpsparse._memory.FitMemory` of a classifier fit on ``n`` rows, basis ``p``.
 
     One binary fit holds the posterior's ``p x n`` matrix ``M``
@@ -51,7 +51,9 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1):
     hyperparameters adds the objective's ``p x p`` matrices with ``dK_uu`` (``p x p x
     n_theta``) and the NLP gradient's row block (four ``rows x p`` arrays of about 32 MB).
     ``n_parallel`` binary fits (one-vs-rest with
-    ``n_jobs``) run at the same time.
+    ``n_jobs``) run at the same time. ``all_rows`` (``posterior="all_rows"``) adds the EP's
+    three ``p x n`` arrays (:mod:`._all_rows_ep`: ``K_uf``, ``V = L^-1 K_uf`` and
+    ``U = L_B^-1 V``).
     """
     kept = working_set if working_set <= 64 else 0
     lower_p = f"lower `max_basis` (now {p})"
@@ -69,6 +71,8 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1):
             f"fit on fewer rows (now {n})",
         ),
     ]
+    if all_rows:
+        parts.append(("the all-rows EP's three max_basis x n arrays", 3 * 8.0 * p * n, lower_p))
     if n_parallel > 1:
         one = sum(size for _, size, _ in parts)
         parts.append((
@@ -79,7 +83,9 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1):
 
     def resize(available):
         def need(q):
-            return fit_memory(n, n_features, q, n_theta, learn, working_set, n_parallel).total
+            return fit_memory(
+                n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows
+            ).total
 
         q = largest_fitting(need, 1, p, available)
         if q is None:
@@ -178,10 +184,13 @@ class _BinarySparseGPClassifier:
         need = fit_memory(
             X.shape[0], X.shape[1], self.max_basis, self.kernel.n_dims,
             self.optimizer is not None, getattr(self.selector, "working_set_size", None) or 0,
+            all_rows=self.posterior == "all_rows",
         )
+        all_rows = self.posterior == "all_rows"
+        objective = "the all-rows EP evidence" if all_rows else self.hyperparameter_objective
         self._progress.line(
             f"fit: {X.shape[0]} rows x {X.shape[1]} features, basis of {self.max_basis}, "
-            f"objective {self.hyperparameter_objective}; the fit needs {need.summary()}"
+            f"objective {objective}; the fit needs {need.summary()}"
         )
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             if self.posterior == "all_rows":

@@ -34,17 +34,20 @@ def _fit_binary(params, restarts, X, y, seed):
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
-    """Sparse Gaussian process classifier: ADF with probit noise and NLP-based design.
+    """Sparse Gaussian process classifier: a greedy basis, probit noise, EP or ADF.
 
     A GP classifier (probit likelihood ``p(y | f) = Phi(y (f + b))`` with a learned bias ``b``)
-    whose approximate posterior is built by assumed density filtering on a small set of at most
-    ``max_basis`` training points, chosen by greedy forward selection (validation paper §2.3-2.5;
-    additive-model paper §2-3). Hyperparameters (kernel ``theta`` and ``b``) minimise the
-    validation NLP over the points outside the basis (eq. (4)), alternating with re-selection
-    of the basis (two-loop design); the best model by training NLP is kept. Fitting costs
-    O(n max_basis^2) time and O(n max_basis) memory; predicting costs O(max_basis) per row for
-    the mean and O(max_basis^2) for the variance. More than two classes are handled one vs rest,
-    each binary model with its own hyperparameters.
+    on a small set of at most ``max_basis`` training points chosen by greedy forward
+    selection (validation paper §2.3-2.5; additive-model paper §2-3). By default
+    (``posterior="all_rows"``) the basis is the inducing set of a FITC prior and EP matches
+    every training row's likelihood; the hyperparameters (kernel ``theta`` and ``b``)
+    maximise that EP evidence, alternating with re-selection of the basis. With
+    ``posterior="basis"`` (the papers' method) the posterior is built by assumed density
+    filtering on the basis rows only and the hyperparameters minimise the validation NLP over
+    the points outside the basis (eq. (4)), two-loop design, keeping the best model by
+    training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
+    costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
+    classes are handled one vs rest, each binary model with its own hyperparameters.
 
     Parameters
     ----------
@@ -93,12 +96,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         runs a few L-BFGS-B iterations per outer iteration. ``None`` keeps the kernel's
         hyperparameters and the initial bias, ``b = sqrt(1 + mean k(x, x)) Phi^-1(fraction of
         positives)`` (so that the prior predicts the class balance), and fits once.
-    posterior : {"basis", "all_rows"}, default="basis"
-        ``"basis"``: ADF with the basis rows' likelihoods only (as the IVM), so the probabilities
-        move with the basis drawn. ``"all_rows"``: the basis is the inducing set of a FITC
-        prior, EP matches EVERY row's likelihood and ``[theta, b]`` maximise its evidence
-        between re-selections (``hyperparameter_objective`` unused); O(n max_basis^2) per EP
-        sweep; the training rows are kept, their sites in ``site_precision_``, ``site_mean_``.
+    posterior : {"auto", "all_rows", "basis"}, default="auto"
+        ``"all_rows"``: the basis is the inducing set of a FITC prior, EP matches EVERY
+        training row's likelihood (Naish-Guzman & Holden 2008) and ``[theta, b]`` maximise
+        its evidence between re-selections (``hyperparameter_objective`` unused); O(n
+        max_basis^2) per EP sweep. The probabilities depend on the data rather than on which
+        rows the selection drew, and the evidence of all labels keeps a user's kernel (no
+        amplitude cap) from overfitting. ``"basis"``: the papers' method, ADF with the basis
+        rows' likelihoods only (as the IVM), with ``hyperparameter_objective``; its
+        probabilities move with the basis drawn (``random_state``). ``"auto"``:
+        ``"all_rows"``, except on a dask array, where only ``"basis"`` is distributed.
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
         Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
         non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the
@@ -202,7 +209,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions({"nlp", "evidence"})],
-        "posterior": [StrOptions({"basis", "all_rows"})],
+        "posterior": [StrOptions({"auto", "all_rows", "basis"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
@@ -223,7 +230,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         n_exchange=0,
         optimizer="fmin_l_bfgs_b",
         hyperparameter_objective="nlp",
-        posterior="basis",
+        posterior="auto",
         max_iter=20,
         tol=1e-3,
         n_restarts=0,
@@ -288,7 +295,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         kappa = getattr(params["selector"], "working_set_size", None) or 0
         fit_memory(
             X.shape[0], X.shape[1], params["max_basis"], params["kernel"].n_dims,
-            self.optimizer is not None, kappa, n_parallel,
+            self.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
         ).check()
         rng = check_random_state(self.random_state)
         restarts = (self.n_restarts, self.validation_fraction)

@@ -53,7 +53,7 @@ def binary_params(clf, n, n_features, n_classes):
         "site_update": clf.site_update,
         "n_exchange": clf.n_exchange,
         "hyperparameter_objective": clf.hyperparameter_objective,
-        "posterior": clf.posterior,
+        "posterior": "all_rows" if clf.posterior == "auto" else clf.posterior,
         "max_iter": clf.max_iter,
         "tol": clf.tol,
         "verbose": clf.verbose,

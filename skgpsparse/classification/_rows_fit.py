@@ -58,12 +58,13 @@ class PartitionedBinary(_BinarySparseGPClassifier):
 def fit_rows(clf, rows, classes):
     """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels."""
     n_classes = len(classes)
-    if clf.posterior != "basis":
+    if clf.posterior == "all_rows":
         raise ValueError(
-            f"posterior={clf.posterior!r} is not available for a fit on a dask array; pass "
-            "posterior='basis', or fit on an in-memory array."
+            "posterior='all_rows' is not available for a fit on a dask array; pass "
+            "posterior='basis' (or 'auto', which means 'basis' there), or fit on an "
+            "in-memory array."
         )
-    params = binary_params(clf, rows.n, rows.n_features, n_classes)
+    params = dict(binary_params(clf, rows.n, rows.n_features, n_classes), posterior="basis")
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)
 

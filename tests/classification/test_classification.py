@@ -302,7 +302,9 @@ def _dense_predictive(clf, X):
 def test_predict_proba_matches_dense_eq_2_7(optimizer):
     X, y = make_moons(n_samples=120, noise=0.25, random_state=0)
     Xt = np.random.RandomState(1).uniform(-2, 3, size=(50, 2))
-    clf = SparseGPClassifier(max_basis=12, optimizer=optimizer, max_iter=3, random_state=0)
+    clf = SparseGPClassifier(
+        posterior="basis", max_basis=12, optimizer=optimizer, max_iter=3, random_state=0
+    )
     clf.fit(X, y)
     f, s2, p1 = _dense_predictive(clf, Xt)
     mean, var = clf.latent_mean_and_variance(Xt)
@@ -356,7 +358,9 @@ def test_predictive_variance_gemm_form_equals_triangular_solve(precision):
 @pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
 def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     X, y = make_moons(n_samples=100, noise=0.3, random_state=2)
-    clf = SparseGPClassifier(max_basis=10, optimizer=optimizer, max_iter=4, random_state=0)
+    clf = SparseGPClassifier(
+        posterior="basis", max_basis=10, optimizer=optimizer, max_iter=4, random_state=0
+    )
     clf.fit(X, y)
     y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
     nlp = nlp_loss(
@@ -400,10 +404,12 @@ def test_moons_accuracy():
 def test_multiclass_string_labels():
     X, y = make_blobs(n_samples=150, centers=3, cluster_std=1.0, random_state=0)
     labels = np.array(["setosa", "versicolor", "virginica"], dtype=object)[y]
-    clf = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0)
+    clf = SparseGPClassifier(posterior="basis", max_basis=10, max_iter=2, random_state=0)
     clf.fit(X, labels)
     with parallel_config(backend="threading"):  # the n_jobs path, without process start-up
-        par = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0, n_jobs=2)
+        par = SparseGPClassifier(
+            posterior="basis", max_basis=10, max_iter=2, random_state=0, n_jobs=2
+        )
         par.fit(X, labels)
     np.testing.assert_array_equal(par.predict_proba(X), clf.predict_proba(X))
     np.testing.assert_array_equal(clf.classes_, ["setosa", "versicolor", "virginica"])
@@ -508,7 +514,8 @@ def test_selector_instance_and_callable_optimizer():
         return initial_theta, value
 
     clf = SparseGPClassifier(
-        max_basis=6, selection=selector, optimizer=optimizer, max_iter=3, random_state=0
+        max_basis=6, selection=selector, optimizer=optimizer, max_iter=3, random_state=0,
+        posterior="basis",
     ).fit(X, y)
     params = selector.get_params()  # the selector itself is not fitted (it is cloned)
     assert {k: params[k] for k in ("criterion", "working_set_size", "sampling")} == {
@@ -522,7 +529,9 @@ def test_selector_instance_and_callable_optimizer():
 
 def test_verbose_prints_one_line_per_outer_iteration(capsys):
     X, y = make_moons(n_samples=50, noise=0.2, random_state=0)
-    clf = SparseGPClassifier(max_basis=5, max_iter=3, verbose=1, tol=1.0, random_state=0)
+    clf = SparseGPClassifier(
+        posterior="basis", max_basis=5, max_iter=3, verbose=1, tol=1.0, random_state=0
+    )
     clf.fit(X, y)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "NLP" in ln]
     assert len(lines) == clf.n_iter_ >= 1
@@ -538,6 +547,6 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     X, y = make_moons(n_samples=80, noise=0.3, random_state=0)
     with threadpool_limits(limits=2, user_api="blas"):
         before = blas_thread_counts()
-        SparseGPClassifier(max_basis=8, max_iter=2, random_state=0).fit(X, y)
+        SparseGPClassifier(posterior="basis", max_basis=8, max_iter=2, random_state=0).fit(X, y)
         assert blas_thread_counts() == before
     assert seen and all(t == [1] * len(t) for t in seen)

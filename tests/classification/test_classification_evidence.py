@@ -182,7 +182,8 @@ def test_evidence_fit_keeps_a_consistent_model():
 
     X, y = make_moons(n_samples=100, noise=0.25, random_state=1)
     clf = SparseGPClassifier(
-        max_basis=30, hyperparameter_objective="evidence", max_iter=3, random_state=0
+        max_basis=30, hyperparameter_objective="evidence", max_iter=3, random_state=0,
+        posterior="basis",
     ).fit(X, y)
     y_pm = np.where(y == 1, 1.0, -1.0)
     assert clf.score(X, y) > 0.8
@@ -196,7 +197,8 @@ def test_evidence_fit_keeps_a_consistent_model():
     np.testing.assert_allclose(state.site_mean, clf.site_mean_, rtol=1e-8)
     # with fixed hyperparameters the loss is the evidence of the fitted basis at the start bias
     fixed = SparseGPClassifier(
-        max_basis=12, hyperparameter_objective="evidence", optimizer=None, random_state=0
+        max_basis=12, hyperparameter_objective="evidence", optimizer=None, random_state=0,
+        posterior="basis",
     ).fit(X, y)
     u = fixed.basis_indices_
     assert np.isclose(
@@ -218,6 +220,7 @@ def test_evidence_fit_keeps_the_visited_model_with_the_lowest_training_nlp(capsy
         max_iter=4,
         random_state=0,
         verbose=1,
+        posterior="basis",
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -164,7 +164,9 @@ def test_mixed_additions_and_deletions_equal_dense_posterior(ops, seed):
 
 def test_exchange_records_the_loss_and_keeps_the_basis_size():
     X, y = make_moons(n_samples=120, noise=0.3, random_state=0)
-    clf = SparseGPClassifier(max_basis=10, n_exchange=4, optimizer=None, random_state=0)
+    clf = SparseGPClassifier(
+        posterior="basis", max_basis=10, n_exchange=4, optimizer=None, random_state=0
+    )
     clf.fit(X, y)
     curve = clf.exchange_loss_curve_
     assert len(curve) == 5 and len(clf.basis_indices_) == 10
@@ -174,7 +176,9 @@ def test_exchange_records_the_loss_and_keeps_the_basis_size():
     y_pm = np.where(y == 1, 1.0, -1.0)
     assert np.isclose(curve[-1], _nlp_all(f, np.diag(A), y_pm, clf.bias_), rtol=1e-9)
     assert clf.score(X, y) > 0.8
-    plain = SparseGPClassifier(max_basis=10, optimizer=None, random_state=0).fit(X, y)
+    plain = SparseGPClassifier(
+        posterior="basis", max_basis=10, optimizer=None, random_state=0
+    ).fit(X, y)
     assert plain.exchange_loss_curve_ == [curve[0]]
 
 

@@ -164,7 +164,8 @@ def test_restarts_find_the_better_fixed_point_on_ringnorm_like_data():
         losses = []
         for n_restarts in (0, 2):
             clf = SparseGPClassifier(
-                max_basis=30, max_iter=5, n_restarts=n_restarts, random_state=seed
+                max_basis=30, max_iter=5, n_restarts=n_restarts, random_state=seed,
+                posterior="basis",
             ).fit(X, y)
             losses.append(log_loss(y_test, clf.predict_proba(X_test)))
         assert clf._binary.bias_offset == 4.0

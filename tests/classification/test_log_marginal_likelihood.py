@@ -21,7 +21,9 @@ def test_one_basis_vector_gives_the_exact_evidence():
     # with one basis latent f ~ N(0, k), P(y | b) = Phi(y b / sqrt(1 + k)): EP is exact there
     X, y = _binary()
     kernel = C(1.7) * RBF(0.8)
-    model = SparseGPClassifier(kernel, max_basis=1, optimizer=None, random_state=0).fit(X, y)
+    model = SparseGPClassifier(
+        kernel, posterior="basis", max_basis=1, optimizer=None, random_state=0
+    ).fit(X, y)
     j = model.basis_indices_[0]
     label = 1.0 if y[j] == model.classes_[1] else -1.0
     k = kernel.diag(X[[j]])[0]
@@ -35,7 +37,9 @@ def test_two_basis_vectors_close_to_the_integrated_evidence():
     # two latents: the exact evidence is a 2-D integral; EP approximates it closely
     X, y = _binary()
     kernel = C(1.0) * RBF(1.0)
-    model = SparseGPClassifier(kernel, max_basis=2, optimizer=None, random_state=3).fit(X, y)
+    model = SparseGPClassifier(
+        kernel, posterior="basis", max_basis=2, optimizer=None, random_state=3
+    ).fit(X, y)
     Xu = model.basis_vectors_
     t = np.where(y[model.basis_indices_] == model.classes_[1], 1.0, -1.0)
     K = kernel(Xu)
