@@ -29,11 +29,12 @@ class DataError(Exception):
 
 
 def _builtin_problems(random_state):
-    """Two generated problems, each small enough for the full GP to fit in seconds."""
+    """Two generated problems: 2,000 training rows for classification (where the full GP's
+    O(n^3) fit takes tens of seconds), 1,000 for regression."""
     from sklearn.datasets import make_classification, make_friedman1
 
     Xc, yc = make_classification(
-        n_samples=2000,
+        n_samples=4000,
         n_features=8,
         n_informative=5,
         n_redundant=1,
@@ -228,9 +229,9 @@ def _parser():
     parser.add_argument(
         "--max-basis",
         type=int,
-        default=100,
+        default=200,
         metavar="N",
-        help="basis vectors of the sparse GP (default: 100)",
+        help="basis vectors of the sparse GP (default: 200)",
     )
     parser.add_argument(
         "--no-baseline",
