@@ -2,8 +2,10 @@
 
 Every model is fitted on the same splits, on one thread (BLAS and TensorFlow), and scored by
 the same code (``_peers.classification_metrics``). skgpsparse's configurations are the
-default constructor, ``selection="nlp"`` and the kernel a scikit-learn user writes,
-``ConstantKernel(1.0) * RBF(1.0)``; the peer is GPflow's SVGP (Bernoulli/probit likelihood,
+default constructor, ``selection="nlp"``, the kernel a scikit-learn user writes,
+``ConstantKernel(1.0) * RBF(1.0)``, an ARD kernel ``ConstantKernel(1.0) * RBF(np.ones(d))``
+and the papers' posterior (``posterior="basis"``); records are keyed by every constructor
+parameter, so a changed default is measured afresh; the peer is GPflow's SVGP (Bernoulli/probit likelihood,
 whitened, the same number of inducing points started at a random subset of training rows
 and optimised, full-batch L-BFGS).
 
@@ -62,7 +64,30 @@ OURS = {
     "default": dict,
     "nlp": lambda: {"selection": "nlp"},
     "user_kernel": lambda: {"kernel": _user_kernel()},
+    "ard_kernel": lambda: {"kernel": "ard"},  # C(1.0) * RBF(np.ones(d)), d from the data
+    # the papers' posterior (the basis rows' likelihoods only), the default before all_rows
+    "basis": lambda: {"posterior": "basis"},
 }
+
+
+def _constructor(kwargs, n_features):
+    """``kwargs`` with the ARD kernel placeholder made for ``n_features`` inputs."""
+    if kwargs.get("kernel") == "ard":
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+        return dict(kwargs, kernel=ConstantKernel(1.0) * RBF(np.ones(n_features)))
+    return kwargs
+
+
+def _config(kwargs):
+    """The cache's record of a configuration: every constructor parameter but the seed and
+    basis size, defaults included, so that a changed default is a new configuration."""
+    from skgpsparse import SparseGPClassifier
+
+    params = SparseGPClassifier(**{k: v for k, v in kwargs.items() if k != "kernel"}).get_params()
+    params.pop("random_state"), params.pop("max_basis")
+    params["kernel"] = repr(kwargs.get("kernel"))
+    return repr(sorted(params.items()))
 
 
 def split(name, realization, seed=0):
@@ -87,6 +112,7 @@ def fit_ours(kwargs, X, y01, X_test, y01_test, M, seed):
     """One SparseGPClassifier fit on one thread: metrics, times and test probabilities."""
     from skgpsparse import SparseGPClassifier
 
+    kwargs = _constructor(kwargs, X.shape[1])
     model = SparseGPClassifier(max_basis=M, random_state=seed, **kwargs)
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -130,7 +156,7 @@ def records(names, realizations, models, seeds, svgp_maxiter, fresh, keep_p1=Fal
                         print(f"{name} {label}: skipped (the estimator has no {sorted(kwargs)})")
                         continue
                 for seed in seeds:
-                    config = {"maxiter": svgp_maxiter} if label == "svgp" else repr(kwargs)
+                    config = {"maxiter": svgp_maxiter} if label == "svgp" else _config(kwargs)
                     k = _key(name, r, label, config, M, seed)
                     if k not in cache:
                         print(f"{name} r{r + 1} {label} seed {seed} ...", flush=True)
