@@ -263,6 +263,13 @@ class _BinarySparseGPClassifier:
         theta, loss = minimize_theta(self.optimizer, obj_func, theta0, bounds)
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
 
+    def __getstate__(self):
+        """Pickle without the training rows that ``posterior="all_rows"`` keeps for
+        ``log_marginal_likelihood(theta)``: a fitted model stores what prediction needs."""
+        state = self.__dict__.copy()
+        state.pop("_train", None)
+        return state
+
     def _set_predictive_factors(self):
         """Form what prediction needs under the final kernel (:class:`BinaryPredictor`)."""
         if self.posterior == "all_rows":
@@ -294,6 +301,13 @@ class _BinarySparseGPClassifier:
         kernel = self.kernel_ if theta is None else self.kernel_.clone_with_theta(theta)
         prec = self.site_precision_
         if self.posterior == "all_rows":  # the EP evidence of all labels (_all_rows_ep)
+            if getattr(self, "_train", None) is None:
+                raise ValueError(
+                    "log_marginal_likelihood(theta) with posterior='all_rows' needs the "
+                    "training rows, which a pickled model does not keep (it stores only what "
+                    "prediction needs). Refit the model to evaluate the evidence at another "
+                    "theta."
+                )
             X, y = self._train
             objective = AllRowsObjective(
                 self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_)

@@ -190,3 +190,19 @@ def test_three_classes_one_vs_rest_with_the_all_rows_posterior():
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert all(s.shape == (150,) for s in clf.site_precision_)
     assert clf.score(X, y) > 0.75
+
+
+def test_pickled_all_rows_model_predicts_the_same_without_the_training_rows():
+    import pickle
+
+    X, y = _problem(n=400, seed=3)
+    model = SparseGPClassifier(max_basis=15, max_iter=2, random_state=0).fit(X, y)
+    assert model.posterior == "auto" and model.site_precision_.shape == (400,)  # all rows
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    assert not hasattr(restored._binary, "_train")  # X is not in the pickle
+    assert restored.log_marginal_likelihood() == model.log_marginal_likelihood_value_
+    theta = model.kernel_.theta
+    assert np.isfinite(model.log_marginal_likelihood(theta))
+    with pytest.raises(ValueError, match="pickled model does not keep"):
+        restored.log_marginal_likelihood(theta)
