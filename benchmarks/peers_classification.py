@@ -225,6 +225,9 @@ def main(argv=None):
     parser.add_argument("--seed-spread", action="store_true",
                         help="realization 1 of banana, heart, breast cancer, ringnorm, seeds 0-9")
     parser.add_argument("--fresh", action="store_true", help="ignore cached records")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="record cache (default results/peers_classification_runs.json; "
+                             "another file lets two runs go in parallel, then merge them)")
     args = parser.parse_args(argv)
     models = args.models.split(",")
     unknown = set(models) - set(OURS) - {"svgp"}
@@ -241,7 +244,7 @@ def main(argv=None):
         out = RESULTS / "peers_classification_spread.md"
     else:
         recs = list(records(args.datasets, range(args.realizations), models, [0],
-                            args.svgp_maxiter, args.fresh))
+                            args.svgp_maxiter, args.fresh, cache_file=args.cache or CACHE))
         lines = ["# SparseGPClassifier against GPflow's SVGP", "", *head,
                  *summary_table(recs, args.datasets, models)]
         out = RESULTS / "peers_classification.md"

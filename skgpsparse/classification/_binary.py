@@ -72,7 +72,11 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
         ),
     ]
     if all_rows:
-        parts.append(("the all-rows EP's three max_basis x n arrays", 3 * 8.0 * p * n, lower_p))
+        parts.append((
+            "the all-rows EP's three max_basis x n arrays",
+            3 * 8.0 * p * n,
+            (lower_p, "pass posterior='basis' (the basis rows' likelihoods only)"),
+        ))
     if n_parallel > 1:
         one = sum(size for _, size, _ in parts)
         parts.append((
