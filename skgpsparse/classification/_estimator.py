@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from scipy.special import ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
@@ -458,6 +459,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         def labels(X_block, predictors):
             e = margins(X_block, predictors)
-            return self.classes_[(e > 0).astype(int) if e.ndim == 1 else np.argmax(e, axis=1)]
+            if e.ndim == 2:
+                return self.classes_[np.argmax(e, axis=1)]
+            # as predict_proba's argmax: a margin within rounding of 0 gives equal
+            # probabilities, and the tie goes to classes_[0]
+            return self.classes_[(ndtr(e) > ndtr(-e)).astype(int)]
 
         return by_row_blocks(labels, *self._validate_X(X))

@@ -206,3 +206,13 @@ def test_pickled_all_rows_model_predicts_the_same_without_the_training_rows():
     assert np.isfinite(model.log_marginal_likelihood(theta))
     with pytest.raises(ValueError, match="pickled model does not keep"):
         restored.log_marginal_likelihood(theta)
+
+
+def test_predict_is_the_argmax_of_predict_proba_at_a_tie():
+    # identical inputs with balanced labels: the margin is within rounding of 0, both
+    # probabilities are 0.5, and predict follows predict_proba's argmax (classes_[0])
+    X = np.zeros((8, 1), dtype=np.float32)
+    y = np.array([False, True, True, True, True, False, False, False])
+    model = SparseGPClassifier(random_state=0).fit(X, y)
+    proba = model.predict_proba(X)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
