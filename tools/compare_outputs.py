@@ -54,32 +54,52 @@ def _fits():
     )
 
     X_bin, y_bin, X_mc, y_mc, X_reg, y_reg, X_test = _problems()
+    # The classifier's posterior: the fits below are the basis posterior's (the default
+    # before posterior="all_rows"); the all-rows EP's fits follow where the package has it.
+    has_posterior = "posterior" in SparseGPClassifier().get_params()
+
+    def basis_clf(*args, **kwargs):
+        if has_posterior:
+            kwargs.setdefault("posterior", "basis")
+        return SparseGPClassifier(*args, **kwargs)
+
     Xt2 = X_test[:, :2]
     for selection in ("random", "entropy", "info_gain", "nlp", "adaptive"):
-        clf = SparseGPClassifier(max_basis=25, selection=selection, max_iter=3, random_state=0)
+        clf = basis_clf(max_basis=25, selection=selection, max_iter=3, random_state=0)
         yield f"clf-{selection}", clf, X_bin, y_bin, Xt2
-    yield "clf-evidence", SparseGPClassifier(
+    yield "clf-evidence", basis_clf(
         max_basis=25, hyperparameter_objective="evidence", max_iter=3, random_state=0
     ), X_bin, y_bin, Xt2
-    yield "clf-optimize-sites", SparseGPClassifier(
+    yield "clf-optimize-sites", basis_clf(
         max_basis=20, selection="nlp", site_update="optimize", max_iter=2, random_state=0
     ), X_bin, y_bin, Xt2
-    yield "clf-exchange", SparseGPClassifier(
+    yield "clf-exchange", basis_clf(
         max_basis=20, n_exchange=5, max_iter=2, random_state=0
     ), X_bin, y_bin, Xt2
-    yield "clf-restarts", SparseGPClassifier(
+    yield "clf-restarts", basis_clf(
         max_basis=20, n_restarts=2, max_iter=2, random_state=0
     ), X_bin, y_bin, Xt2
-    yield "clf-user-kernel", SparseGPClassifier(
+    yield "clf-user-kernel", basis_clf(
         ConstantKernel(1.0) * RBF(1.0), max_basis=25, max_iter=3, random_state=0
     ), X_bin, y_bin, Xt2
-    yield "clf-selector", SparseGPClassifier(
+    yield "clf-selector", basis_clf(
         max_basis=20, selection=GreedySelector("nlp_all", 4, sampling="uniform"),
         max_iter=2, random_state=0,
     ), X_bin, y_bin, Xt2
-    yield "clf-multiclass", SparseGPClassifier(
+    yield "clf-multiclass", basis_clf(
         max_basis=20, max_iter=2, random_state=0
     ), X_mc, y_mc, Xt2
+    if has_posterior:
+        yield "clf-all-rows", SparseGPClassifier(
+            max_basis=20, posterior="all_rows", max_iter=3, random_state=0
+        ), X_bin, y_bin, Xt2
+        yield "clf-all-rows-user-kernel", SparseGPClassifier(
+            ConstantKernel(1.0) * RBF(1.0), max_basis=20, posterior="all_rows", max_iter=3,
+            random_state=0,
+        ), X_bin, y_bin, Xt2
+        yield "clf-all-rows-multiclass", SparseGPClassifier(
+            max_basis=15, posterior="all_rows", max_iter=2, random_state=0
+        ), X_mc, y_mc, Xt2
     for selection in ("random", "exact", "matching_pursuit", "info_gain"):
         reg = SparseGPRegressor(max_basis=30, selection=selection, max_iter=3, random_state=0)
         yield f"reg-{selection}", reg, X_reg, y_reg, X_test
