@@ -36,6 +36,7 @@ Writes ``benchmarks/results/cost_curves.md`` and ``benchmarks/results/cost_curve
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -238,7 +239,7 @@ def write(curves, notes, sizes, args, argv):
         "",
         (f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} (shared). Date: "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Command: "
-        f"`python benchmarks/cost_curves.py {' '.join(argv or sys.argv[1:])}`."),
+        f"`python benchmarks/cost_curves.py {shlex.join(argv or sys.argv[1:])}`."),
         "",
         (f"Process CPU seconds of one fit on one thread, each in a fresh process; median of "
         f"up to {args.repeats} fits (seeds 0, 1, ...) where the first took under "

@@ -70,6 +70,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
           probabilities ``1 - Phi(y_j (f_j + b) / sqrt(1 + A_jj))`` (additive-model paper
           eq. (11)), best by NLP_a over all points (eq. (5), (10)).
         - ``"nlp"``: uniform working set (default 59), best by NLP eq. (4) (validation paper).
+          With ``site_update="optimize"`` every one of those candidates has its site optimised
+          at every step, the slowest combination by far: practical up to about a thousand
+          rows (see ``site_update``).
         - ``"entropy"``: largest posterior entropy reduction (IVM, Lawrence et al. 2003).
         - ``"info_gain"``: largest information gain (Seeger et al.).
         - ``"random"``: uniform draw.
@@ -85,7 +88,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         (additive-model paper §3; a bounded number of L-BFGS-B evaluations, vectorised over the
         working set). The candidates are then compared at their optimised sites; the objective
         is the selection's own (NLP_a eq. (5) for "adaptive", eq. (4) for "nlp"; eq. (5) for the
-        other selections).
+        other selections). Cost: each step evaluates the loss at all ``n`` rows up to about
+        thirty times, from two starts, for every working-set candidate. Under the default
+        selection (2 candidates) the fit costs several times the default fit, and tens of
+        thousands of rows are its practical limit (keep moment matching beyond); under
+        ``selection="nlp"`` (59 candidates) it costs about a hundred times the default fit
+        and stops being practical past about a thousand rows. The measured curves are on the
+        benchmarks page of the documentation ("Where the slow fits stop").
     n_exchange : int, default=0
         Exchange steps after each forward selection: delete the basis vector whose deletion
         raises NLP_a (eq. (5)) least, all deletions scored in one batched computation, then add

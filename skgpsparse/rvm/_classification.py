@@ -122,6 +122,17 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
     Multiclass problems are fitted one-vs-rest, one binary RVM per class; probabilities are
     normalised across classes.
 
+    Cost against the number of rows: the sweep makes one EM step per candidate basis
+    function, and each E-step runs Newton-Raphson (inside the adaptive TAP iterations) at
+    O(n M^2) per iteration, so with ``m`` candidates a fit costs about O(n m M^2) times the
+    iterations, and more as more basis functions stay active with more data. With every row
+    a candidate (the default) that is about O(n^2 M^2): practical up to a few thousand
+    rows. ``n_basis_functions`` of about a thousand stretches that to about ten thousand
+    rows, still growing faster than ``n``; for tens of thousands of rows and more use
+    :class:`~skgpsparse.SparseGPClassifier`. Each class of a multiclass problem costs one
+    such fit. The measured curves are on the benchmarks page of the documentation ("Where
+    the slow fits stop").
+
     Parameters
     ----------
     kernel : Kernel, default=None
@@ -139,7 +150,9 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         Add a constant basis function, visited first by SSEM.
     n_basis_functions : int, default=None
         Use only this many training inputs, drawn at random, as candidate basis functions
-        (the SSEM paper uses 800 on MNIST); ``None`` uses all.
+        (the SSEM paper uses 800 on MNIST); ``None`` uses all. The sweep's cost is about
+        proportional to the number of candidates: set it for more than a few thousand rows,
+        at the risk of missing a useful centre among the rows left out.
     max_iter : int, default=100
         Maximum number of batch EM steps.
     tol : float, default=1e-4

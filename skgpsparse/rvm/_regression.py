@@ -64,6 +64,17 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
     ``n x n`` design; it refactorises once per step, as the final batch phase of SSEM does.
 
+    Cost against the number of rows: the sweep makes one EM step per candidate basis
+    function, each O(n M) for the design and its factor's updates, so with ``m`` candidates
+    a fit costs about O(n m M). With every row a candidate (the default) that is
+    O(n^2 M): practical up to about ten thousand rows and not at tens of thousands.
+    ``n_basis_functions`` of about a thousand (a random subset of candidates, the SSEM
+    paper's remedy for large sets) makes the fit grow about in proportion to ``n`` (faster at
+    large ``n``, as more basis functions stay active with more data) and reaches about a
+    hundred thousand rows; beyond that, or to learn the kernel, use
+    :class:`~skgpsparse.SparseGPRegressor`. The measured curves are on the benchmarks page of
+    the documentation ("Where the slow fits stop").
+
     Parameters
     ----------
     kernel : Kernel, default=None
@@ -85,7 +96,9 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         visits it first; it can be pruned like the others.
     n_basis_functions : int, default=None
         Use only this many training inputs, drawn at random, as candidate basis functions;
-        ``None`` uses all of them (the RVM).
+        ``None`` uses all of them (the RVM). The fit's cost is about proportional to the
+        number of candidates: set it (a thousand, say) for tens of thousands of rows, at
+        the risk of missing a useful centre among the rows left out.
     max_iter : int, default=200
         Maximum number of batch EM steps (after the SSEM sweep, or in total for batch EM).
     tol : float, default=1e-5
