@@ -145,6 +145,18 @@ def main(argv=None):
             lambda r: sparse_model(ConstantKernel(1.0, (1e-5, 100.0)) * RBF(1.0), r),
         ),
         (
+            "sparse_user3",
+            f"SparseGPClassifier(C(1.0) * RBF(3.0), max_basis={args.max_basis}) (a user kernel)",
+            lambda r: sparse_model(ConstantKernel(1.0) * RBF(3.0), r),
+        ),
+        (
+            "sparse_basis",
+            f"SparseGPClassifier(max_basis={args.max_basis}, posterior='basis')",
+            lambda r: SparseGPClassifier(
+                max_basis=args.max_basis, posterior="basis", random_state=args.seed + r
+            ),
+        ),
+        (
             "full",
             "GaussianProcessClassifier(C(1.0) * RBF(sqrt(d))) (reference)",
             lambda r: full_model(np.sqrt(d)),
