@@ -125,7 +125,9 @@ def test_multiple_targets_are_refined_together():
 
 def test_dtc_objective_refines_too():
     X, y = _data(200)
-    model = SparseGPRegressor(max_basis=8, refine_basis=10, optimizer=None, random_state=0)
+    model = SparseGPRegressor(
+        max_basis=8, refine_basis=10, optimizer=None, random_state=0, hyperparameter_objective="dtc",
+    )
     model.fit(X, y)
     direct = dtc_log_marginal_likelihood(
         model.kernel_, X, y, model.basis_vectors_, model.noise_variance_,

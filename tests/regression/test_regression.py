@@ -240,7 +240,9 @@ def test_return_std_and_cov_exclusive():
 
 def test_fitted_attributes_and_basis_size():
     X, y = _data(n=100)
-    model = SparseGPRegressor(KERNEL, max_basis=12, optimizer=None, random_state=0).fit(X, y)
+    model = SparseGPRegressor(
+        KERNEL, max_basis=12, optimizer=None, random_state=0, hyperparameter_objective="dtc",
+    ).fit(X, y)
     assert model.basis_indices_.shape == (12,)
     assert len(set(model.basis_indices_.tolist())) == 12
     np.testing.assert_array_equal(model.basis_vectors_, X[model.basis_indices_])
@@ -503,6 +505,7 @@ def test_exchange_steps_never_raise_the_cost(selection):
         optimizer=None,
         selection=selection,
         random_state=0,
+        hyperparameter_objective="dtc",
     ).fit(X, y)
     ends = model.cost_curve_[p - 1 :: 2]  # forward end, then the end of each exchange step
     assert ends.shape == (steps + 1,)
@@ -691,6 +694,8 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     X, y = _data(n=60, d=2)
     with threadpool_limits(limits=2, user_api="blas"):
         before = blas_thread_counts()
-        SparseGPRegressor(max_basis=8, max_iter=2, random_state=0).fit(X, y)
+        SparseGPRegressor(
+            max_basis=8, max_iter=2, random_state=0, hyperparameter_objective="dtc",
+        ).fit(X, y)
         assert blas_thread_counts() == before
     assert seen and all(t == [1] * len(t) for t in seen)

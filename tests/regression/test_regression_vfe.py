@@ -215,7 +215,8 @@ def test_estimator_learns_a_higher_bound_than_the_dtc_optimum():
     # each objective's optimum on its own terms: VFE's hyperparameters give a higher bound
     X, y = _regression_data()
     common = {"max_basis": 12, "max_iter": 3, "random_state": 0}
-    dtc = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **common).fit(X, y)
+    dtc = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), hyperparameter_objective="dtc", **common)
+    dtc.fit(X, y)
     vfe = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), hyperparameter_objective="vfe", **common)
     vfe.fit(X, y)
     bound_at_dtc = vfe_log_marginal_likelihood(
@@ -226,12 +227,13 @@ def test_estimator_learns_a_higher_bound_than_the_dtc_optimum():
     assert vfe.kernel_.k1.constant_value < dtc.kernel_.k1.constant_value
 
 
-def test_default_objective_is_dtc():
+def test_default_objective_is_vfe():
+    # chosen by benchmarks/peers_regression.py: a lower test NLPD than DTC on every set
     X, y = _regression_data(n=80)
     kw = {"max_basis": 8, "max_iter": 2, "random_state": 0}
     default = SparseGPRegressor(**kw).fit(X, y)
-    explicit = SparseGPRegressor(hyperparameter_objective="dtc", **kw).fit(X, y)
-    assert SparseGPRegressor().hyperparameter_objective == "dtc"
+    explicit = SparseGPRegressor(hyperparameter_objective="vfe", **kw).fit(X, y)
+    assert SparseGPRegressor().hyperparameter_objective == "vfe"
     np.testing.assert_array_equal(default.alpha_, explicit.alpha_)
     assert default.log_marginal_likelihood_value_ == explicit.log_marginal_likelihood_value_
 
