@@ -1,0 +1,55 @@
+"""The regressor's starting hyperparameters: the full GP on a subset, from two noise starts."""
+
+import numpy as np
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import skgpsparse.regression._design as design
+from skgpsparse import SparseGPRegressor
+
+
+def _data(n=120, d=6, seed=0):
+    # one relevant input of six: short isotropic length scales explain y by overfitting
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.randn(n)
+    return X, y
+
+
+def test_the_subset_start_keeps_the_higher_likelihood_of_two_noise_starts(monkeypatch):
+    X, y = _data()
+    model = SparseGPRegressor(C(1.0) * RBF(np.full(6, np.sqrt(6))), max_basis=20)
+    model._progress = None
+    seen = []
+    learn = design._learn
+
+    def spy(model, kernel, s2, X_sub, y_sub, X_basis):
+        out = learn(model, kernel, s2, X_sub, y_sub, X_basis)
+        seen.append((s2, out))
+        return out
+
+    monkeypatch.setattr(design, "_learn", spy)
+    kernel, s2 = design._subset_start(model, model.kernel, 1e-2, X, y, (1e-6, 1e2))
+    assert [start for start, _ in seen] == [1e-2, float(np.var(y))]  # the two starts
+    best = max((out for _, out in seen), key=lambda out: out[2])
+    np.testing.assert_array_equal(kernel.theta, best[0].theta)
+    assert s2 == best[1]
+    # with a fixed noise, or a start already at the targets' variance, one start
+    seen.clear()
+    design._subset_start(model, model.kernel, 1e-2, X, y, None)
+    design._subset_start(model, model.kernel, float(np.var(y)), X, y, (1e-6, 1e2))
+    assert len(seen) == 2
+
+
+def test_a_fit_starts_from_the_better_subset_optimum(monkeypatch):
+    # the fit's value of the objective is no lower than from the small noise start alone
+    X, y = _data(n=300, seed=1)
+    kw = {"kernel": C(1.0) * RBF(np.full(6, np.sqrt(6))), "max_basis": 30, "random_state": 0}
+    two = SparseGPRegressor(**kw).fit(X, y)
+    monkeypatch.setattr(
+        design, "_subset_start",
+        lambda model, kernel, s2, X_sub, y_sub, bounds: design._learn(
+            model, kernel, s2, X_sub, y_sub, X_sub)[:2],
+    )
+    one = SparseGPRegressor(**kw).fit(X, y)
+    assert two.log_marginal_likelihood_value_ >= one.log_marginal_likelihood_value_ - 1e-6
