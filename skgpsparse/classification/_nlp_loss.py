@@ -47,7 +47,7 @@ from ..kernels import kernel_diag_gradient, kernel_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
 
-__all__ = ["nlp_loss"]
+__all__ = ["basis_system", "nlp_loss"]
 
 
 def _check_inputs(X, y, bias, basis_indices, site_mean, site_precision):
@@ -107,6 +107,36 @@ def _probit_terms(y, f, A, bias):
     # stable inverse Mills ratio, also for very negative z
     ratio = np.exp(norm.logpdf(z) - log_phi)
     return z, -log_phi, ratio, one_plus_A, sd
+
+
+def basis_system(kernel, X_u, s, m_u, eval_gradient):
+    """``(C, w, dK_uu)`` of the basis: ``C = S B^-1 S`` and ``w = C m_u``.
+
+    ``B = I + S K_uu S = L L^T`` (validation paper sec. 2.5) with ``S = diag(s)``,
+    ``s = Pi_u^1/2``. ``C`` is formed once (O(p^3); ``B >= I`` is well conditioned), so
+    that ``g_i = C k_ui``, ``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i`` take one
+    GEMM per chunk of rows (``K C``) instead of two triangular solves against ``L``.
+    ``dK_uu`` (``p x p x n_theta``) is computed with ``eval_gradient``, else ``None``.
+    """
+    p = s.size
+    dK_uu = None
+    if not p:
+        K_uu, dK_uu = np.zeros((0, 0)), np.zeros((0, 0, kernel.n_dims))
+    elif eval_gradient:
+        # K_uu is the prior covariance of the basis latents, k(x, x) on its diagonal (a
+        # WhiteKernel term is 0 in kernel(X, Z) but belongs on this diagonal, as in kernel(X))
+        K_uu, dK_uu = kernel_gradient(kernel, X_u, X_u)
+        diag_u, d_diag_u = kernel_diag_gradient(kernel, X_u)
+        K_uu[np.diag_indices(p)] = diag_u
+        dK_uu[np.arange(p), np.arange(p), :] = d_diag_u
+    else:
+        K_uu = kernel(X_u)
+    if not p:
+        return np.zeros((0, 0)), np.zeros(0), dK_uu
+    L = cholesky(np.eye(p) + s[:, None] * K_uu * s[None, :], lower=True)
+    C = s[:, None] * cho_solve((L, True), np.diag(s))
+    C = 0.5 * (C + C.T)
+    return C, C @ m_u, dK_uu
 
 
 def nlp_loss(
@@ -181,26 +211,7 @@ def nlp_loss(
     p = basis.size
     s = np.sqrt(p_u)  # S = Pi_u^1/2 as a vector
 
-    # B = I + S K_uu S = L L^T (validation paper sec. 2.5)
-    if not p:
-        K_uu, dK_uu = np.zeros((0, 0)), np.zeros((0, 0, kernel.n_dims))
-    elif eval_gradient:
-        # K_uu is the prior covariance of the basis latents, k(x, x) on its diagonal (a
-        # WhiteKernel term is 0 in kernel(X, Z) but belongs on this diagonal, as in kernel(X))
-        K_uu, dK_uu = kernel_gradient(kernel, X_u, X_u)
-        diag_u, d_diag_u = kernel_diag_gradient(kernel, X_u)
-        K_uu[np.diag_indices(p)] = diag_u
-        dK_uu[np.arange(p), np.arange(p), :] = d_diag_u
-    else:
-        K_uu = kernel(X_u)
-    B = np.eye(p) + s[:, None] * K_uu * s[None, :]
-    L = cholesky(B, lower=True) if p else np.zeros((0, 0))
-    # C = S B^-1 S (p x p, O(p^3) once; B >= I is well conditioned) and w = C m_u. Then
-    # g_i = C k_ui, f_i = k_iu . w and A_ii = k_ii - k_iu . g_i: one GEMM per chunk
-    # (K C) instead of two triangular solves against L.
-    C = s[:, None] * cho_solve((L, True), np.diag(s)) if p else np.zeros((0, 0))
-    C = 0.5 * (C + C.T)
-    w = C @ m_u
+    C, w, dK_uu = basis_system(kernel, X_u, s, m_u, eval_gradient)
 
     total = 0.0
     min_A = np.inf

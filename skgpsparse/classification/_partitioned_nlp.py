@@ -9,12 +9,11 @@ and ``sum_i c_i dk_ii``), and the driver adds them: ``O(p^2 + n_theta)`` numbers
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky
 
-from ..kernels import kernel_diag_gradient, kernel_gradient
+from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
-from ._nlp_loss import _probit_terms, _warn_clipped
+from ._nlp_loss import _probit_terms, _warn_clipped, basis_system
 
 __all__ = ["partitioned_nlp_loss"]
 
@@ -73,21 +72,7 @@ def partitioned_nlp_loss(kernel, rows, positive, bias, basis_indices, site_mean,
     p = basis.size
     n_rest = rows.n - p
     X_u = np.asarray(rows.take(basis)[0], dtype=np.float64)
-    s = np.sqrt(p_u)
-    if not p:
-        K_uu, dK_uu = np.zeros((0, 0)), np.zeros((0, 0, kernel.n_dims))
-    elif eval_gradient:
-        K_uu, dK_uu = kernel_gradient(kernel, X_u, X_u)
-        diag_u, d_diag_u = kernel_diag_gradient(kernel, X_u)
-        K_uu[np.diag_indices(p)] = diag_u
-        dK_uu[np.arange(p), np.arange(p), :] = d_diag_u
-    else:
-        K_uu = kernel(X_u)
-    B = np.eye(p) + s[:, None] * K_uu * s[None, :]
-    L = cholesky(B, lower=True) if p else np.zeros((0, 0))
-    C = s[:, None] * cho_solve((L, True), np.diag(s)) if p else np.zeros((0, 0))
-    C = 0.5 * (C + C.T)
-    w = C @ m_u
+    C, w, dK_uu = basis_system(kernel, X_u, np.sqrt(p_u), m_u, eval_gradient)
     results = rows.map(_n_nlp, kernel, positive, basis, X_u, C, w, bias, n_rest, eval_gradient)
     total = sum(r[0] for r in results)
     _warn_clipped(min(r[1] for r in results), np.array([max(r[2] for r in results)]))
