@@ -70,6 +70,7 @@ from ..kernels._contraction import iter_kernel_contractions
 from ._state import RELATIVE_JITTER
 
 __all__ = [
+    "basis_factor",
     "check_noise_bounds",
     "dtc_log_marginal_likelihood",
     "learn_hyperparameters",
@@ -222,12 +223,10 @@ class SparseFactors(NamedTuple):
     dK_uu: np.ndarray | None  # (p, p, n_theta) with eval_gradient, else None
 
 
-def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size):
-    """:class:`SparseFactors` for checked arguments (``Y`` of shape ``(n, m)``); O(n p^2)."""
-    s2 = float(noise_variance)
-    n = X.shape[0]
-    p = X_basis.shape[0]
-
+def basis_factor(kernel, X_basis, jitter, eval_gradient):
+    """``(L, dK_uu)``: the lower factor of ``K_uu + jitter I`` and, with ``eval_gradient``,
+    ``dK_uu`` (``p x p x n_theta``, else ``None``). ``jitter=None`` is the state's relative
+    jitter of the mean prior variance on the basis."""
     dK_uu = None
     if eval_gradient:
         K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
@@ -235,10 +234,20 @@ def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient,
         K_uu = kernel(X_basis, X_basis)
     if jitter is None:
         jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
-    K_uu_jittered = K_uu + jitter * np.eye(p)
     L = _cholesky(
-        K_uu_jittered, "K_uu + jitter * I", "increase `jitter` or remove repeated basis vectors."
+        K_uu + jitter * np.eye(X_basis.shape[0]), "K_uu + jitter * I",
+        "increase `jitter` or remove repeated basis vectors.",
     )
+    return L, dK_uu
+
+
+def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size):
+    """:class:`SparseFactors` for checked arguments (``Y`` of shape ``(n, m)``); O(n p^2)."""
+    s2 = float(noise_variance)
+    n = X.shape[0]
+    p = X_basis.shape[0]
+
+    L, dK_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
 
     # V = L^-1 K_uf, block by block over the rows of X (Q_ff = V^T V)
     V = np.empty((p, n))

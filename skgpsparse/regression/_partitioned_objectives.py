@@ -22,10 +22,9 @@ back ``O(p^2 + p m + n_theta)``; each partition keeps its ``V_i`` between the ro
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
-from ..kernels import iter_kernel, kernel_gradient
+from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
-from ._likelihood import _LOG_2PI, _cholesky
-from ._state import RELATIVE_JITTER
+from ._likelihood import _LOG_2PI, _cholesky, basis_factor
 from ._vfe import _diag_gradient_sum
 
 __all__ = ["PARTITIONED_OBJECTIVES"]
@@ -78,17 +77,7 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
     X_basis = np.asarray(X_basis, dtype=np.float64)
     s2 = float(noise_variance)
     n, p = rows.n, X_basis.shape[0]
-    dK_uu = None
-    if eval_gradient:
-        K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
-    else:
-        K_uu = kernel(X_basis, X_basis)
-    if jitter is None:
-        jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
-    L = _cholesky(
-        K_uu + jitter * np.eye(p), "K_uu + jitter * I",
-        "increase `jitter` or remove repeated basis vectors.",
-    )
+    L, dK_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
     VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe)
     m = VY.shape[1]
     R = _cholesky(VVt + s2 * np.eye(p), "s2 * I + V V^T", "increase `noise_variance`.")
