@@ -46,18 +46,17 @@ DATASETS = ("kin40k", "pol", "pumadyn32nm", "elevators")
 # does not accept is reported as skipped, so the list can name what is still to come.
 OURS = {
     "default": {},
+    # the noise variance of the objective's optimum (no leave-one-out calibration after)
+    "objective_noise": {"noise_calibration": None},
     "dtc": {"hyperparameter_objective": "dtc"},
+    "dtc_objective_noise": {"hyperparameter_objective": "dtc", "noise_calibration": None},
     "exchange300": {"n_exchange": 300},
-    "vfe": {"hyperparameter_objective": "vfe"},
-    "vfe_exchange300": {"hyperparameter_objective": "vfe", "n_exchange": 300},
-    "vfe_refine100": {"hyperparameter_objective": "vfe", "refine_basis": 100},
-    "vfe_refine300": {"hyperparameter_objective": "vfe", "refine_basis": 300},
-    "vfesel_refine300": {
-        "selection": "vfe", "hyperparameter_objective": "vfe", "refine_basis": 300,
-    },
-    "vfe_exchange300_refine300": {
-        "hyperparameter_objective": "vfe", "n_exchange": 300, "refine_basis": 300,
-    },
+    "exchange300_objective_noise": {"n_exchange": 300, "noise_calibration": None},
+    "refine100": {"refine_basis": 100},
+    "refine300": {"refine_basis": 300},
+    "refine300_objective_noise": {"refine_basis": 300, "noise_calibration": None},
+    "vfesel_refine300": {"selection": "vfe", "refine_basis": 300},
+    "exchange300_refine300": {"n_exchange": 300, "refine_basis": 300},
 }
 PEERS = {
     "sgpr_fixed": {"optimise_inducing": False},
@@ -110,13 +109,27 @@ def accepts(kwargs):
     return set(kwargs) <= set(SparseGPRegressor().get_params())
 
 
+def full_config(kwargs):
+    """Every SparseGPRegressor parameter but the kernel, basis size, seed and threads."""
+    from skgpsparse import SparseGPRegressor
+
+    params = SparseGPRegressor(**kwargs).get_params()
+    for name in ("kernel", "max_basis", "random_state", "verbose", "n_jobs"):
+        params.pop(name)
+    return repr(sorted(params.items()))
+
+
 def key(dataset, label, config, n_basis, seed, quick):
     text = json.dumps([dataset, label, config, n_basis, seed, quick], sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def run(args):
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() and not args.fresh else {}
+    cache_file = args.cache or CACHE
+    cache = {}
+    for extra in [cache_file, *args.merge]:
+        if extra.exists() and not args.fresh:
+            cache.update(json.loads(extra.read_text()))
     models = args.models.split(",") if args.models else list(OURS) + list(PEERS)
     rows = []
     for name in args.datasets:
@@ -132,14 +145,9 @@ def run(args):
                 config = dict(PEERS[label], maxiter=args.sgpr_maxiter)
             else:
                 raise SystemExit(f"unknown model {label!r}; known: {list(OURS) + list(PEERS)}")
-            # ours keyed with the objective in force, so that a changed default is refitted
-            # (records before the VFE default were keyed without it: they are DTC fits)
-            keyed = config
-            if label in OURS and "hyperparameter_objective" not in config:
-                from skgpsparse import SparseGPRegressor
-
-                objective = SparseGPRegressor().hyperparameter_objective
-                keyed = config if objective == "dtc" else dict(config, objective=objective)
+            # ours keyed with every constructor parameter, defaults included, so that a
+            # changed default is refitted
+            keyed = full_config(config) if label in OURS else config
             k = key(name, label, keyed, n_basis, args.seed, args.quick)
             if k not in cache:
                 print(f"{name} {label} ...", flush=True)
@@ -152,7 +160,7 @@ def run(args):
                            date=f"{datetime.now(UTC):%Y-%m-%d %H:%M}")
                 cache[k] = rec
                 RESULTS.mkdir(exist_ok=True)
-                CACHE.write_text(json.dumps(cache, indent=1))
+                cache_file.write_text(json.dumps(cache, indent=1))
             rows.append(cache[k])
     return rows
 
@@ -181,6 +189,12 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="1,000 rows each, a smoke run")
     parser.add_argument("--fresh", action="store_true", help="ignore cached records")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="record cache (default results/peers_regression_runs.json; "
+                             "another file lets two runs go in parallel)")
+    parser.add_argument("--merge", type=Path, nargs="*", default=[],
+                        help="further caches whose records are read too (and written back "
+                             "to --cache with the new ones)")
     args = parser.parse_args(argv)
     rows = run(args)
     lines = [

@@ -13,6 +13,7 @@ from functools import partial
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import cholesky
 
 from .._memory import FitMemory, gigabytes, largest_fitting
 from .._rows import RowStore, row_centre
@@ -25,6 +26,7 @@ from ._likelihood import (
     sparse_factors,
     warn_at_noise_bound,
 )
+from ._noise_loo import loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis
@@ -279,10 +281,42 @@ def alternate(model, X, y, p, rng):
     )
     if model.refine_basis:
         fit = _refine(model, fit, X, y, learn, noise_bounds)
+    if learn and noise_bounds is not None and model.noise_calibration == "loo" and p < n:
+        fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
         fit.kernel._check_bounds_params()
         warn_at_noise_bound(fit.noise_variance, noise_bounds)
     return fit
+
+
+def _calibrate_noise(model, fit, X, y, noise_bounds):
+    """The noise variance by the leave-one-out predictive likelihood (``_noise_loo.py``).
+
+    The basis, the kernel and ``V y`` stay; ``R`` (the factor of ``V V^T + s2 I``) and the
+    objective's value are recomputed at the new noise variance. With every training row in
+    the basis the model is the full GP and the noise stays the likelihood's.
+    """
+    s2, p = fit.noise_variance, fit.L.shape[0]
+    VVt = fit.R @ fit.R.T - s2 * np.eye(p)
+    if not isinstance(X, RowStore):
+        X, Y = X.astype(np.float64, copy=False), y.reshape(len(y), -1)
+    else:
+        Y = None
+    s2_loo, (before, after) = loo_noise_variance(
+        fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds
+    )
+    model._progress.line(
+        f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g} "
+        f"(leave-one-out NLPD {before:.4f} -> {after:.4f})"
+    )
+    if s2_loo == s2:
+        return fit
+    R = cholesky(VVt + s2_loo * np.eye(p), lower=True, check_finite=False)
+    objective = (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
+        model.hyperparameter_objective
+    ]
+    value = objective(fit.kernel, X, y, fit.basis_vectors, s2_loo, jitter=fit.jitter)
+    return fit._replace(noise_variance=s2_loo, R=R, objective=float(value))
 
 
 def _refine(model, fit, X, y, learn, noise_bounds):

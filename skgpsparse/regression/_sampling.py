@@ -33,7 +33,7 @@ def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng, out=None):
     """``n_samples`` zero-mean draws (``n x n_samples``) of the low-rank-plus-diagonal form.
 
     ``A^T (I - S) A`` through the basis plus ``diag(K_** - A^T A)`` per row (see the module
-    docstring); ``rng`` is a ``RandomState``. ``out`` (``n x n_samples``, a view is fine)
+    docstring), each row's variance made ``k_** - a^T S a`` exactly; ``rng`` is a ``RandomState``. ``out`` (``n x n_samples``, a view is fine)
     receives the draws if given.
     """
     p = L.shape[0]
@@ -43,9 +43,13 @@ def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng, out=None):
     out = np.empty((X.shape[0], n_samples)) if out is None else out
     for rows, K in iter_cross_kernel(kernel, X, basis_vectors):
         A = solve_triangular(L, K.T, lower=True, check_finite=False)
-        prior = kernel.diag(X[rows])
-        rest = np.clip(prior - np.einsum("ij,ij->j", A, A), 0.0, None)
-        out[rows] = A.T @ coef
+        # each row's variance is predict's, k_** - a^T S a: with a large amplitude and a small
+        # noise, round-off in I - S (clipped to PSD) can be a large share of it
+        variance = np.clip(kernel.diag(X[rows]) - np.einsum("ij,ij->j", A, S @ A), 0.0, None)
+        basis_part = np.einsum("ij,ij->j", root.T @ A, root.T @ A)
+        shrink = np.sqrt(np.minimum(1.0, variance / np.maximum(basis_part, 1e-300)))
+        rest = np.clip(variance - basis_part, 0.0, None)
+        out[rows] = (A.T @ coef) * shrink[:, None]
         out[rows] += np.sqrt(rest)[:, None] * rng.standard_normal((len(rest), n_samples))
     return out
 

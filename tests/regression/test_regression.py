@@ -320,8 +320,10 @@ def test_callable_optimizer_is_called_and_used():
         theta = np.clip(initial_theta + 0.1, bounds[:, 0], bounds[:, 1])
         return theta, obj_func(theta, eval_gradient=False)
 
+    # noise_calibration=None: the noise variance is the optimizer's, unmoved afterwards
     model = SparseGPRegressor(
-        KERNEL, max_basis=10, optimizer=optimizer, max_iter=1, random_state=0
+        KERNEL, max_basis=10, optimizer=optimizer, max_iter=1, random_state=0,
+        noise_calibration=None,
     ).fit(X, y)
     # Two calls initialise on a random subset (full GP; from noise_variance and from the
     # targets' variance), one learns on the selected basis, warm-started where the better

@@ -108,6 +108,23 @@ def test_full_basis_draws_match_scikit_learn_in_distribution():
     np.testing.assert_allclose(np.cov(a), np.cov(b), atol=6 * scale**2 * np.sqrt(2 / 20_000))
 
 
+def test_drawn_rows_keep_the_predictive_variance_at_a_large_amplitude(monkeypatch):
+    # a large amplitude against a small noise leaves I - S to round-off that, clipped to PSD,
+    # was a large share of the predictive variance: each row's variance must stay predict's
+    monkeypatch.setattr(_sampling, "EXACT_ROWS", 10)
+    monkeypatch.setattr("skgpsparse.regression._estimator.EXACT_ROWS", 10)
+    X, y, _ = _data()
+    model = SparseGPRegressor(
+        C(147.0**2) * RBF(14.2), max_basis=10, noise_variance=4.7e-3, optimizer=None,
+        random_state=0,
+    ).fit(X, y)
+    X_test = np.random.RandomState(5).uniform(-3, 3, size=(30, 2))
+    with pytest.warns(UserWarning, match="independently per row"):
+        draws = model.sample_y(X_test, 30_000, random_state=2)
+    _, std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(np.var(draws, axis=1), std**2, rtol=6 * np.sqrt(2 / 30_000))
+
+
 def test_many_rows_are_drawn_by_blocks_with_the_predictive_variance(monkeypatch):
     # beyond EXACT_ROWS no n x n covariance is formed: the basis part is drawn exactly, the
     # rest per row, so every row keeps its predictive variance and rows covary through the basis
@@ -122,7 +139,15 @@ def test_many_rows_are_drawn_by_blocks_with_the_predictive_variance(monkeypatch)
     n = draws.shape[1]
     np.testing.assert_allclose(np.var(draws, axis=1), np.diag(cov),
                                atol=6 * np.sqrt(2 / n) * np.max(np.diag(cov)))
-    # the covariance the basis carries (A^T (I - S) A) is there off the diagonal
+    # the covariance the basis carries (A^T (I - S) A) is there off the diagonal; checked on
+    # moderate hyperparameters (the learned amplitude above, 147^2 against a noise variance
+    # of 5e-3, leaves I - S to round-off of a few 1e-7, a large share of these covariances)
+    model = SparseGPRegressor(max_basis=10, optimizer=None, random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match="independently per row"):
+        draws = model.sample_y(X_test, 30_000, random_state=2)
+    mean, cov = model.predict(X_test, return_cov=True)
+    np.testing.assert_allclose(np.var(draws, axis=1), np.diag(cov),
+                               atol=6 * np.sqrt(2 / n) * np.max(np.diag(cov)))
     off = ~np.eye(30, dtype=bool)
     emp = np.cov(draws)
     A = np.linalg.solve(model._predictor.L, model.kernel_(model.basis_vectors_, X_test))
