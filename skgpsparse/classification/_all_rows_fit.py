@@ -19,6 +19,7 @@ from scipy.linalg import cho_solve, eigh, solve_triangular
 from sklearn.base import clone
 
 from ..kernels._columns import CrossKernel
+from ..kernels._scales import data_scaled_start
 from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._prediction import BinaryPredictor
@@ -90,6 +91,34 @@ class AllRowsPredictor(BinaryPredictor):
         self.cross = CrossKernel(kernel, basis_vectors)
 
 
+def _start_evidence(model, kernel, X, y, rng):
+    """``-log Z_EP / n`` at ``kernel`` and its class-balance bias, on a basis selected there."""
+    bias = initial_bias(kernel, X, y) + model.bias_offset
+    basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
+    n = y.size
+    objective = AllRowsObjective(kernel, X, y, X[basis], (np.zeros(n), np.zeros(n)))
+    return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
+
+
+def _better_start(model, kernel, X, y, rng):
+    """The user's kernel, or the same with its length scales at the data's scale
+    (:func:`~skgpsparse.kernels._scales.data_scaled_start`), whichever has the higher evidence.
+
+    From length scales far below the distances between rows (``RBF(1.0)`` on many features)
+    the evidence can stay in a local optimum where rows barely correlate; the evidence of
+    the two starts, each on a basis selected under it, decides (not the test data).
+    """
+    other = data_scaled_start(kernel, X)
+    if other is None:
+        return kernel
+    mine = _start_evidence(model, kernel, X, y, rng)
+    theirs = _start_evidence(model, other, X, y, rng)
+    model._progress.line(
+        f"start: -logZ/n {mine:.6f} at {kernel}, {theirs:.6f} at {other} (data's scale)"
+    )
+    return other if theirs < mine else kernel
+
+
 def fit_all_rows(model, X, y, rng):
     """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
 
@@ -100,9 +129,11 @@ def fit_all_rows(model, X, y, rng):
     ``site_precision_`` and ``site_mean_``.
     """
     kernel = clone(model.kernel)
-    bias = initial_bias(kernel, X, y) + model.bias_offset
     n = y.size
     sites = (np.zeros(n), np.zeros(n))
+    if model.optimizer is not None:
+        kernel = _better_start(model, kernel, X, y, rng)
+    bias = initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
     best = None
     for it in range(model.max_iter):

@@ -42,7 +42,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     selection (validation paper §2.3-2.5; additive-model paper §2-3). By default
     (``posterior="all_rows"``) the basis is the inducing set of a FITC prior and EP matches
     every training row's likelihood; the hyperparameters (kernel ``theta`` and ``b``)
-    maximise that EP evidence, alternating with re-selection of the basis. With
+    maximise that EP evidence, alternating with re-selection of the basis (by the IVM's
+    entropy criterion, deterministic: the fit does not depend on ``random_state``). With
     ``posterior="basis"`` (the papers' method) the posterior is built by assumed density
     filtering on the basis rows only and the hyperparameters minimise the validation NLP over
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
@@ -62,10 +63,14 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). Clipped to ``n_samples - 1`` with a
         warning, so that eq. (4) keeps at least one held-out point.
-    selection : {"adaptive", "nlp", "entropy", "info_gain", "random"} or BaseSelector, \
-            default="adaptive"
+    selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
+            BaseSelector, default="auto"
         How the next basis vector is chosen:
 
+        - ``"auto"``: ``"entropy"`` under the all-rows posterior (there the basis only
+          parameterises the prior, and a deterministic criterion makes the fitted model
+          independent of ``random_state``), ``"adaptive"`` under the basis posterior (the
+          additive-model paper's method).
         - ``"adaptive"``: working set of ``working_set_size`` (default 2) drawn with
           probabilities ``1 - Phi(y_j (f_j + b) / sqrt(1 + A_jj))`` (additive-model paper
           eq. (11)), best by NLP_a over all points (eq. (5), (10)).
@@ -150,7 +155,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         of each scored working set are spread over threads (BLAS runs on one thread per block
         meanwhile). The fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
-        Randomness of the working sets and random selection.
+        Randomness of the working sets and random selection (the default all-rows fit with
+        ``selection="auto"`` draws nothing).
     verbose : int, default=0
         Print one line per outer iteration (NLP, basis size, bias, kernel, time).
 
@@ -211,7 +217,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "kernel": [Kernel, None],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
-            StrOptions({"adaptive", "nlp", "entropy", "info_gain", "random"}),
+            StrOptions({"auto", "adaptive", "nlp", "entropy", "info_gain", "random"}),
             BaseSelector,
         ],
         "working_set_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -234,7 +240,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         kernel=None,
         *,
         max_basis=100,
-        selection="adaptive",
+        selection="auto",
         working_set_size=None,
         site_update="moment_matching",
         n_exchange=0,

@@ -34,8 +34,12 @@ def default_kernel(n_features):
     return amplitude * RBF(float(np.sqrt(n_features)))
 
 
-def binary_params(clf, n, n_features, n_classes):
-    """Arguments of each binary model of ``clf`` on ``n`` rows (``max_basis`` below ``n``)."""
+def binary_params(clf, n, n_features, n_classes, posterior=None):
+    """Arguments of each binary model of ``clf`` on ``n`` rows (``max_basis`` below ``n``).
+
+    ``posterior`` overrides the one ``clf.posterior`` means (a dask fit: ``"basis"``); the
+    selection ``"auto"`` follows it.
+    """
     max_basis = clf.max_basis
     if max_basis >= n:
         max_basis = max(n - 1, 1)
@@ -45,15 +49,22 @@ def binary_params(clf, n, n_features, n_classes):
             UserWarning,
         )
     kernel = default_kernel(n_features) if clf.kernel is None else clf.kernel
+    posterior = posterior or ("all_rows" if clf.posterior == "auto" else clf.posterior)
+    selection = clf.selection
+    if isinstance(selection, str) and selection == "auto":
+        # all rows' likelihoods: the basis only parameterises the prior, and the deterministic
+        # entropy criterion makes the fit independent of the seed; the basis posterior keeps
+        # the additive-model paper's adaptive sampling
+        selection = "entropy" if posterior == "all_rows" else "adaptive"
     return {
         "kernel": kernel,
         "max_basis": max_basis,
-        "selector": _make_selector(clf.selection, clf.working_set_size),
+        "selector": _make_selector(selection, clf.working_set_size),
         "optimizer": clf.optimizer,
         "site_update": clf.site_update,
         "n_exchange": clf.n_exchange,
         "hyperparameter_objective": clf.hyperparameter_objective,
-        "posterior": "all_rows" if clf.posterior == "auto" else clf.posterior,
+        "posterior": posterior,
         "max_iter": clf.max_iter,
         "tol": clf.tol,
         "verbose": clf.verbose,

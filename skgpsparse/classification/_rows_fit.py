@@ -64,7 +64,7 @@ def fit_rows(clf, rows, classes):
             "posterior='basis' (or 'auto', which means 'basis' there), or fit on an "
             "in-memory array."
         )
-    params = dict(binary_params(clf, rows.n, rows.n_features, n_classes), posterior="basis")
+    params = binary_params(clf, rows.n, rows.n_features, n_classes, posterior="basis")
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)
 
