@@ -61,8 +61,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         (``Phi(-10) < 1e-23``): the NLP objective with the sites held fixed can otherwise run
         it to its bound (overconfident). It is the optimiser's start; standardise the features.
     max_basis : int, default=100
-        Largest number of basis vectors (``d_max``). Clipped to ``n_samples - 1`` with a
-        warning, so that eq. (4) keeps at least one held-out point.
+        Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold
+        every training row (the full GP's EP; clipped to ``n_samples`` with a warning). With ``posterior="basis"`` it is clipped to
+        ``n_samples - 1`` with a warning, so that eq. (4) keeps at least one held-out point,
+        and a warning says when fewer than half the rows are left for it.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:

@@ -1,5 +1,7 @@
 """Tests of the all-rows posterior: EP over every row's probit likelihood under a sparse prior."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import log_ndtr
@@ -101,6 +103,26 @@ def test_binary_model_with_every_row_in_the_basis_predicts_as_the_full_gp_ep():
         atol=1e-5,
     )
     np.testing.assert_allclose(model.log_marginal_likelihood(), log_z, rtol=1e-6)
+
+
+def test_a_basis_large_enough_for_every_row_is_the_full_gp_ep():
+    # scikit-learn code moved to the sparse model with max_basis >= n: every row in the basis
+    X, y = _problem(25, seed=3)
+    kernel = C(2.0) * RBF(1.2)
+    with pytest.warns(UserWarning, match="using max_basis=25"):
+        clf = SparseGPClassifier(kernel, max_basis=100, optimizer=None).fit(X, y > 0)
+    assert np.array_equal(np.sort(clf.basis_indices_), np.arange(25))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # max_basis = n: nothing to say
+        SparseGPClassifier(kernel, max_basis=25, optimizer=None).fit(X, y > 0)
+    _, tau, nu = _dense_ep(kernel(X), y, clf.bias_)
+    X_test = np.random.RandomState(1).randn(30, 2)
+    np.testing.assert_allclose(
+        clf.predict_proba(X_test)[:, 1],
+        _dense_probability(kernel, X, tau, nu, clf.bias_, X_test),
+        rtol=0,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("prior", ["fitc", "dtc"])

@@ -481,10 +481,15 @@ def test_random_state_reproducibility():
 
 
 def test_max_basis_clipped_with_warning():
+    # the basis posterior keeps a held-out row for eq. (4); the all-rows one takes them all
     X, y = make_moons(n_samples=12, noise=0.1, random_state=0)
     with pytest.warns(UserWarning, match="max_basis"):
-        clf = SparseGPClassifier(max_basis=50, optimizer=None, random_state=0).fit(X, y)
+        clf = SparseGPClassifier(max_basis=50, optimizer=None, random_state=0,
+                                 posterior="basis").fit(X, y)
     assert len(clf.basis_indices_) == 11
+    with pytest.warns(UserWarning, match="using max_basis=12"):
+        clf = SparseGPClassifier(max_basis=50, optimizer=None, random_state=0).fit(X, y)
+    assert len(clf.basis_indices_) == 12
 
 
 def test_one_class_and_invalid_values_raise():

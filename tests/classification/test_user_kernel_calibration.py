@@ -47,3 +47,15 @@ def test_user_kernel_test_nlp_near_the_full_gp(seed, max_basis):
     # the test accuracy (an overconfident model's is far above: 0.99 against 0.5 and less)
     accuracy = np.mean(sparse.classes_[np.argmax(proba, axis=1)] == y_test)
     assert proba.max(axis=1).mean() <= accuracy + 0.03
+
+
+def test_basis_posterior_warns_when_few_rows_are_left_for_its_objective():
+    # eq. (4) over one held-out row fitted that row (a bias of -10, chance accuracy)
+    X, y, _, _ = _noisy_problem(0)
+    with pytest.warns(UserWarning, match="rows outside the basis, 1 of 200"):
+        SparseGPClassifier(C(1.0) * RBF(1.0), max_basis=199, posterior="basis",
+                           max_iter=1, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SparseGPClassifier(max_basis=100, posterior="basis", max_iter=1, random_state=0,
+                           optimizer=None).fit(X, y)
