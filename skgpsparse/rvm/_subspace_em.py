@@ -365,7 +365,8 @@ def run_subspace_em(
     model : object
         Has ``add(entries, alpha)`` (make library ``entries`` active with precisions
         ``alpha``), ``em_step() -> log_likelihood`` (E-step on the active set, M-step, pruning
-        of ``alpha >= L``) and ``n_active``.
+        of ``alpha >= L``) and ``n_active``; optionally ``subspace_step()`` (an SSEM step,
+        else ``em_step`` is used) and ``plan_visits(order)`` (told the sweep's order first).
     library : ndarray of int
         Entries of the candidate basis functions.
     method : {"ssem", "batch_em"}
@@ -407,6 +408,9 @@ def run_subspace_em(
         if first is not None and len(first):
             order = np.concatenate([first, order[~np.isin(order, first)]])
         step = getattr(model, "subspace_step", None)
+        plan = getattr(model, "plan_visits", None)
+        if plan is not None:  # the model may prepare the visits' design rows in blocks
+            plan(order)
         for j in order:
             # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L
             model.add(np.array([j]), None)
