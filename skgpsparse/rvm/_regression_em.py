@@ -43,6 +43,8 @@ def _solve_lower(L, b, trans):
 # (at most VISIT_BLOCK_ELEMENTS floats: 16 MB).
 VISIT_BLOCK = 64
 VISIT_BLOCK_ELEMENTS = 2**21
+# From 2 * GROWTH_BLOCK active basis functions on, an SSEM step adds M // GROWTH_BLOCK of them.
+GROWTH_BLOCK = 64
 
 
 class _RegressionEM:
@@ -138,24 +140,32 @@ class _RegressionEM:
         self._plan, self._plan_pos = np.asarray(entries), 0
         self._block, self._block_start = None, 0
 
+    def visit_block(self):
+        """How many basis functions the next SSEM step adds: one (eq. 13) while the active set
+        is below ``2 * GROWTH_BLOCK``, then ``M // GROWTH_BLOCK`` (§3 grows the model by "some"
+        alpha_j per step), so that a step's O(M^3) E-step and factor serve more visits."""
+        return max(1, self.design.size // GROWTH_BLOCK)
+
     def _rows(self, entries):
         """Design rows ``phi_j(X)`` of ``entries``, from the planned block when they are next."""
-        plan, pos = self._plan, self._plan_pos
-        if plan is None or len(entries) != 1 or pos >= len(plan) or plan[pos] != entries[0]:
+        plan, pos, k = self._plan, self._plan_pos, len(entries)
+        if plan is None or not np.array_equal(plan[pos : pos + k], entries):
             return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
-        self._plan_pos += 1
-        if self._block is None or pos >= self._block_start + len(self._block):
-            size = int(np.clip(VISIT_BLOCK_ELEMENTS // len(self.t), 1, VISIT_BLOCK))
+        self._plan_pos += k
+        if self._block is None or pos + k > self._block_start + len(self._block):
+            size = int(np.clip(VISIT_BLOCK_ELEMENTS // len(self.t), k, max(k, VISIT_BLOCK)))
             block = plan[pos : pos + size]
             self._block = basis_rows(
                 self.kernel, self.X, self.centers[block], self.bias_mask[block]
             )
             self._block_start = pos
-        return self._block[pos - self._block_start][None]
+        return self._block[pos - self._block_start : pos - self._block_start + k]
 
     def add(self, entries, alpha):
         """Make library ``entries`` active with precision ``alpha`` (``None``: ``L``)."""
         rows = self._rows(entries)
+        # the sweep's entries (eq. 13) come at alpha = L and are appended to the factor
+        from_sweep = alpha is None
         if alpha is None:
             alpha = self.alpha_max
         elif isinstance(alpha, str):  # "auto"
@@ -171,21 +181,23 @@ class _RegressionEM:
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
         self._post = None
-        if k == 1:
-            self.visits += 1
-            # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
-            try:
+        if from_sweep:
+            self.visits += k
+        try:
+            for m in range(M, M + k) if from_sweep else ():
+                # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
                 cholesky_append(
                     self._L,
-                    G[:M, M] / self.s2,
-                    self.design.alpha[M] + G[M, M] / self.s2,
-                    size=M,
+                    G[:m, m] / self.s2,
+                    self.design.alpha[m] + G[m, m] / self.s2,
+                    size=m,
                     overwrite_L=True,
                 )
                 self.counts["append"] += 1
+            if from_sweep:
                 return
-            except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
-                pass
+        except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
+            pass
         self.refactor()
 
     def _factor(self, order, alpha, s2, count="refactor"):

@@ -146,3 +146,42 @@ def test_planned_visits_call_the_kernel_once_per_block():
     # an entry out of the planned order is computed on its own
     model.add(np.array([0]), None)
     assert len(calls) == 4
+
+
+def test_sweep_adds_blocks_once_the_active_set_is_large(monkeypatch):
+    # §3: the model grows by "some" alpha_j per step; with GROWTH_BLOCK = 4 the sweep adds
+    # M // 4 basis functions per step from M = 8 on. Every candidate is still visited once
+    # (appended at alpha = L), the likelihood never decreases in the sweep (the projection
+    # onto the enlarged subspace is exact, §3), and the factor is A + Phi^T Phi / s2's.
+    import skgpsparse.rvm._regression_em as regression_em
+
+    monkeypatch.setattr(regression_em, "GROWTH_BLOCK", 4)
+    X, y, centers, bias_mask = _problem(n=120, seed=3)
+    y = np.sin(2 * X[:, 0]) + np.cos(X[:, 1])  # noise-free: many relevance vectors
+    kernel = RBF(0.5)
+    model = _RegressionEM(kernel, X, y, centers, bias_mask, 0.05, False, 1e9, 1e-10, "cost")
+    sizes = []
+    add = model.add
+    model.add = lambda entries, alpha: (sizes.append(len(entries)), add(entries, alpha))
+    hist = run_subspace_em(
+        model,
+        np.arange(121),
+        method="ssem",
+        alpha_init="auto",
+        max_iter=0,
+        tol=0,
+        rng=np.random.RandomState(0),
+        first=np.array([120]),
+    )
+    assert sum(sizes) == 121 and model.counts["append"] == 121
+    assert max(sizes) > 2 and hist["n_sweep"] == len(sizes) < 121
+    assert all(k == 1 for k, m in zip(sizes, [0, *hist["n_active"]]) if m < 8)
+    assert np.all(np.diff(hist["log_likelihood"]) >= -1e-9 * np.abs(hist["log_likelihood"][1:]))
+    idx = model.design.index
+    Phi = np.ones((120, len(idx)))
+    Phi[:, idx < 120] = kernel(X, X[idx[idx < 120]])
+    S = np.diag(model.design.alpha) + Phi.T @ Phi / model.s2
+    d = model.design.alpha**-0.5
+    L = np.tril(model.L)
+    err = np.linalg.norm(d[:, None] * (L - np.linalg.cholesky(S)))
+    assert err < 1e-8 * np.linalg.norm(d[:, None] * L)
