@@ -60,6 +60,8 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     ``alpha`` (the paper's full step 4) are applied as one rank-k update and one rank-k
     downdate with Givens deletions for the pruned (``skgpsparse.linalg``), or by one LAPACK
     refactorisation, whichever a cost model prices lower (the same factor up to round-off).
+    From 128 active basis functions on, a step adds ``M // 64`` of them (§3 grows the model
+    by "some" ``alpha_j`` per step): fewer O(M^3) E-steps, each M-step serving more visits.
     ``s2`` is re-estimated only when it moved by more than 10% and the visited set has grown
     by 10% since the last time. ``method="batch_em"`` is
     standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
