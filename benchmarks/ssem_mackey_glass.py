@@ -96,6 +96,7 @@ def run_one(method, X, y, Xte, yte, seed):
         "factor": est._factor_counts,
         "ll": est.log_marginal_likelihood_value_,
         "n_iter": est.n_iter_,
+        "n_sweep": len(ll) - est.n_iter_,
         "n_decrease": int(np.sum(rel < -1e-9)),
         "worst": float(rel.min()) if len(rel) else 0,
         "fallbacks": est.n_em_fallbacks_,
@@ -180,49 +181,40 @@ NOTES = [
     ),
     "",
     (
-        "Before / after (2026-11-22). Before (02:24 UTC run): each SSEM step applied only the "
-        "<= 4 largest alpha changes above 10% as rank-one updates (a partial M-step, "
-        "MAX_RANK_ONE / ALPHA_RTOL). CPU SSEM / batch 4.63, 3.95, 2.30, 1.29, 0.77, 0.55, 0.65 "
-        "at N = 100 ... 2400 (10.9 s vs 16.8 s CPU at 2400); E_te ratio 1.48, 1.43, 2.60, "
-        "1.22, 1.96, 1.83, 1.25; RVs SSEM 9, 16, 27, 40, 67, 137, 623; log-lik SSEM 93.5, "
-        "284.2, 944.3, 2412.2, 3724.1, 5172.3, 8257.6. After (the table above): every SSEM "
-        "step is the paper's full step 4, every active alpha takes MacKay's value, applied as "
-        "one rank-k update and one rank-k downdate; E_te ratio 1.45, 1.12, 1.20, 1.09, 1.87, "
-        "1.30, 1.17 and a higher log likelihood at 6 of 7 sizes (closer to batch EM's), but "
-        "CPU SSEM / batch 5.41, 4.97, 4.08, 2.43, 1.39, 1.26, 2.26: SSEM is now slower than "
-        "batch EM at every size (40 s vs 21 s CPU at N = 2400, per-partition ratios 1.54, "
-        "3.10, 2.26). For scale, the first implementation (00:52 UTC: full M-step and one "
-        "LAPACK refactorisation per SSEM step) took 36.2 s vs 20.2 s at N = 2400. This run had "
-        "a load of ~4 on the 2 cores (batch EM at 2400: 17.7-22.0 s here, 16.8 s before)."
+        "Before / after (2026-11-25, commits e41c2c1 and fed9529). The 2026-11-22 05:09 UTC "
+        "run (every M-step applied by rank-k updates, one basis function per step) had CPU "
+        "SSEM / batch 5.41, 4.97, 4.08, 2.43, 1.39, 1.26, 2.26 at N = 100 ... 2400 and E_te "
+        "ratio 1.45, 1.12, 1.20, 1.09, 1.87, 1.30, 1.17. Its profile at N = 400 (0.61 s "
+        "profiled): 48% in the rank-k Python row loops, 12% in one kernel call per visited "
+        "basis function, most of the rest scipy wrapper overhead at M ~ 30-60. Now (the table "
+        "above): each sweep step applies its alpha changes by rank-k updates or by one LAPACK "
+        "refactorisation, whichever skgpsparse.rvm._factor_cost prices lower (on this series "
+        "the refactorisation nearly always: every alpha changes each step); the design rows of "
+        "the next 64 visits come from one kernel call; from M = 128 active on a step adds "
+        "M // 64 basis functions (SSEM paper §3: 'including some alpha_j'), which took "
+        "N = 2400 from 33.5 s to 6.5 s on partition 1 (before it, 80% of the time was the "
+        "O(M^3) E-step inverse and refactorisation at M ~ 1000, once per visit). SSEM is now "
+        "faster than batch EM from N = 400 on. Over 8 partitions (0-7, a separate run) the "
+        "E_te ratio was 1.40, 1.11, 1.61 at N = 400, 800, 1200 against 1.67, 1.18, 1.68 for "
+        "the code before: the refactorised factor differs from the updated one by round-off, "
+        "which the sweep's pruning decisions turn into different local optima partition by "
+        "partition, without a systematic change. (This run's sweep-step column is '-': the "
+        "run predates that column.)"
     ),
     "",
     (
-        "Where the time goes (cProfile of partition 1 at N = 2400, 59.6 s CPU unprofiled, M "
-        "up to ~1050): 64% in the rank-k updates/downdates (4891 calls; on average ~16 alphas "
-        "change per call, spread over the factor, the first changed row at a median 22% of M, "
-        "so a call runs ~330 Python-level row steps of ~20 us each: numpy call overhead plus "
-        "the O((M - j) k) matrix-vector and outer product; the blocked BLAS-3 path, used "
-        "from 192 rows and 32 columns, ran in 97 calls), 22% in the E-step's diag(Sigma) "
-        "(triangular inverse, O(M^3 / 3), the paper's E-step cost), 6% in posterior means. "
-        "On one factor of size 600, a LAPACK refactorisation takes ~4 ms, a change of all 600 "
-        "diagonal entries by the rank-k route ~30 ms (blocked) and ~115 ms (row loop): in "
-        "CPython the rank-k route is the slower one, and its merit is the issue's 'no "
-        "refactorisation per step'. SSEM's one refactorisation is the noise re-estimate "
-        "(53 at N = 2400); a noise refactorisation puts the alphas held at their floor first, "
-        "which moved the first changed row down and saved ~12% at N = 2400."
-    ),
-    "",
-    (
-        "Test error. SSEM's test error is 1.1-1.9 times batch EM's with half or fewer "
-        "relevance vectors and a lower log likelihood. The full M-step closed part of the gap "
-        "(N = 400: 2.60 -> 1.20, N = 2400: 1.25 -> 1.17) but not at N = 1200 (1.96 -> 1.87). "
-        "What remains is SSEM itself: a basis function pruned in the sweep is never revisited "
-        "(eq. 13), and the noise estimate lags during the sweep. Earlier trials with the old "
-        "partial M-step (2% instead of 10% for the noise re-estimate: E_te ratios 1.22-1.96) "
-        "gave no clear gain either. Log-likelihood decreases (above) appear from N = 800, "
-        "all below 1e-5 relative, as batch EM's do (up to -2.3e-5 in this run): round-off at "
-        "this conditioning. The incremental factor stays within ~1e-8 (relative, rows scaled "
-        "by D) of a fresh Cholesky factor through the sweep (N = 1200, partition 0)."
+        "Test error. SSEM's test error is 1.1-1.6 times batch EM's with fewer relevance "
+        "vectors and a lower log likelihood. What remains is SSEM itself: a basis function "
+        "pruned in the sweep is never revisited (eq. 13), and it enters at alpha = L, so one "
+        "MacKay step per visit leaves it far from its optimum while later ones explain the "
+        "residual. On 8 partitions at N = 400 and 1200 none of these closed the gap: a noise "
+        "re-estimate every step (E_te ratio 1.59, 1.61), two EM steps per visit (1.35, 1.57), "
+        "a 100 times smaller tol for the final batch phase (1.40, 1.60). Log-likelihood "
+        "decreases (above) appear from N = 400, all below 4e-7 relative (batch EM's up to "
+        "-3.6e-5 in this run): round-off at this conditioning (cond(D Sigma^-1 D) ~ 3e13); "
+        "the refactorised steps show more of these tiny decreases than the updated factor "
+        "did (45 and 100 steps at N = 800 and 1200, before 1 and 6, worst -2.3e-7 against "
+        "-7.6e-8) and more MacKay steps redone with the EM update."
     ),
 ]
 
@@ -287,31 +279,37 @@ def write(rows, curves, repeats, var_y, args, stamp):
         "",
         (
             "How the factor of Sigma^-1 changed per fit (medians): SSEM appends one row per "
-            "basis function; each sweep step applies the M-step's changes of every active alpha "
-            "(Figure 1, step 4) as one rank-k update (the increases) and one rank-k downdate "
-            "(the decreases) of the factor (skgpsparse.linalg.cholesky_update_rank_k / "
+            "basis function (one step adds one of them, M // 64 from M = 128 active on); each "
+            "sweep step applies the M-step's changes of every active alpha (Figure 1, step 4) "
+            "either as one rank-k update (the increases) and one rank-k downdate (the "
+            "decreases) of the factor (skgpsparse.linalg.cholesky_update_rank_k / "
             "cholesky_downdate_rank_k), a decrease that would cancel its pivot as a delete + "
-            "re-append, and prunes by Givens deletion; it refactorises only to re-estimate the "
-            "noise (when eq. 12 moves it by more than 10% and the visited set has grown by 10% "
-            "since the last time) and once per batch EM step after the sweep (twice when "
-            "MacKay's step is redone with the EM update). Batch EM refactorises once per step."
+            "re-append, pruning by Givens deletion, or by one LAPACK refactorisation, "
+            "whichever skgpsparse.rvm._factor_cost prices lower ('M-step refactorisations'); "
+            "it refactorises also to re-estimate the noise (when eq. 12 moves it by more than "
+            "10% and the visited set has grown by 10% since the last time) and once per batch "
+            "EM step after the sweep (twice when MacKay's step is redone with the EM update): "
+            "'SSEM refactorisations'. Batch EM refactorisations once per step."
         ),
         "",
         (
-            "| N train | SSEM appends | alpha changes (rank-k columns) | rank-k calls | "
-            "deletions | delete + append | SSEM refactorisations | SSEM batch steps | "
-            "batch EM refactorisations | batch EM steps |"
+            "| N train | SSEM appends | sweep steps | M-step refactorisations | alpha changes "
+            "(rank-k columns) | rank-k calls | deletions | delete + append | SSEM "
+            "refactorisations | SSEM batch steps | batch EM refactorisations | batch EM steps |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, res in rows:
         s, b = res["ssem"], res["batch_em"]
 
         def fc(rs, key):
-            return int(np.median([o["factor"][key] for o in rs]))
+            return int(np.median([o["factor"].get(key, 0) for o in rs]))
+
+        sweep = f"{_median(s, 'n_sweep'):.0f}" if all("n_sweep" in o for o in s) else "-"
 
         lines.append(
-            f"| {n} | {fc(s, 'append')} | {fc(s, 'rank_one')} | {fc(s, 'rank_k')} | "
+            f"| {n} | {fc(s, 'append')} | {sweep} | "
+            f"{fc(s, 'alpha_refactor')} | {fc(s, 'rank_one')} | {fc(s, 'rank_k')} | "
             f"{fc(s, 'delete')} | "
             f"{fc(s, 'move')} | {fc(s, 'refactor')} | {_median(s, 'n_iter'):.0f} | "
             f"{fc(b, 'refactor')} | {_median(b, 'n_iter'):.0f} |"

@@ -55,12 +55,15 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     ``method="ssem"`` (Subspace EM, §3, Figure 1) starts with every ``alpha = L`` and adds one
     basis function per EM step, so the E-step costs O(M^3 + n M) with ``M`` the active basis
     functions, not O(n^3); once all are visited it runs batch EM on the active set until the
-    relative likelihood increase is below ``tol``. During the sweep the Cholesky factor of
-    ``Sigma^-1`` is only updated: an added basis function appends a row, the M-step's changes
-    of every active ``alpha`` (the paper's full step 4) are one rank-k update and one rank-k
-    downdate, a pruned basis function a Givens deletion (``skgpsparse.linalg``). The sweep's
-    one refactorisation is the noise: ``s2`` is re-estimated only when it moved by more than
-    10% and the visited set has grown by 10% since the last time. ``method="batch_em"`` is
+    relative likelihood increase is below ``tol``. During the sweep an added basis function
+    appends a row to the Cholesky factor of ``Sigma^-1``; the M-step's changes of every active
+    ``alpha`` (the paper's full step 4) are applied as one rank-k update and one rank-k
+    downdate with Givens deletions for the pruned (``skgpsparse.linalg``), or by one LAPACK
+    refactorisation, whichever a cost model prices lower (the same factor up to round-off).
+    From 128 active basis functions on, a step adds ``M // 64`` of them (§3 grows the model
+    by "some" ``alpha_j`` per step): fewer O(M^3) E-steps, each M-step serving more visits.
+    ``s2`` is re-estimated only when it moved by more than 10% and the visited set has grown
+    by 10% since the last time. ``method="batch_em"`` is
     standard EM from all basis functions with finite ``alpha``: O(n^3) per step at first and an
     ``n x n`` design; it refactorises once per step, as the final batch phase of SSEM does.
 

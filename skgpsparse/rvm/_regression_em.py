@@ -1,12 +1,14 @@
 """The RVM regression E- and M-steps on an active set, kept by Cholesky up/downdates (SSEM)."""
 
 import numpy as np
-from scipy.linalg import cholesky, lapack, qr, solve_triangular
+from scipy.linalg import lapack, qr
 
 from ..linalg import cholesky_append
+from ._factor_cost import refactor_is_cheaper
 from ._subspace_em import (
     ALPHA_FLOOR,
     ALPHA_MIN,
+    DOWNDATE_KEEP,
     ActiveDesign,
     basis_rows,
     change_precisions,
@@ -24,37 +26,76 @@ NOISE_RTOL = 0.1
 NOISE_GAP = 1.1
 
 
+def _solve_lower(L, b, trans):
+    """``L^-1 b`` (``trans=0``) or ``L^-T b`` (``trans=1``) for a lower triangular ``L``: the
+    LAPACK call of ``scipy.linalg.solve_triangular`` (same operands, same result) without its
+    per-call checks, which dominate at the sweep's small sizes."""
+    if L.flags.f_contiguous:
+        x, info = lapack.dtrtrs(L, b, lower=1, trans=trans)
+    else:  # a C-ordered factor is the upper factor L^T in Fortran order
+        x, info = lapack.dtrtrs(L.T, b, lower=0, trans=1 - trans)
+    if info != 0:  # pragma: no cover - S >= A keeps L invertible
+        raise np.linalg.LinAlgError("RVM: the factor of Sigma^-1 is singular.")
+    return x
+
+
+# The sweep computes the design rows of the next VISIT_BLOCK planned visits in one kernel call
+# (at most VISIT_BLOCK_ELEMENTS floats: 16 MB).
+VISIT_BLOCK = 64
+VISIT_BLOCK_ELEMENTS = 2**21
+# From 2 * GROWTH_BLOCK active basis functions on, an SSEM step adds M // GROWTH_BLOCK of them.
+GROWTH_BLOCK = 64
+
+
 class _RegressionEM:
     """Exact E-step and MacKay M-step of the RVM on an active set (SSEM paper §2, eqs. 6-12).
 
     Keeps ``G = Phi^T Phi`` and ``h = Phi^T t`` over the active basis functions (grown one row
     and column per added function, O(n M)) and a lower Cholesky factor ``L L^T = S`` of the
     posterior precision ``S = Sigma^-1 = A + G / s2`` (eq. 7) in preallocated storage. In the
-    Subspace EM sweep (:meth:`subspace_step`) only the noise refactorises the factor:
-    adding basis function ``j`` at ``alpha_j = L`` (eq. 13) borders ``S``
-    (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); the M-step's changes of every active
-    ``alpha`` (eq. 12) are the diagonal change ``S + diag(alpha_new - alpha_old)``, one rank-k
-    update for the increases and one rank-k downdate for the decreases (O(M^3) at most, the
-    E-step's order), and pruning is a Givens deletion
-    (:func:`skgpsparse.rvm._subspace_em.change_precisions`).
+    Subspace EM sweep (:meth:`subspace_step`) adding basis function ``j`` at ``alpha_j = L``
+    (eq. 13) borders ``S`` (:func:`skgpsparse.linalg.cholesky_append`, O(M^2)); the M-step's
+    changes of every active ``alpha`` (eq. 12) are the diagonal change ``S + diag(alpha_new -
+    alpha_old)``: one rank-k update for the increases and one rank-k downdate for the
+    decreases, pruning by Givens deletions
+    (:func:`skgpsparse.rvm._subspace_em.change_precisions`; O(M^3) at most, the E-step's
+    order, but a Python loop over the rows from the first change on), or one LAPACK
+    refactorisation (O(M^3 / 3) flops in BLAS-3, no per-row cost), whichever
+    ``factor_update`` chooses (by default the cheaper one by
+    :func:`skgpsparse.rvm._factor_cost.refactor_is_cheaper`). With :meth:`plan_visits` the
+    design rows of the next ``VISIT_BLOCK`` basis functions are computed in one kernel call.
 
     The noise variance ``s2`` multiplies all of ``G``, so a change of ``s2`` is a full-rank
-    change of ``S``: it is the one step that refactorises (O(M^3 / 3), LAPACK, about the cost of
-    the E-step's ``diag(Sigma)``). In the sweep ``s2`` is therefore updated only when it moved
+    change of ``S``: it always refactorises (O(M^3 / 3), LAPACK, about the cost of the
+    E-step's ``diag(Sigma)``). In the sweep ``s2`` is therefore updated only when it moved
     by more than ``NOISE_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
     since its last update (O(log N) refactorisations per sweep); batch EM (:meth:`em_step`)
     updates ``s2`` and all ``alpha`` every step and refactorises once per step.
     """
 
     def __init__(
-        self, kernel, X, t, centers, bias_mask, noise_variance, learn_noise, alpha_max, noise_floor
+        self,
+        kernel,
+        X,
+        t,
+        centers,
+        bias_mask,
+        noise_variance,
+        learn_noise,
+        alpha_max,
+        noise_floor,
+        factor_update="cost",
     ):
         n = X.shape[0]
+        # how an SSEM step's alpha changes reach the factor: "update" (rank-k, Givens),
+        # "refactor" (LAPACK), "cost" (the cheaper of the two by _factor_cost's model)
+        self.factor_update = factor_update
         self.kernel, self.X, self.t = kernel, X, t
         self.centers, self.bias_mask = centers, bias_mask
         self.s2, self.learn_noise = float(noise_variance), learn_noise
         self.alpha_max, self.noise_floor = alpha_max, noise_floor
         self.design = ActiveDesign(n, owner="RelevanceVectorRegressor")
+        self._plan, self._plan_pos = None, 0  # the sweep's order of visits (plan_visits)
         self._G = np.empty((16, 16))
         self._h = np.empty(16)
         self._L = np.zeros((16, 16))
@@ -63,8 +104,9 @@ class _RegressionEM:
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
         self.visits = self._noise_visit = 0  # basis functions added one at a time
         self._post = None  # (mu, resid) of the current factor, kept from the last M-step
+        # "alpha_refactor": M-steps of the sweep applied by refactorising instead
         self.counts = dict.fromkeys(
-            ("refactor", "append", "rank_one", "rank_k", "delete", "move"), 0
+            ("refactor", "alpha_refactor", "append", "rank_one", "rank_k", "delete", "move"), 0
         )
 
     @property
@@ -92,9 +134,38 @@ class _RegressionEM:
         G[:M, :M], L[:M, :M] = self._G[:M, :M], self._L[:M, :M]
         self._G, self._L, self._h = G, L, np.resize(self._h, new)
 
+    def plan_visits(self, entries):
+        """Announce the order in which the sweep adds ``entries``, one per :meth:`add`: their
+        design rows are then computed ``VISIT_BLOCK`` at a time, one kernel call per block."""
+        self._plan, self._plan_pos = np.asarray(entries), 0
+        self._block, self._block_start = None, 0
+
+    def visit_block(self):
+        """How many basis functions the next SSEM step adds: one (eq. 13) while the active set
+        is below ``2 * GROWTH_BLOCK``, then ``M // GROWTH_BLOCK`` (§3 grows the model by "some"
+        alpha_j per step), so that a step's O(M^3) E-step and factor serve more visits."""
+        return max(1, self.design.size // GROWTH_BLOCK)
+
+    def _rows(self, entries):
+        """Design rows ``phi_j(X)`` of ``entries``, from the planned block when they are next."""
+        plan, pos, k = self._plan, self._plan_pos, len(entries)
+        if plan is None or not np.array_equal(plan[pos : pos + k], entries):
+            return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+        self._plan_pos += k
+        if self._block is None or pos + k > self._block_start + len(self._block):
+            size = int(np.clip(VISIT_BLOCK_ELEMENTS // len(self.t), k, max(k, VISIT_BLOCK)))
+            block = plan[pos : pos + size]
+            self._block = basis_rows(
+                self.kernel, self.X, self.centers[block], self.bias_mask[block]
+            )
+            self._block_start = pos
+        return self._block[pos - self._block_start : pos - self._block_start + k]
+
     def add(self, entries, alpha):
         """Make library ``entries`` active with precision ``alpha`` (``None``: ``L``)."""
-        rows = basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+        rows = self._rows(entries)
+        # the sweep's entries (eq. 13) come at alpha = L and are appended to the factor
+        from_sweep = alpha is None
         if alpha is None:
             alpha = self.alpha_max
         elif isinstance(alpha, str):  # "auto"
@@ -110,38 +181,41 @@ class _RegressionEM:
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
         self._post = None
-        if k == 1:
-            self.visits += 1
-            # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
-            try:
+        if from_sweep:
+            self.visits += k
+        try:
+            for m in range(M, M + k) if from_sweep else ():
+                # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
                 cholesky_append(
                     self._L,
-                    G[:M, M] / self.s2,
-                    self.design.alpha[M] + G[M, M] / self.s2,
-                    size=M,
+                    G[:m, m] / self.s2,
+                    self.design.alpha[m] + G[m, m] / self.s2,
+                    size=m,
                     overwrite_L=True,
                 )
                 self.counts["append"] += 1
+            if from_sweep:
                 return
-            except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
-                pass
+        except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
+            pass
         self.refactor()
 
-    def _factor(self, order, alpha, s2):
+    def _factor(self, order, alpha, s2, count="refactor"):
         """Lower Cholesky factor of ``S = A + G / s2`` over positions ``order`` (new array)."""
         G = self.G[np.ix_(order, order)]
         S = G / s2
-        S[np.diag_indices_from(S)] += alpha
-        self.counts["refactor"] += 1
-        try:
-            return cholesky(S, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            # Rounding in G (nearly collinear basis functions) lost S > 0: factor
-            # S = [Phi / s; A^1/2]^T [Phi / s; A^1/2] from a QR instead, O(n M^2).
-            Psi = self.design.rows[order].T / np.sqrt(s2)
-            R = qr(np.vstack([Psi, np.diag(np.sqrt(alpha))]), mode="r", check_finite=False)[0]
-            R = R[: len(order)]
-            return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
+        S.flat[:: len(order) + 1] += alpha
+        self.counts[count] += 1
+        # LAPACK directly (what scipy.linalg.cholesky(lower=True) calls), without its wrappers
+        L, info = lapack.dpotrf(S, lower=1, clean=1)
+        if info == 0:
+            return L
+        # Rounding in G (nearly collinear basis functions) lost S > 0: factor
+        # S = [Phi / s; A^1/2]^T [Phi / s; A^1/2] from a QR instead, O(n M^2).
+        Psi = self.design.rows[order].T / np.sqrt(s2)
+        R = qr(np.vstack([Psi, np.diag(np.sqrt(alpha))]), mode="r", check_finite=False)[0]
+        R = R[: len(order)]
+        return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
 
     def refactor(self):
         """``L L^T = A + G / s2`` from scratch for the current ``alpha`` and ``s2``."""
@@ -158,8 +232,7 @@ class _RegressionEM:
         order = np.arange(M) if order is None else order
         if len(order) == 0:
             return np.empty(0), self.t.copy()
-        u = solve_triangular(L, self._h[:M][order], lower=True, check_finite=False)
-        mu = solve_triangular(L, u, lower=True, trans="T", check_finite=False) / s2
+        mu = _solve_lower(L, _solve_lower(L, self._h[:M][order], 0), 1) / s2
         full = np.zeros(M)
         full[order] = mu
         return mu, self.t - self.design.rows.T @ full
@@ -259,13 +332,14 @@ class _RegressionEM:
         return ll
 
     def subspace_step(self):
-        """One SSEM step (Figure 1, steps 3-4) on the factor, without refactorising.
+        """One SSEM step (Figure 1, steps 3-4) on the factor.
 
         E-step in the active subspace, then the M-step (eq. 12) of every active ``alpha``
         (step 4: "for all alpha_j such that j in R_n"): all changes are applied to the factor
         at once, the increases as one rank-k update and the decreases as one rank-k downdate,
         and those reaching ``L`` are pruned by Givens deletions
-        (:func:`skgpsparse.rvm._subspace_em.change_precisions`). If MacKay's update would lower the
+        (:func:`skgpsparse.rvm._subspace_em.change_precisions`), or by one refactorisation when
+        that is cheaper (:meth:`_apply`). If MacKay's update would lower the
         likelihood, the step is redone with the EM update of §2, which cannot. ``s2`` keeps its
         value unless eq. (12) moves it by more than ``NOISE_RTOL`` and the number of visited
         basis functions has grown by ``NOISE_GAP`` since its last update: then the step is a
@@ -301,7 +375,21 @@ class _RegressionEM:
         self._commit(L, order, a, self.s2, self.posterior(L, order))
 
     def _apply(self, alpha, change, prune):
-        """Factor after pruning ``prune`` and setting ``alpha[change]``, on a copy."""
-        return change_precisions(
-            self.L, self.G, self.s2, self.design.alpha, alpha, change, prune, self.counts
+        """Factor after pruning ``prune`` and setting ``alpha[change]``, on a copy: by updates
+        of the factor or by one refactorisation, whichever ``factor_update`` chooses (the
+        same matrix ``A + G / s2`` of eq. 7 either way)."""
+        old = self.design.alpha
+        refactor = self.factor_update == "refactor" or (
+            self.factor_update == "cost"
+            and refactor_is_cheaper(
+                old, alpha, change, prune, np.diagonal(self.L) ** 2, DOWNDATE_KEEP
+            )
         )
+        if not refactor:
+            return change_precisions(
+                self.L, self.G, self.s2, old, alpha, change, prune, self.counts
+            )
+        order = np.flatnonzero(~prune)
+        a = np.where(change, alpha, old)[order]
+        L = self._factor(order, a, self.s2, "alpha_refactor") if len(order) else np.empty((0, 0))
+        return L, order, a

@@ -365,7 +365,9 @@ def run_subspace_em(
     model : object
         Has ``add(entries, alpha)`` (make library ``entries`` active with precisions
         ``alpha``), ``em_step() -> log_likelihood`` (E-step on the active set, M-step, pruning
-        of ``alpha >= L``) and ``n_active``.
+        of ``alpha >= L``) and ``n_active``; optionally ``subspace_step()`` (an SSEM step,
+        else ``em_step`` is used), ``plan_visits(order)`` (told the sweep's order first) and
+        ``visit_block() -> k`` (how many basis functions the next step adds; else 1).
     library : ndarray of int
         Entries of the candidate basis functions.
     method : {"ssem", "batch_em"}
@@ -407,15 +409,24 @@ def run_subspace_em(
         if first is not None and len(first):
             order = np.concatenate([first, order[~np.isin(order, first)]])
         step = getattr(model, "subspace_step", None)
-        for j in order:
-            # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L
-            model.add(np.array([j]), None)
+        plan = getattr(model, "plan_visits", None)
+        if plan is not None:  # the model may prepare the visits' design rows in blocks
+            plan(order)
+        block = getattr(model, "visit_block", None)
+        i = n_steps = 0
+        while i < len(order):
+            # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L (§3:
+            # "including some alpha_j previously set to infinity": a model may add a block)
+            k = 1 if block is None else block()
+            model.add(order[i : i + k], None)
+            i += k
             if step is None:
                 ll = model.em_step()
             else:
                 ll = step()
             record(ll, "ssem")
-        hist["n_sweep"] = len(order)
+            n_steps += 1
+        hist["n_sweep"] = n_steps
     else:
         model.add(np.asarray(library), alpha_init)
         hist["n_sweep"] = 0

@@ -8,7 +8,7 @@ from skgpsparse.rvm._regression import RelevanceVectorRegressor
 from skgpsparse.rvm._regression_em import _RegressionEM
 
 
-def _model(n=60, seed=7, learn_noise=True):
+def _model(n=60, seed=7, learn_noise=True, factor_update="update"):
     rng = np.random.RandomState(seed)
     X = rng.uniform(-3, 3, size=(n, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.randn(n)
@@ -16,7 +16,9 @@ def _model(n=60, seed=7, learn_noise=True):
     bias_mask = np.zeros(n + 1, dtype=bool)
     bias_mask[n] = True
     kernel = RBF(0.7)
-    model = _RegressionEM(kernel, X, y, centers, bias_mask, 0.05, learn_noise, 1e9, 1e-12)
+    model = _RegressionEM(
+        kernel, X, y, centers, bias_mask, 0.05, learn_noise, 1e9, 1e-12, factor_update
+    )
     return model, kernel, X, y
 
 
