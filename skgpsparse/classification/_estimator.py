@@ -4,7 +4,6 @@ import numbers
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from scipy.special import ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
@@ -20,7 +19,7 @@ from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
 from ._fitting import binary_params, store_binary, store_one_vs_rest
-from ._prediction import by_row_blocks, latent, log_proba, margins, proba
+from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
 from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
 
@@ -475,11 +474,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             return predict_dask(self.predict, X)
 
         def labels(X_block, predictors):
-            e = margins(X_block, predictors)
-            if e.ndim == 2:
-                return self.classes_[np.argmax(e, axis=1)]
-            # as predict_proba's argmax: a margin within rounding of 0 gives equal
-            # probabilities, and the tie goes to classes_[0]
-            return self.classes_[(ndtr(e) > ndtr(-e)).astype(int)]
+            # predict_proba's argmax, from its own arithmetic: margins within rounding of
+            # each other give equal probabilities, and the tie goes to the first class
+            p = proba_of_margins(margins(X_block, predictors))
+            return self.classes_[np.argmax(p, axis=1)]
 
         return by_row_blocks(labels, *self._validate_X(X))

@@ -100,7 +100,11 @@ def log_proba(X, predictors):
 
 def proba(X, predictors):
     """Class probabilities ``Phi(margin)``; one-vs-rest normalised per row."""
-    e = margins(X, predictors)
+    return proba_of_margins(margins(X, predictors))
+
+
+def proba_of_margins(e):
+    """:func:`proba` from the margins (``(n,)`` binary, ``(n, n_classes)`` one-vs-rest)."""
     if e.ndim == 1:
         return np.column_stack([ndtr(-e), ndtr(e)])
     return np.exp(_normalised(e))

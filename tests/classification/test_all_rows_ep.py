@@ -238,3 +238,16 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_tie():
     model = SparseGPClassifier(random_state=0).fit(X, y)
     proba = model.predict_proba(X)
     np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
+
+
+def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
+    # identical inputs, one row per class: the three one-vs-rest margins differ only by
+    # rounding, the normalised probabilities are equal, and predict must agree with them
+    X = np.zeros((3, 1))
+    y = np.array([-7, 0, 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SparseGPClassifier(max_basis=3, random_state=0).fit(X, y)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba, 1.0 / 3.0)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
