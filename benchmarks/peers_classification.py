@@ -70,6 +70,9 @@ OURS = {
     # the all-rows posterior with the additive-model paper's selection (the default before
     # selection="auto" chose the entropy criterion for it)
     "adaptive": lambda: {"selection": "adaptive"},
+    "nlp_user_kernel": lambda: {"selection": "nlp", "kernel": _user_kernel()},
+    # the papers' baseline basis under the all-rows posterior (random inducing rows)
+    "random": lambda: {"selection": "random"},
 }
 
 

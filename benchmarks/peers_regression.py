@@ -57,6 +57,11 @@ OURS = {
     "refine300_objective_noise": {"refine_basis": 300, "noise_calibration": None},
     "vfesel_refine300": {"selection": "vfe", "refine_basis": 300},
     "exchange300_refine300": {"n_exchange": 300, "refine_basis": 300},
+    # the mean's best without moving the basis: exact selection and exchange
+    "exact_exchange300": {"selection": "exact", "n_exchange": 300},
+    "dtc_exact_exchange300": {
+        "hyperparameter_objective": "dtc", "selection": "exact", "n_exchange": 300,
+    },
 }
 PEERS = {
     "sgpr_fixed": {"optimise_inducing": False},
