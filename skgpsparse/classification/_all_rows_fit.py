@@ -19,12 +19,12 @@ from scipy.linalg import cho_solve, eigh, solve_triangular
 from sklearn.base import clone
 
 from ..kernels._columns import CrossKernel
-from ..kernels._scales import data_scaled_start
+from ..kernels._scales import data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._prediction import BinaryPredictor
 
-__all__ = ["AllRowsObjective", "AllRowsPredictor", "fit_all_rows"]
+__all__ = ["AllRowsObjective", "AllRowsPredictor", "bic_charge", "fit_all_rows"]
 
 # The sparse prior of the all-rows posterior (FITC keeps each row's own prior variance).
 PRIOR = "fitc"
@@ -119,13 +119,97 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
+def _learn(model, kernel, bias, sites, X, y, basis):
+    """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``."""
+    objective = AllRowsObjective(kernel, X, y, X[basis], sites, tol=_SEARCH_TOL)
+    if model.optimizer is not None:
+        theta0 = np.append(kernel.theta, bias)
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+        theta, _ = minimize_theta(model.optimizer, objective, theta0, bounds)
+        kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
+    # the sites at the kept theta (the last evaluation may have been another), refined
+    objective.tol = _EP_TOL
+    loss = float(objective(np.append(kernel.theta, bias), eval_gradient=False))
+    return loss, kernel, bias, objective.sites
+
+
+def _rounds(model, kernel, bias, sites, X, y, rng):
+    """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
+
+    Stops after ``max_iter`` rounds, or when a round improves the evidence per row by less than
+    ``tol``. Returns the round with the highest evidence, ``(loss, kernel, bias, basis, sites,
+    exchange_curve)``, and the number of rounds.
+    """
+    best = None
+    for it in range(model.max_iter):
+        tic = time.perf_counter()
+        state = model._select(kernel, X, y, bias, rng)
+        basis = state.basis_indices.copy()
+        loss, kernel, bias, sites = _learn(model, kernel, bias, sites, X, y, basis)
+        model.loss_curve_.append(loss)
+        improved = best is None or loss < best[0] - model.tol
+        if best is None or loss < best[0]:
+            best = (loss, kernel, bias, basis, sites, model._last_exchange_curve)
+        model._progress.line(
+            f"iter {len(model.loss_curve_):3d}  -logZ/n {loss:.6f}  basis {state.size}  "
+            f"b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+        )
+        if model.optimizer is None or not improved:
+            break
+    return best, it + 1
+
+
+def bic_charge(n_extra, n):
+    """The Bayesian information criterion's charge, ``n_extra / 2 * log(n)`` nats, for
+    ``n_extra`` more hyperparameters fitted to ``n`` rows (Schwarz 1978)."""
+    return 0.5 * n_extra * np.log(n)
+
+
+def _per_feature_choice(model, best, X, y, rng):
+    """The fitted round, or one with one length scale per feature if the evidence says so.
+
+    The kept round's scalar length scale is copied to every feature (the same kernel, so the
+    evidence can only rise); ``(theta, b)`` are learned on the kept basis, and only if that
+    already raises the log evidence by more than the BIC charge for the ``d - 1`` extra
+    hyperparameters do the rounds (re-selection included) go on with the per-feature kernel,
+    whose best round must still pay the charge to be kept. Type-II maximum likelihood alone
+    always prefers more length scales (on a few hundred rows they fit noise); the charge
+    approximates the integral over them. Returns ``(round, number of rounds run)``.
+    """
+    loss, kernel, bias, basis, sites, curve = best
+    ard = per_feature_length_scales(kernel, X.shape[1])
+    if ard is None:
+        return best, 0
+    n = y.size
+    charge = bic_charge(ard.n_dims - kernel.n_dims, n)
+    first = _learn(model, ard, bias, sites, X, y, basis)
+    model.loss_curve_.append(first[0])
+    rounds = 1
+    if n * (loss - first[0]) > charge:
+        candidate, more = _rounds(model, first[1], first[2], first[3], X, y, rng)
+        rounds += more
+        if candidate[0] > first[0]:  # the kept basis with the learned theta stays the best
+            candidate = (first[0], first[1], first[2], basis, first[3], curve)
+    else:
+        candidate = (first[0], first[1], first[2], basis, first[3], curve)
+    gain = n * (loss - candidate[0])
+    keep = gain > charge
+    model._progress.line(
+        f"one length scale per feature: log evidence {gain:+.2f} nats, BIC charge "
+        f"{charge:.2f}: {'kept' if keep else 'not kept'}"
+    )
+    return (candidate if keep else best), rounds
+
+
 def fit_all_rows(model, X, y, rng):
     """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
 
     Rounds of: greedy basis selection (ADF, the model's selector) under ``(theta, b)``; then
     ``(theta, b)`` by the all-rows EP evidence with that basis. Stops after ``max_iter`` rounds,
     or when a round improves the evidence per row by less than ``tol``; keeps the round with
-    the highest evidence. The sites of the kept round, one per training row, become
+    the highest evidence. With ``per_feature_choice`` (the package's default kernel) the rounds
+    then run again with one length scale per feature, kept if the evidence pays the BIC charge
+    (:func:`_per_feature_choice`). The sites of the kept round, one per training row, become
     ``site_precision_`` and ``site_mean_``.
     """
     kernel = clone(model.kernel)
@@ -135,32 +219,11 @@ def fit_all_rows(model, X, y, rng):
         kernel = _better_start(model, kernel, X, y, rng)
     bias = initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
-    best = None
-    for it in range(model.max_iter):
-        tic = time.perf_counter()
-        state = model._select(kernel, X, y, bias, rng)
-        basis = state.basis_indices.copy()
-        objective = AllRowsObjective(kernel, X, y, X[basis], sites, tol=_SEARCH_TOL)
-        theta0 = np.append(kernel.theta, bias)
-        if model.optimizer is not None:
-            bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
-            theta, loss = minimize_theta(model.optimizer, objective, theta0, bounds)
-            kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
-        # the sites at the kept theta (the last evaluation may have been another), refined
-        objective.tol = _EP_TOL
-        loss = float(objective(np.append(kernel.theta, bias), eval_gradient=False))
-        sites = objective.sites
-        model.loss_curve_.append(float(loss))
-        improved = best is None or loss < best[0] - model.tol
-        if best is None or loss < best[0]:
-            best = (loss, kernel, bias, basis, sites, model._last_exchange_curve)
-        model._progress.line(
-            f"iter {it + 1:3d}  -logZ/n {loss:.6f}  basis {state.size}  b {bias:+.4f}"
-            f"  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
-        )
-        if model.optimizer is None or not improved:
-            break
-    model.n_iter_ = it + 1
+    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng)
+    if model.per_feature_choice and model.optimizer is not None:
+        best, more = _per_feature_choice(model, best, X, y, rng)
+        n_iter += more
+    model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best
     if model.optimizer is not None:
         model.kernel_._check_bounds_params()

@@ -117,8 +117,11 @@ class _BinarySparseGPClassifier:
         bias_offset=0.0,
         n_threads=1,
         posterior="basis",
+        per_feature_choice=False,
     ):
         self.kernel = kernel
+        # the package's default kernel: try one length scale per feature (_all_rows_fit)
+        self.per_feature_choice = per_feature_choice
         # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's
         self.posterior = posterior
         # threads over the row blocks of each scored working set (ADFState)

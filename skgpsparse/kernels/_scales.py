@@ -11,7 +11,7 @@ with the user's start by its own objective.
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["data_scaled_start"]
+__all__ = ["data_scaled_start", "per_feature_length_scales"]
 
 # Length scales within this factor of the data's scale are left as they are.
 _CLOSE = 2.0
@@ -56,5 +56,25 @@ def data_scaled_start(kernel, X):
         far = far or bool(np.any((ratio > _CLOSE) | (ratio < 1.0 / _CLOSE)))
         params[h.name] = float(target[0]) if np.ndim(current[h.name]) == 0 else target
     if not far:
+        return None
+    return clone(kernel).set_params(**params)
+
+
+def per_feature_length_scales(kernel, n_features):
+    """``kernel`` with each free scalar length scale made one per feature (ARD), or None.
+
+    Every feature's length scale starts at the scalar's value, so the new kernel equals
+    ``kernel`` at its start and can only fit better. None when the kernel has no free scalar
+    length scale or there is one feature.
+    """
+    if n_features < 2:
+        return None
+    current = kernel.get_params()
+    params = {
+        h.name: np.full(n_features, float(current[h.name]))
+        for h in _free_length_scales(kernel)
+        if np.ndim(current[h.name]) == 0
+    }
+    if not params:
         return None
     return clone(kernel).set_params(**params)

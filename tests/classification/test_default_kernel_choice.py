@@ -1,0 +1,100 @@
+"""The default kernel's choice between one length scale and one per feature (_all_rows_fit).
+
+With ``kernel=None`` the classifier fits ``C(1) * RBF(sqrt(d))``, then the same with one length
+scale per feature, and keeps the latter only when its EP log evidence exceeds the shared
+length scale's by the BIC charge ``(d - 1) / 2 * log(n)``.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, Matern
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.metrics import log_loss
+
+import skgpsparse.classification._all_rows_fit as all_rows_fit
+from skgpsparse import SparseGPClassifier
+from skgpsparse.classification._fitting import default_kernel
+from skgpsparse.kernels._scales import per_feature_length_scales
+
+
+def _irrelevant_features(n, seed=0):
+    """A circle in the first two features; six features of pure noise."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n + 1000, 8)
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 + 0.3 * rng.randn(n + 1000) > 1.4).astype(int)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def _isotropic(n, seed=0):
+    """Labels from a noisy linear score of every feature alike."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n + 1000, 6)
+    y = (X.sum(axis=1) + 1.5 * rng.randn(n + 1000) > 0).astype(int)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def _fit(X, y, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SparseGPClassifier(max_basis=40, random_state=0, **kwargs).fit(X, y)
+
+
+def _length_scale(model):
+    return np.atleast_1d(model.kernel_.k2.length_scale)
+
+
+def test_per_feature_length_scales_start_at_the_same_kernel():
+    X = np.random.RandomState(0).randn(7, 3)
+    kernel = C(2.0) * Matern(1.5, nu=1.5)
+    ard = per_feature_length_scales(kernel, 3)
+    np.testing.assert_allclose(ard.k2.length_scale, [1.5, 1.5, 1.5])
+    np.testing.assert_allclose(ard(X), kernel(X), rtol=1e-14)
+    assert ard.n_dims == kernel.n_dims + 2
+    assert kernel.k2.length_scale == 1.5  # the original is not modified
+    # nothing to make per feature: one feature, ARD already, or a fixed length scale
+    assert per_feature_length_scales(kernel, 1) is None
+    assert per_feature_length_scales(C(1.0) * RBF([1.0, 2.0]), 2) is None
+    assert per_feature_length_scales(RBF(1.0, length_scale_bounds="fixed"), 3) is None
+
+
+def test_irrelevant_features_get_their_own_length_scales_and_a_better_test_nlp():
+    X, y, X_test, y_test = _irrelevant_features(600)
+    chosen = _fit(X, y)
+    shared = _fit(X, y, kernel=default_kernel(X.shape[1]))  # the same kernel, no choice
+    scales = _length_scale(chosen)
+    assert scales.shape == (8,) and _length_scale(shared).shape == (1,)
+    # the noise features are smoothed away, the circle's two are not
+    assert scales[2:].min() > 3 * scales[:2].max()
+    nlp = log_loss(y_test, chosen.predict_proba(X_test))
+    assert nlp < 0.9 * log_loss(y_test, shared.predict_proba(X_test))
+
+
+def test_isotropic_problem_keeps_one_length_scale():
+    X, y, _, _ = _isotropic(150)
+    assert _length_scale(_fit(X, y)).shape == (1,)
+
+
+def test_the_choice_follows_the_bic_charge(monkeypatch):
+    X, y, _, _ = _isotropic(150)
+    monkeypatch.setattr(all_rows_fit, "bic_charge", lambda n_extra, n: 0.0)
+    # without a charge the per-feature evidence (never below the shared one's) wins
+    assert _length_scale(_fit(X, y)).shape == (6,)
+    monkeypatch.setattr(all_rows_fit, "bic_charge", lambda n_extra, n: np.inf)
+    X, y, _, _ = _irrelevant_features(600)
+    assert _length_scale(_fit(X, y)).shape == (1,)
+
+
+def test_bic_charge():
+    assert all_rows_fit.bic_charge(5, 100) == pytest.approx(2.5 * np.log(100))
+
+
+def test_a_users_kernel_and_fixed_hyperparameters_are_left_alone():
+    X, y, _, _ = _irrelevant_features(600)
+    user = _fit(X, y, kernel=C(1.0) * RBF(1.0))
+    assert _length_scale(user).shape == (1,)
+    fixed = _fit(X, y, optimizer=None)
+    assert fixed.kernel_ == default_kernel(X.shape[1])
+    # the basis posterior's NLP objective does not take part
+    assert _length_scale(_fit(X, y, posterior="basis", max_iter=2)).shape == (1,)
