@@ -133,15 +133,15 @@ def _learn(model, kernel, bias, sites, X, y, basis):
     return loss, kernel, bias, objective.sites
 
 
-def _rounds(model, kernel, bias, sites, X, y, rng):
+def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
-    Stops after ``max_iter`` rounds, or when a round improves the evidence per row by less than
+    Stops after ``max_rounds`` rounds, or when a round improves the evidence per row by less than
     ``tol``. Returns the round with the highest evidence, ``(loss, kernel, bias, basis, sites,
     exchange_curve)``, and the number of rounds.
     """
     best = None
-    for it in range(model.max_iter):
+    for it in range(max_rounds):
         tic = time.perf_counter()
         state = model._select(kernel, X, y, bias, rng)
         basis = state.basis_indices.copy()
@@ -165,33 +165,33 @@ def bic_charge(n_extra, n):
     return 0.5 * n_extra * np.log(n)
 
 
-def _per_feature_choice(model, best, X, y, rng):
+def _per_feature_choice(model, best, X, y, rng, max_rounds):
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
-    evidence can only rise); ``(theta, b)`` are learned on the kept basis, and only if that
-    already raises the log evidence by more than the BIC charge for the ``d - 1`` extra
-    hyperparameters do the rounds (re-selection included) go on with the per-feature kernel,
-    whose best round must still pay the charge to be kept. Type-II maximum likelihood alone
-    always prefers more length scales (on a few hundred rows they fit noise); the charge
-    approximates the integral over them. Returns ``(round, number of rounds run)``.
+    evidence can only rise); ``(theta, b)`` are learned on the kept basis (one round), and only
+    if that already raises the log evidence by more than the BIC charge for the ``d - 1``
+    extra hyperparameters do the rounds (re-selection included) go on with the per-feature
+    kernel, whose best round must still pay the charge to be kept. Type-II maximum likelihood
+    alone always prefers more length scales (on a few hundred rows they fit noise); the charge
+    approximates the integral over them. At most ``max_rounds`` rounds; returns ``(round,
+    number of rounds run)``.
     """
     loss, kernel, bias, basis, sites, curve = best
     ard = per_feature_length_scales(kernel, X.shape[1])
-    if ard is None:
+    if ard is None or max_rounds < 1:
         return best, 0
     n = y.size
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
     first = _learn(model, ard, bias, sites, X, y, basis)
     model.loss_curve_.append(first[0])
+    candidate = (first[0], first[1], first[2], basis, first[3], curve)
     rounds = 1
-    if n * (loss - first[0]) > charge:
-        candidate, more = _rounds(model, first[1], first[2], first[3], X, y, rng)
+    if n * (loss - first[0]) > charge and max_rounds > 1:
+        more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng, max_rounds - 1)
         rounds += more
-        if candidate[0] > first[0]:  # the kept basis with the learned theta stays the best
-            candidate = (first[0], first[1], first[2], basis, first[3], curve)
-    else:
-        candidate = (first[0], first[1], first[2], basis, first[3], curve)
+        if more_best[0] < candidate[0]:
+            candidate = more_best
     gain = n * (loss - candidate[0])
     keep = gain > charge
     model._progress.line(
@@ -208,7 +208,7 @@ def fit_all_rows(model, X, y, rng):
     ``(theta, b)`` by the all-rows EP evidence with that basis. Stops after ``max_iter`` rounds,
     or when a round improves the evidence per row by less than ``tol``; keeps the round with
     the highest evidence. With ``per_feature_choice`` (the package's default kernel) the rounds
-    then run again with one length scale per feature, kept if the evidence pays the BIC charge
+    left then run with one length scale per feature, kept if the evidence pays the BIC charge
     (:func:`_per_feature_choice`). The sites of the kept round, one per training row, become
     ``site_precision_`` and ``site_mean_``.
     """
@@ -219,9 +219,10 @@ def fit_all_rows(model, X, y, rng):
         kernel = _better_start(model, kernel, X, y, rng)
     bias = initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
-    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng)
+    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
     if model.per_feature_choice and model.optimizer is not None:
-        best, more = _per_feature_choice(model, best, X, y, rng)
+        # the rounds of both kernels together are at most max_iter
+        best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
     model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best

@@ -139,7 +139,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         lowest training NLP over all points (NLP_a eq. (5)). The IVM needs larger bases than the
         NLP design (the validation paper used ``max_basis`` = N/2 for it).
     max_iter : int, default=20
-        Largest number of outer iterations (basis selection + hyperparameter step).
+        Largest number of outer iterations (basis selection + hyperparameter step); with the
+        default kernel the rounds with one length scale per feature count towards it.
     tol : float, default=1e-3
         The outer loop stops when the NLP has not improved by ``tol`` for 5 iterations (a
         re-selected basis' training NLP varies by about 1e-3 between iterations); with

@@ -52,4 +52,7 @@ def test_a_fit_starts_from_the_better_subset_optimum(monkeypatch):
             model, kernel, s2, X_sub, y_sub, X_sub)[:2],
     )
     one = SparseGPRegressor(**kw).fit(X, y)
-    assert two.log_marginal_likelihood_value_ >= one.log_marginal_likelihood_value_ - 1e-6
+    # when both starts reach the same optimum, L-BFGS-B's end points differ by its tolerance
+    # (5e-5 on this value of -67.6 with numpy 2.4 / scipy 1.17): allow 2e-6 of the value
+    tol = 2e-6 * abs(one.log_marginal_likelihood_value_)
+    assert two.log_marginal_likelihood_value_ >= one.log_marginal_likelihood_value_ - tol
