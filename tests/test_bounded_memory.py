@@ -217,7 +217,8 @@ def test_classifier_too_large_fails_up_front(two_gigabytes):
     X, f = _data(200_000, seed=3)
     y = (f > 0).astype(int)
     message = _fails_without_allocating(SparseGPClassifier(max_basis=20_000), X, y)
-    need = classifier_memory(200_000, 2, 20_000, 2, True, 2, 1, True).total  # all-rows EP
+    # all-rows EP; 3 hyperparameters: the default kernel's per-feature trial on 2 features
+    need = classifier_memory(200_000, 2, 20_000, 3, True, 2, 1, True).total
     assert need > 3.2e10  # the 20,000 x 200,000 posterior block M alone is 32 GB
     assert f"SparseGPClassifier.fit needs about {need / 1e9:.1f} GB" in message
     assert "Lower `max_basis` (now 20000)" in message
@@ -227,7 +228,7 @@ def test_classifier_too_large_fails_up_front(two_gigabytes):
 def test_parallel_one_vs_rest_counts_every_fit_and_names_n_jobs(monkeypatch):
     X, f = _data(30_000, seed=4)
     y = np.digitize(f, [-0.3, 0.3])
-    one = classifier_memory(30_000, 2, 2000, 2, True, 2, 1, True).total
+    one = classifier_memory(30_000, 2, 2000, 3, True, 2, 1, True).total  # per-feature trial
     monkeypatch.setattr(memory, "available_memory", lambda: (1.5 * one, "test figure"))
     message = _fails_without_allocating(SparseGPClassifier(max_basis=2000, n_jobs=3), X, y)
     assert "Lower `n_jobs` (now 3 fits at once)" in message

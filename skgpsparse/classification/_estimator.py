@@ -318,8 +318,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
         n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
         kappa = getattr(params["selector"], "working_set_size", None) or 0
+        # the default kernel's per-feature trial has n_features - 1 more hyperparameters
+        trial = (params["per_feature_choice"] and self.optimizer is not None
+                 and params["posterior"] == "all_rows")
+        n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * trial
         fit_memory(
-            X.shape[0], X.shape[1], params["max_basis"], params["kernel"].n_dims,
+            X.shape[0], X.shape[1], params["max_basis"], n_theta,
             self.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
         ).check()
         rng = check_random_state(self.random_state)

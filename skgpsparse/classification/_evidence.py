@@ -334,13 +334,16 @@ def models_log_marginal_likelihood(models, theta, eval_gradient=False):
         raise NotImplementedError(
             "Gradient of log-marginal-likelihood not implemented for multi-class GPC."
         )
-    if theta.shape == (n_dims,):
+    # the default kernel may give the one-vs-rest models different numbers of length scales
+    sizes = [m.kernel_.n_dims for m in models]
+    if theta.shape == (n_dims,) and all(size == n_dims for size in sizes):
         thetas = [theta] * len(models)
-    elif theta.shape == (n_dims * len(models),):
-        thetas = theta.reshape(len(models), n_dims)
+    elif theta.shape == (sum(sizes),):
+        thetas = np.split(theta, np.cumsum(sizes)[:-1])
     else:
+        one = f"({n_dims},) (one kernel's, for every class) or " if len(set(sizes)) == 1 else ""
         raise ValueError(
-            f"`theta` must have shape ({n_dims},) (one kernel's, for every class) or "
-            f"({n_dims * len(models)},) (every class's), got {theta.shape}."
+            f"`theta` must have shape {one}({sum(sizes)},) (every class's, stacked: "
+            f"{sizes} log hyperparameters), got {theta.shape}."
         )
     return float(np.mean([m.log_marginal_likelihood(t) for m, t in zip(models, thetas)]))

@@ -98,3 +98,22 @@ def test_a_users_kernel_and_fixed_hyperparameters_are_left_alone():
     assert fixed.kernel_ == default_kernel(X.shape[1])
     # the basis posterior's NLP objective does not take part
     assert _length_scale(_fit(X, y, posterior="basis", max_iter=2)).shape == (1,)
+
+
+def test_one_vs_rest_models_may_choose_differently(monkeypatch):
+    # the first binary model's trial is free, the others' never pay: kernels of two sizes
+    charges = iter([0.0])
+    monkeypatch.setattr(all_rows_fit, "bic_charge", lambda n_extra, n: next(charges, np.inf))
+    X, y01, _, _ = _irrelevant_features(300)
+    y = np.where(X[:, 2] > 0.5, 2, y01)
+    model = _fit(X, y)
+    sizes = [k.n_dims for k in model.kernels_]
+    assert sizes == [9, 2, 2], model.kernels_
+    thetas = np.concatenate([k.theta for k in model.kernels_])
+    value = model.log_marginal_likelihood(thetas)
+    expected = np.mean([
+        est.log_marginal_likelihood(k.theta) for est, k in zip(model.estimators_, model.kernels_)
+    ])
+    assert value == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="every class's, stacked"):
+        model.log_marginal_likelihood(model.kernels_[1].theta)
