@@ -22,6 +22,7 @@ from ..kernels._columns import CrossKernel
 from ..kernels._scales import data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
+from ._hyperprior import with_length_scale_prior
 from ._prediction import BinaryPredictor
 
 __all__ = ["AllRowsObjective", "AllRowsPredictor", "bic_charge", "fit_all_rows"]
@@ -120,16 +121,21 @@ def _better_start(model, kernel, X, y, rng):
 
 
 def _learn(model, kernel, bias, sites, X, y, basis):
-    """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``."""
+    """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
+
+    Per-feature length scales also carry the hyperprior of :mod:`._hyperprior` (MAP); the loss
+    is then minus the log evidence and log prior per row.
+    """
     objective = AllRowsObjective(kernel, X, y, X[basis], sites, tol=_SEARCH_TOL)
+    target = with_length_scale_prior(objective, kernel, y.size)
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
-        theta, _ = minimize_theta(model.optimizer, objective, theta0, bounds)
+        theta, _ = minimize_theta(model.optimizer, target, theta0, bounds)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
     # the sites at the kept theta (the last evaluation may have been another), refined
     objective.tol = _EP_TOL
-    loss = float(objective(np.append(kernel.theta, bias), eval_gradient=False))
+    loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     return loss, kernel, bias, objective.sites
 
 
@@ -195,7 +201,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds):
     gain = n * (loss - candidate[0])
     keep = gain > charge
     model._progress.line(
-        f"one length scale per feature: log evidence {gain:+.2f} nats, BIC charge "
+        f"one length scale per feature: log evidence and prior {gain:+.2f} nats, BIC charge "
         f"{charge:.2f}: {'kept' if keep else 'not kept'}"
     )
     return (candidate if keep else best), rounds
