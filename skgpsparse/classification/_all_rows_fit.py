@@ -226,7 +226,7 @@ def fit_all_rows(model, X, y, rng):
     bias = initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
     best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
-    if model.per_feature_choice and model.optimizer is not None:
+    if model.per_feature_choice:
         # the rounds of both kernels together are at most max_iter
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more

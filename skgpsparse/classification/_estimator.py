@@ -323,9 +323,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
         kappa = getattr(params["selector"], "working_set_size", None) or 0
         # the default kernel's per-feature trial has n_features - 1 more hyperparameters
-        trial = (params["per_feature_choice"] and self.optimizer is not None
-                 and params["posterior"] == "all_rows")
-        n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * trial
+        n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
         fit_memory(
             X.shape[0], X.shape[1], params["max_basis"], n_theta,
             self.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",

@@ -84,8 +84,10 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         "n_exchange": clf.n_exchange,
         "hyperparameter_objective": clf.hyperparameter_objective,
         "posterior": posterior,
-        # the default kernel may become one length scale per feature (all-rows posterior)
-        "per_feature_choice": clf.kernel is None,
+        # the default kernel may become one length scale per feature (_all_rows_fit): only
+        # where the all-rows evidence learns the hyperparameters
+        "per_feature_choice": (clf.kernel is None and posterior == "all_rows"
+                               and clf.optimizer is not None),
         "max_iter": clf.max_iter,
         "tol": clf.tol,
         "verbose": clf.verbose,

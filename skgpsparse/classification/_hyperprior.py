@@ -14,22 +14,12 @@ this term (MAP, GPML §5.2's hierarchical view of the hyperparameters).
 
 import numpy as np
 
-__all__ = ["SIGMA", "ard_positions", "with_length_scale_prior"]
+from ..kernels._scales import per_feature_length_scale_positions
+
+__all__ = ["SIGMA", "with_length_scale_prior"]
 
 # Prior standard deviation of each log length scale around the kernel's mean log length scale.
 SIGMA = 1.0
-
-
-def ard_positions(kernel):
-    """Index arrays into ``kernel.theta`` of each free per-feature length scale vector."""
-    positions, start = [], 0
-    for h in kernel.hyperparameters:
-        if h.fixed:
-            continue
-        if h.name.split("__")[-1] == "length_scale" and h.n_elements > 1:
-            positions.append(np.arange(start, start + h.n_elements))
-        start += h.n_elements
-    return positions
 
 
 def with_length_scale_prior(objective, kernel, n, sigma=None):
@@ -37,7 +27,7 @@ def with_length_scale_prior(objective, kernel, n, sigma=None):
     log prior per row (``sigma``: :data:`SIGMA` by default); ``objective`` itself when the
     kernel has no per-feature length scales."""
     sigma = SIGMA if sigma is None else sigma
-    positions = ard_positions(kernel)
+    positions = per_feature_length_scale_positions(kernel)
     if not positions:
         return objective
 

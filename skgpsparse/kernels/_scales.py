@@ -11,17 +11,20 @@ with the user's start by its own objective.
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["data_scaled_start", "per_feature_length_scales"]
+__all__ = [
+    "data_scaled_start", "per_feature_length_scale_positions", "per_feature_length_scales",
+]
 
 # Length scales within this factor of the data's scale are left as they are.
 _CLOSE = 2.0
 
 
+def _is_length_scale(h):
+    return h.name.split("__")[-1] == "length_scale" and not h.fixed
+
+
 def _free_length_scales(kernel):
-    return [
-        h for h in kernel.hyperparameters
-        if h.name.split("__")[-1] == "length_scale" and not h.fixed
-    ]
+    return [h for h in kernel.hyperparameters if _is_length_scale(h)]
 
 
 def data_scaled_start(kernel, X):
@@ -78,3 +81,15 @@ def per_feature_length_scales(kernel, n_features):
     if not params:
         return None
     return clone(kernel).set_params(**params)
+
+
+def per_feature_length_scale_positions(kernel):
+    """Index arrays into ``kernel.theta`` of each free per-feature (ARD) length scale vector."""
+    positions, start = [], 0
+    for h in kernel.hyperparameters:
+        if h.fixed:
+            continue
+        if _is_length_scale(h) and h.n_elements > 1:
+            positions.append(np.arange(start, start + h.n_elements))
+        start += h.n_elements
+    return positions

@@ -16,7 +16,8 @@ from sklearn.metrics import log_loss
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification import _hyperprior
-from skgpsparse.classification._hyperprior import ard_positions, with_length_scale_prior
+from skgpsparse.classification._hyperprior import with_length_scale_prior
+from skgpsparse.kernels._scales import per_feature_length_scale_positions as ard_positions
 
 
 def _flat(theta, eval_gradient=True):
