@@ -57,6 +57,8 @@ OURS = {
     "refine300_objective_noise": {"refine_basis": 300, "noise_calibration": None},
     "vfesel_refine300": {"selection": "vfe", "refine_basis": 300},
     "exchange300_refine300": {"n_exchange": 300, "refine_basis": 300},
+    # selection and exchange by the bound itself, without moving the basis
+    "vfesel_exchange300": {"selection": "vfe", "n_exchange": 300},
     # the mean's best without moving the basis: exact selection and exchange
     "exact_exchange300": {"selection": "exact", "n_exchange": 300},
     "dtc_exact_exchange300": {

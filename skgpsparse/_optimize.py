@@ -27,9 +27,12 @@ class _Rescaled:
 
     def __init__(self, obj_func):
         self.obj_func, self.factor = obj_func, None
+        self.first = None  # the first value since ``first`` was last reset to None
 
     def __call__(self, theta):
         value, grad = self.obj_func(theta)
+        if self.first is None:
+            self.first = value
         if self.factor is None:
             largest = np.max(np.abs(grad), initial=0.0)
             large = np.isfinite(largest) and largest > _LARGE_GRADIENT
@@ -39,7 +42,26 @@ class _Rescaled:
         return value / self.factor, np.asarray(grad) / self.factor
 
 
-def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, rounds=TRUST_ROUNDS):
+class _Stalled:
+    """L-BFGS-B callback: stop once ``window`` iterations together lowered the objective by
+    less than ``decrease``, the iterations that only creep along a flat valley (irrelevant
+    ARD length scales on their way to the upper bound)."""
+
+    def __init__(self, window, decrease, factor):
+        self.window, self.decrease, self.factor = window, decrease, factor
+        self.values, self.stopped = [], False
+
+    def __call__(self, intermediate_result):
+        self.values.append(intermediate_result.fun * self.factor())
+        if len(self.values) > self.window:
+            if self.values[-1 - self.window] - self.values[-1] < self.decrease:
+                self.stopped = True
+                raise StopIteration
+
+
+def lbfgs_in_moving_box(
+    obj_func, theta0, bounds, *, half_width=TRUST_LOG, rounds=TRUST_ROUNDS, stall=None
+):
     """Minimise ``obj_func`` with L-BFGS-B inside ``theta +- half_width``, moving the box.
 
     L-BFGS-B's first step follows the raw gradient, which far from the optimum can jump to the
@@ -62,6 +84,11 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
         Half-width of the search box in log space.
     rounds : int, default=20
         Largest number of box moves.
+    stall : (int, float) or None, default=None
+        ``(window, decrease)``: stop a round when its last ``window`` iterations together
+        lowered the objective by less than ``decrease``, and stop moving the box after a
+        round that lowered it by less than ``decrease`` in all. ``None`` runs L-BFGS-B to
+        its own convergence test.
 
     Returns
     -------
@@ -82,15 +109,24 @@ def lbfgs_in_moving_box(obj_func, theta0, bounds, *, half_width=TRUST_LOG, round
     for _ in range(rounds):
         lo = np.maximum(bounds[:, 0], theta_opt - half_width)
         hi = np.minimum(bounds[:, 1], theta_opt + half_width)
+        stalled = None if stall is None else _Stalled(*stall, lambda: obj_func.factor)
+        obj_func.first = None
         res = scipy.optimize.minimize(
-            obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=np.column_stack([lo, hi])
+            obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=np.column_stack([lo, hi]),
+            callback=stalled,
         )
+        if stalled is not None and stalled.stopped:
+            # a box move is worth another round only while rounds still pay
+            if (obj_func.first - res.fun) * obj_func.factor < stalled.decrease:
+                return res.x, res.fun * obj_func.factor
         theta_opt = res.x
         at_edge = ((theta_opt <= lo + 1e-8) & (lo > bounds[:, 0])) | (
             (theta_opt >= hi - 1e-8) & (hi < bounds[:, 1])
         )
         if not np.any(at_edge):
             break
+    if stalled is not None and stalled.stopped:
+        return res.x, res.fun * obj_func.factor
     _check_optimize_result("lbfgs", res)
     return res.x, res.fun * obj_func.factor
 

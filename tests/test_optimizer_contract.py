@@ -1,5 +1,7 @@
 """The `optimizer` contract: theta outside the bounds is clipped with a warning, NaN raises."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
@@ -69,3 +71,41 @@ def test_moving_box_search_survives_huge_gradients_beside_subnormal_ones(scale):
     theta, value = lbfgs_in_moving_box(quadratic, np.zeros(3), bounds)
     np.testing.assert_allclose(theta, [1.0, 0.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(value, 2.0 * scale, rtol=1e-10)
+
+
+def _slow_tail(counter):
+    """An ill-conditioned quartic (weights 1 ... 1e-6): L-BFGS-B's last hundreds of
+    iterations gain almost nothing, as on ARD length scales that barely matter."""
+    w = np.logspace(0, -6, 40)
+
+    def f(theta):
+        counter.append(theta.copy())
+        r = theta - 1.5
+        return float(np.sum(w * r**2 + w * r**4)), 2.0 * w * r + 4.0 * w * r**3
+
+    return f
+
+
+def test_stall_stops_the_slow_tail_without_a_warning():
+    bounds = np.array([[-10.0, 10.0]] * 40)
+    full, stalled = [], []
+    _, value_full = lbfgs_in_moving_box(_slow_tail(full), np.zeros(40), bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stopping early is not a convergence failure
+        _, value = lbfgs_in_moving_box(
+            _slow_tail(stalled), np.zeros(40), bounds, stall=(10, 1e-4)
+        )
+    start = _slow_tail([])(np.zeros(40))[0]
+    assert len(stalled) < len(full) / 3
+    # within a few times the stall's decrease of the optimum, from a start 4 orders above
+    assert value_full < value < value_full + 1e-3 < start / 1000
+
+
+def test_stall_does_not_cut_short_a_round_that_still_pays():
+    # steady progress (a quadratic) converges as without the stall rule
+    def quadratic(theta):
+        return float(np.sum((theta - 3.0) ** 2)), 2.0 * (theta - 3.0)
+
+    bounds = np.array([[-10.0, 10.0]] * 4)
+    theta, _ = lbfgs_in_moving_box(quadratic, np.full(4, -6.0), bounds, stall=(10, 1e-6))
+    np.testing.assert_allclose(theta, 3.0, atol=1e-6)

@@ -20,12 +20,8 @@ from .._rows import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
-from ._likelihood import (
-    check_noise_bounds,
-    learn_hyperparameters,
-    sparse_factors,
-    warn_at_noise_bound,
-)
+from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._likelihood import sparse_factors
 from ._noise_loo import loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
@@ -263,7 +259,7 @@ def alternate(model, X, y, p, rng):
         if best is None or lml > best[0]:
             # With fixed hyperparameters the state is final; otherwise only its basis.
             best = (lml, state if not learn else state.basis, kernel, s2, curve)
-        if previous is not None and lml - previous < model.tol * max(1.0, abs(previous)):
+        if previous is not None and lml - previous < model.tol * n:
             break
         previous = lml
 

@@ -124,8 +124,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
     tol : float, default=1e-4
-        The alternation stops when the log marginal likelihood improves by less than
-        ``tol * max(1, |lml|)``.
+        The alternation stops when one alternation raises the objective (a sum over the
+        training rows) by less than ``tol`` per row, ``tol * n_samples`` in all.
     normalize_y : bool, default=False
         Centre and scale the targets before fitting (as scikit-learn's GP regressor).
     random_state : int, RandomState instance or None, default=None

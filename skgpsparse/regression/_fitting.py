@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 
 from .._progress import Progress
 from ._basis import make_selector
-from ._likelihood import check_noise_bounds
+from ._learning import check_noise_bounds
 from ._prediction import RegressionPredictor, prediction_factors
 from ._refine import check_refinable
 

@@ -32,14 +32,15 @@ s2 tr A^-1``; a sum of positive terms, no cancellation).
 The lemmas reduce both to ``p x n`` / ``p x p`` quantities. ``W C^-1 = L^-T A^-1 V``
 (``= Sigma^-1 K_uf`` with ``Sigma = s2 K_uu + K_uf K_fu = L A L^T``), hence with ``w = W a``::
 
-    B     = w a^T - L^-T A^-1 V
+    B     = w a^T - L^-T A^-1 V                (``L^-T A^-1``, ``p x p``, formed first: one
+                                                 matrix product with ``V``)
     B W^T = w w^T - L^-T (A^-1 V V^T) L^-1      (``A^-1 V V^T = I - s2 A^-1``, formed from
                                                  ``V V^T`` to avoid cancellation)
 
-The first sum is contracted chunk by chunk over rows of ``X`` with
-:func:`skgpsparse.kernels._contraction.iter_kernel_contractions`, so the ``n x p x n_theta``
-derivative array is never held (for ``RBF`` and ``ConstantKernel * RBF`` never formed); the
-second needs ``dK_uu`` (``p x p x n_theta``) once. For ``m`` outputs (``y`` of shape
+Both sums are contracted with
+:func:`skgpsparse.kernels._contraction.iter_kernel_contractions` (the first chunk by chunk
+over rows of ``X``), so neither the ``n x p x n_theta`` nor the ``p x p x n_theta``
+derivative array is held (for ``RBF`` and ``ConstantKernel * RBF`` neither is formed). For ``m`` outputs (``y`` of shape
 ``(n, m)``) the log likelihoods are summed, as in scikit-learn's
 ``GaussianProcessRegressor``: ``a`` becomes ``n x m`` and ``C^-1`` is counted ``m`` times.
 
@@ -56,25 +57,19 @@ them, and so does Titsias' bound (:mod:`skgpsparse._regression_vfe`), whose trac
 """
 
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 
-from .._optimize import check_optimizer_result, lbfgs_in_moving_box
-from ..kernels import iter_kernel, kernel_gradient
+from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
 from ._state import RELATIVE_JITTER
 
 __all__ = [
     "basis_factor",
-    "check_noise_bounds",
     "dtc_log_marginal_likelihood",
-    "learn_hyperparameters",
-    "warn_at_noise_bound",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -199,12 +194,6 @@ def dtc_log_marginal_likelihood(
     return lml, dtc_gradient(kernel, X, X_basis, f, chunk_size=chunk_size)
 
 
-def _column_chunks(n, p, entries=1 << 20):
-    """Slices of ``range(n)`` with about ``entries`` entries of a ``p x n`` array each."""
-    step = max(1, entries // max(p, 1))
-    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
-
-
 class SparseFactors(NamedTuple):
     """Factors shared by the DTC likelihood and the VFE bound, computed once per theta.
 
@@ -220,25 +209,43 @@ class SparseFactors(NamedTuple):
     R: np.ndarray  # (p, p) lower factor of A = s2 I + V V^T
     a: np.ndarray  # (n, m) C^-1 y
     log_det: float  # log|C| = log|Q_ff + s2 I|
-    dK_uu: np.ndarray | None  # (p, p, n_theta) with eval_gradient, else None
+    contract_uu: object  # with eval_gradient, W -> <W, dK_uu> over theta (basis_factor)
+
+
+def basis_kernel(kernel, X_basis, eval_gradient):
+    """``(K_uu, contract_uu)``: ``K(X_basis, X_basis)`` and, with ``eval_gradient``, the
+    callable ``W -> sum_ij W_ij dK_uu_ij / d theta`` (else ``None``).
+
+    The contraction (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`)
+    never forms the ``p x p x n_theta`` array of ``dK_uu``, which for ARD kernels cost more
+    than the rest of the ``p x p`` work of an evaluation.
+    """
+    # K_uu by the kernel's own call in both cases, so that the value does not depend on
+    # eval_gradient (the contraction's blocks form it by another route)
+    K_uu = kernel(X_basis, X_basis)
+    if not eval_gradient:
+        return K_uu, None
+    blocks = list(iter_kernel_contractions(kernel, X_basis, X_basis))
+
+    def contract_uu(W):
+        return sum(contract(W[rows]) for rows, _, contract in blocks)
+
+    return K_uu, contract_uu
 
 
 def basis_factor(kernel, X_basis, jitter, eval_gradient):
-    """``(L, dK_uu)``: the lower factor of ``K_uu + jitter I`` and, with ``eval_gradient``,
-    ``dK_uu`` (``p x p x n_theta``, else ``None``). ``jitter=None`` is the state's relative
-    jitter of the mean prior variance on the basis."""
-    dK_uu = None
-    if eval_gradient:
-        K_uu, dK_uu = kernel_gradient(kernel, X_basis, X_basis)
-    else:
-        K_uu = kernel(X_basis, X_basis)
+    """``(L, contract_uu)``: the lower factor of ``K_uu + jitter I`` and, with
+    ``eval_gradient``, the contraction with ``dK_uu`` of :func:`basis_kernel` (else
+    ``None``). ``jitter=None`` is the state's relative jitter of the mean prior variance on
+    the basis."""
+    K_uu, contract_uu = basis_kernel(kernel, X_basis, eval_gradient)
     if jitter is None:
         jitter = RELATIVE_JITTER * max(float(np.mean(np.diag(K_uu))), 0.0)
     L = _cholesky(
         K_uu + jitter * np.eye(X_basis.shape[0]), "K_uu + jitter * I",
         "increase `jitter` or remove repeated basis vectors.",
     )
-    return L, dK_uu
+    return L, contract_uu
 
 
 def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size):
@@ -247,7 +254,7 @@ def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient,
     n = X.shape[0]
     p = X_basis.shape[0]
 
-    L, dK_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
+    L, contract_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
 
     # V = L^-1 K_uf, block by block over the rows of X (Q_ff = V^T V)
     V = np.empty((p, n))
@@ -263,7 +270,7 @@ def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient,
     a = (Y - V.T @ cho_solve((R, True), V @ Y, check_finite=False)) / s2
     # determinant lemma (GPML eq. A.10): log|C| = (n - p) log s2 + log|A|
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    return SparseFactors(Y, s2, L, V, VVt, R, a, log_det, dK_uu)
+    return SparseFactors(Y, s2, L, V, VVt, R, a, log_det, contract_uu)
 
 
 def dtc_value(f):
@@ -306,23 +313,15 @@ def gradient_weights(f, trace_weight=0.0):
     basis inputs) is contracted against these two.
     """
     L, R, a, V, VVt = f.L, f.R, f.a, f.V, f.VVt
-    n, m = f.Y.shape
-    p = L.shape[0]
+    m = f.Y.shape[1]
     # w = W a = L^-T V a (p x m)
     w = solve_triangular(L, V @ a, lower=True, trans="T", check_finite=False)
-    # B^T = a w^T - m (L^-T A^-1 V)^T, the (n x p) weights of dK_fu; the trace term
-    # adds (m c) W^T = (m c) (L^-T V)^T, folded into the one triangular solve
-    # (V stays referenced by the factors, so no further p x n temporaries: peak 3 n p)
-    P = cho_solve((R, True), V, check_finite=False)
-    if trace_weight:
-        for rows in _column_chunks(n, p):
-            P[:, rows] -= trace_weight * V[:, rows]
-    P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
-    if m != 1:
-        P *= m
+    # B^T = a w^T - m (L^-T (A^-1 - c I) V)^T, the (n x p) weights of dK_fu (c = 0 for
+    # the DTC evidence; the trace term adds (m c) W^T = (m c) (L^-T V)^T): the p x p
+    # G = L^-T (A^-1 - c I) first, then one matrix product with V (a GEMM instead of
+    # three triangular solves with n right-hand sides)
     B_t = a @ w.T
-    B_t -= P.T
-    del P
+    B_t -= V.T @ (m * residual_weights(L, R, trace_weight)).T
     # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric; the trace
     # term adds (m c) W W^T = (m c) L^-T V V^T L^-1
     D = cho_solve((R, True), VVt, check_finite=False)
@@ -334,148 +333,19 @@ def gradient_weights(f, trace_weight=0.0):
     return B_t, w @ w.T - m * D
 
 
+def residual_weights(L, R, trace_weight):
+    """``G = L^-T (A^-1 - c I)`` (``p x p``, ``A = R R^T``): ``B^T = a w^T - m (G V)^T``."""
+    p = L.shape[0]
+    G = cho_solve((R, True), np.eye(p), check_finite=False)
+    if trace_weight:
+        G[np.diag_indices(p)] -= trace_weight
+    return solve_triangular(L, G, lower=True, trans="T", check_finite=False)
+
+
 def kernel_gradient_from_weights(kernel, X, X_basis, f, B_t, BW_t, chunk_size=None):
     """``<B, dK_uf> - 1/2 <B W^T, dK_uu>`` over ``kernel.theta``, GPML eq. (5.9)."""
-    p = X_basis.shape[0]
-    n_theta = kernel.n_dims
-    grad_theta = -0.5 * BW_t.reshape(-1) @ f.dK_uu.reshape(p * p, n_theta)
+    grad_theta = -0.5 * f.contract_uu(BW_t)
     blocks = iter_kernel_contractions(kernel, X, X_basis, chunk_size=chunk_size)
     for rows, _, contract in blocks:
         grad_theta += contract(B_t[rows])
     return grad_theta
-
-
-def learn_hyperparameters(
-    kernel, noise_variance, X, y, X_basis, *, noise_bounds, optimizer, jitter, objective=None
-):
-    """Maximise eq. (8.17) on a fixed basis over ``kernel.theta`` and ``log(noise_variance)``.
-
-    Or another objective with the signature of :func:`dtc_log_marginal_likelihood`, such as
-    the VFE bound (:func:`skgpsparse._regression_vfe.vfe_log_marginal_likelihood`).
-
-    Warm-started at the given values; ``noise_bounds=None`` keeps the noise variance fixed.
-    The jitter is held at the given value during the search: were it recomputed from each
-    theta (it is relative to the prior variance, so it scales with a constant factor), the
-    gradient, which treats it as a constant, would disagree with the value; with an
-    ill-conditioned ``K_uu`` (long length scales) by far more than the tolerance, and
-    L-BFGS-B's line search ended "ABNORMAL".
-
-    Parameters
-    ----------
-    kernel : sklearn.gaussian_process.kernels.Kernel
-        Starting kernel (its bounds bound the search).
-    noise_variance : float
-        Starting noise variance.
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    X_basis : ndarray of shape (p, n_features)
-    noise_bounds : (float, float) or None
-        Bounds of the noise variance; ``None`` keeps it fixed.
-    optimizer : "fmin_l_bfgs_b" or callable
-        ``"fmin_l_bfgs_b"`` runs L-BFGS-B in a moving trust box
-        (:func:`skgpsparse._optimize.lbfgs_in_moving_box`); a callable follows scikit-learn's
-        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)`` contract.
-    jitter : float
-        Added to ``diag(K_uu)``.
-    objective : callable, default=None
-        ``objective(kernel, X, y, X_basis, noise_variance, *, eval_gradient, jitter)``
-        returning the value (and gradient) to maximise; ``None`` means
-        :func:`dtc_log_marginal_likelihood`.
-
-    Returns
-    -------
-    kernel : Kernel
-        The kernel at the optimum.
-    noise_variance : float
-    log_likelihood : float
-        The objective (eq. (8.17) by default) at the optimum.
-
-    Raises
-    ------
-    ValueError
-        If the likelihood is not finite at the optimum.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.regression._likelihood import learn_hyperparameters
-    >>> rng = np.random.RandomState(0)
-    >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
-    >>> k, s2, lml = learn_hyperparameters(
-    ...     RBF(3.0), 0.5, X, y, X[:10], noise_bounds=(1e-4, 10.0),
-    ...     optimizer="fmin_l_bfgs_b", jitter=1e-8)
-    >>> bool(s2 < 0.05 and k.length_scale < 3.0)
-    True
-    """
-    learn_noise = noise_bounds is not None
-    n_k = kernel.n_dims
-    if objective is None:
-        objective = dtc_log_marginal_likelihood
-
-    def split(theta):
-        k = kernel.clone_with_theta(theta[:n_k])
-        return k, (float(np.exp(theta[n_k])) if learn_noise else noise_variance)
-
-    def obj_func(theta, eval_gradient=True):
-        k, noise = split(np.asarray(theta, dtype=float))
-        try:
-            if eval_gradient:
-                lml, grad = objective(k, X, y, X_basis, noise, eval_gradient=True, jitter=jitter)
-                grad = grad if learn_noise else grad[:n_k]
-                return -lml, -grad
-            return -objective(k, X, y, X_basis, noise, jitter=jitter)
-        except LinAlgError:
-            return (np.inf, np.zeros_like(theta)) if eval_gradient else np.inf
-
-    theta0 = kernel.theta
-    bounds = kernel.bounds
-    if learn_noise:
-        theta0 = np.append(theta0, np.log(np.clip(noise_variance, *noise_bounds)))
-        bounds = np.vstack([bounds.reshape(-1, 2), np.log(noise_bounds)])
-    if optimizer == "fmin_l_bfgs_b":
-        theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds)
-    else:
-        theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)
-        theta_opt, clipped = check_optimizer_result(theta_opt, bounds)
-        if clipped or not np.isfinite(func_min):  # the objective at the theta kept
-            func_min = obj_func(theta_opt, eval_gradient=False)
-    theta_opt = np.asarray(theta_opt, dtype=float)
-    if not np.isfinite(func_min):
-        raise ValueError(
-            "Hyperparameter learning failed: the approximate marginal likelihood is not "
-            "finite at the optimum. Try other initial hyperparameters or bounds."
-        )
-    k, noise = split(theta_opt)
-    return k, noise, -float(func_min)
-
-
-def check_noise_bounds(bounds):
-    """``None`` for ``"fixed"``, else ``(low, high)``; a clear error for anything else."""
-    if isinstance(bounds, str):
-        return None
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        lo = hi = np.nan
-    if not (0 < lo <= hi < np.inf):
-        raise ValueError(
-            "`noise_variance_bounds` must be 'fixed' or a pair (low, high) with "
-            f"0 < low <= high < inf, got {bounds!r}."
-        )
-    return lo, hi
-
-
-def warn_at_noise_bound(noise_variance, bounds):
-    """Warn when a learned noise variance ends at one of its ``bounds`` (``None``: fixed)."""
-    if bounds is None:
-        return
-    log_s2 = np.log(noise_variance)
-    for name, b in zip(("lower", "upper"), bounds):
-        if np.isclose(log_s2, np.log(b)):
-            warnings.warn(
-                f"The learned noise_variance_ {noise_variance:.3g} is close to the "
-                f"specified {name} bound {b}. Decreasing/increasing the bound and calling "
-                "fit again may find a better value.",
-                ConvergenceWarning,
-            )

@@ -24,7 +24,7 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
-from ._likelihood import _LOG_2PI, _cholesky, basis_factor
+from ._likelihood import _LOG_2PI, _cholesky, basis_factor, residual_weights
 from ._vfe import _diag_gradient_sum
 
 __all__ = ["PARTITIONED_OBJECTIVES"]
@@ -58,14 +58,8 @@ def _p_residual_terms(part, c, s2, keep):
 
 def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
     V, a = part.state.pop(_KEY)
-    P = cho_solve((R, True), V, check_finite=False)
-    if trace_weight:
-        P -= trace_weight * V
-    P = solve_triangular(L, P, lower=True, trans="T", check_finite=False)
-    if m != 1:
-        P *= m
     B_t = a @ w.T
-    B_t -= P.T
+    B_t -= V.T @ (m * residual_weights(L, R, trace_weight)).T
     total = np.zeros(kernel.n_dims)
     for rows, _, contract in iter_kernel_contractions(kernel, part.X, X_basis):
         total += contract(B_t[rows])
@@ -77,7 +71,7 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
     X_basis = np.asarray(X_basis, dtype=np.float64)
     s2 = float(noise_variance)
     n, p = rows.n, X_basis.shape[0]
-    L, dK_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
+    L, contract_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
     VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe)
     m = VY.shape[1]
     R = _cholesky(VVt + s2 * np.eye(p), "s2 * I + V V^T", "increase `noise_variance`.")
@@ -103,7 +97,7 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
         D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
         D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
         BW_t = w @ w.T - m * D
-        grad_theta = -0.5 * BW_t.reshape(-1) @ dK_uu.reshape(p * p, kernel.n_dims)
+        grad_theta = -0.5 * contract_uu(BW_t)
         contracted, diag = rows.sum(_p_contract, kernel, X_basis, L, R, w, m, tw, vfe)
         grad_theta += contracted
         if vfe:

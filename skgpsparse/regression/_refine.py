@@ -27,10 +27,11 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 
-from ..kernels import iter_kernel, kernel_gradient
+from ..kernels import iter_kernel
 from ..kernels._inputs import SUPPORTED, input_gradient_contraction, supports_input_gradient
 from ._likelihood import (
     SparseFactors,
+    basis_kernel,
     dtc_value,
     kernel_gradient_from_weights,
     noise_gradient,
@@ -59,11 +60,7 @@ def _gram_factors(kernel, X, Y, Z, s2, jitter, eval_gradient):
     factors are recomputed by :func:`sparse_factors`.
     """
     n, p = X.shape[0], Z.shape[0]
-    dK_uu = None
-    if eval_gradient:
-        K_uu, dK_uu = kernel_gradient(kernel, Z, Z)
-    else:
-        K_uu = kernel(Z, Z)
+    K_uu, contract_uu = basis_kernel(kernel, Z, eval_gradient)
     L = cholesky(K_uu + jitter * np.eye(p), lower=True, check_finite=False)
     K_fu = np.empty((n, p))
     for rows, K_block in iter_kernel(kernel, X, Z):
@@ -77,7 +74,7 @@ def _gram_factors(kernel, X, Y, Z, s2, jitter, eval_gradient):
     u = solve_triangular(L, cho_solve((R, True), Vy), lower=True, trans="T", check_finite=False)
     a = (Y - K_fu @ u) / s2
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, dK_uu), K_fu
+    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu), K_fu
 
 
 def _gram_gradient_weights(f, K_fu, trace_weight):
