@@ -33,8 +33,10 @@ from ._likelihood import (
     SparseFactors,
     basis_kernel,
     dtc_value,
+    gradient_weights,
     kernel_gradient_from_weights,
     noise_gradient,
+    sparse_factors,
 )
 from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
 
@@ -75,6 +77,17 @@ def _gram_factors(kernel, X, Y, Z, s2, jitter, eval_gradient):
     a = (Y - K_fu @ u) / s2
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
     return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu), K_fu
+
+
+# The Gram route squares K_uf, so its rounding grows with cond(K_uu) (estimated by the
+# pivots of its factor, (max / min diag L)^2) squared; beyond this estimate the solves are used.
+_GRAM_MAX_CONDITION = 1e6
+
+
+def _gram_conditioned(L):
+    """Whether ``L L^T`` is conditioned well enough for the Gram route's squared ``K_uf``."""
+    d = np.abs(np.diag(L))
+    return bool(d.min() > 0 and (d.max() / d.min()) ** 2 < _GRAM_MAX_CONDITION)
 
 
 def _gram_gradient_weights(f, K_fu, trace_weight):
@@ -126,12 +139,24 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     grad_Z : ndarray of shape (p, d)
     """
     eval_theta = eval_theta and kernel.n_dims > 0
-    f, K_fu = _gram_factors(kernel, X, Y, Z, s2, jitter, eval_theta)
     vfe = objective == "vfe"
+    trace_weight = 1.0 / s2 if vfe else 0.0
+    try:
+        f, K_fu = _gram_factors(kernel, X, Y, Z, s2, jitter, eval_theta)
+        squared_ok = _gram_conditioned(f.L)
+    except LinAlgError:
+        squared_ok = False
+    if squared_ok:
+        B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
+        del K_fu
+    else:
+        # K_uu too ill-conditioned for its square (long length scales): the triangular
+        # solves of the likelihood's own factors (a LinAlgError there is a true failure)
+        f = sparse_factors(kernel, X, Y, Z, s2, jitter, eval_theta, None)
+        B_t, BW_t = gradient_weights(f, trace_weight)
+        f = f._replace(V=None)
     trace = unexplained_variance(kernel, X, f) if vfe else 0.0
     value = vfe_value(f, trace) if vfe else dtc_value(f)
-    B_t, BW_t = _gram_gradient_weights(f, K_fu, 1.0 / s2 if vfe else 0.0)
-    del K_fu
     gradient = np.zeros(kernel.n_dims + 1)
     gradient[-1] = noise_gradient(f)
     if eval_theta:

@@ -152,3 +152,37 @@ def test_refine_basis_is_validated():
     X, y = _data(50)
     with pytest.raises(ValueError, match="refine_basis"):
         SparseGPRegressor(refine_basis=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("objective", ["dtc", "vfe"])
+def test_an_ill_conditioned_basis_takes_the_triangular_solves(objective):
+    # length scales of the inputs' spread and 25 basis vectors: K_uu's square is beyond
+    # the Gram route (on elevators the greedy basis scored -inf by it and never moved)
+    from scipy.linalg import cholesky
+
+    from skgpsparse.regression._refine import _gram_conditioned
+
+    X, y = _data(150)
+    kernel = C(1.0) * RBF([3.0, 4.0])
+    Z = X[:25] + 0.05
+    s2, jitter = 0.05, 1e-8
+    L = cholesky(kernel(Z) + jitter * np.eye(len(Z)), lower=True)
+    assert not _gram_conditioned(L)
+    value, g_theta, g_noise, g_Z = objective_and_gradient(
+        kernel, X, y[:, None], Z, s2, jitter, objective
+    )
+    ref_value, ref_grad = OBJECTIVES[objective](
+        kernel, X, y, Z, s2, eval_gradient=True, jitter=jitter
+    )
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(np.append(g_theta, g_noise), ref_grad, rtol=1e-10, atol=1e-10)
+    h = 1e-5
+    for j, k in [(0, 0), (7, 1), (24, 0)]:
+        Zp, Zm = Z.copy(), Z.copy()
+        Zp[j, k] += h
+        Zm[j, k] -= h
+        fd = (
+            OBJECTIVES[objective](kernel, X, y, Zp, s2, jitter=jitter)
+            - OBJECTIVES[objective](kernel, X, y, Zm, s2, jitter=jitter)
+        ) / (2 * h)
+        assert g_Z[j, k] == pytest.approx(fd, rel=2e-3, abs=1e-3 * np.abs(g_Z).max())
