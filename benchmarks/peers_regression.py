@@ -54,6 +54,7 @@ OURS = {
     "exchange300_objective_noise": {"n_exchange": 300, "noise_calibration": None},
     "refine100": {"refine_basis": 100},
     "refine300": {"refine_basis": 300},
+    "refine500": {"refine_basis": 500},
     "refine300_objective_noise": {"refine_basis": 300, "noise_calibration": None},
     "vfesel_refine300": {"selection": "vfe", "refine_basis": 300},
     "exchange300_refine300": {"n_exchange": 300, "refine_basis": 300},
