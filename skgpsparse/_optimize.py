@@ -6,7 +6,7 @@ import numpy as np
 import scipy.optimize
 from sklearn.utils.optimize import _check_optimize_result
 
-__all__ = ["check_optimizer_result", "lbfgs_in_moving_box"]
+__all__ = ["Stalled", "check_optimizer_result", "lbfgs_in_moving_box"]
 
 # Half-width (in log space) of the search box around the current point, and how often the box
 # may move before the search gives up on reaching an interior optimum.
@@ -42,21 +42,22 @@ class _Rescaled:
         return value / self.factor, np.asarray(grad) / self.factor
 
 
-class _Stalled:
+class Stalled:
     """L-BFGS-B callback: stop once ``window`` iterations together lowered the objective by
     less than ``decrease``, the iterations that only creep along a flat valley (irrelevant
-    ARD length scales on their way to the upper bound)."""
+    ARD length scales on their way to the upper bound). ``factor()`` is what the values
+    L-BFGS-B sees are multiplied by to give the objective's."""
 
-    def __init__(self, window, decrease, factor):
+    def __init__(self, window, decrease, factor=lambda: 1.0):
         self.window, self.decrease, self.factor = window, decrease, factor
         self.values, self.stopped = [], False
 
     def __call__(self, intermediate_result):
         self.values.append(intermediate_result.fun * self.factor())
-        if len(self.values) > self.window:
-            if self.values[-1 - self.window] - self.values[-1] < self.decrease:
-                self.stopped = True
-                raise StopIteration
+        window = self.window
+        if len(self.values) > window and self.values[-1 - window] - self.values[-1] < self.decrease:
+            self.stopped = True
+            raise StopIteration
 
 
 def lbfgs_in_moving_box(
@@ -109,16 +110,17 @@ def lbfgs_in_moving_box(
     for _ in range(rounds):
         lo = np.maximum(bounds[:, 0], theta_opt - half_width)
         hi = np.minimum(bounds[:, 1], theta_opt + half_width)
-        stalled = None if stall is None else _Stalled(*stall, lambda: obj_func.factor)
+        stalled = None if stall is None else Stalled(*stall, lambda: obj_func.factor)
         obj_func.first = None
         res = scipy.optimize.minimize(
             obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=np.column_stack([lo, hi]),
             callback=stalled,
         )
-        if stalled is not None and stalled.stopped:
-            # a box move is worth another round only while rounds still pay
-            if (obj_func.first - res.fun) * obj_func.factor < stalled.decrease:
-                return res.x, res.fun * obj_func.factor
+        # after a stall, a box move is worth another round only while rounds still pay
+        if stalled is not None and stalled.stopped and (
+            (obj_func.first - res.fun) * obj_func.factor < stalled.decrease
+        ):
+            return res.x, res.fun * obj_func.factor
         theta_opt = res.x
         at_edge = ((theta_opt <= lo + 1e-8) & (lo > bounds[:, 0])) | (
             (theta_opt >= hi - 1e-8) & (hi < bounds[:, 1])

@@ -110,10 +110,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         One extra pass over the rows, O(n p^2). ``None`` keeps the objective's noise. Not
         applied when the noise is not learned or every training row is in the basis.
     refine_basis : int, default=0
-        L-BFGS iterations that move the basis vectors off the training rows after selection
-        and exchange, maximising the ``hyperparameter_objective`` over the basis inputs (and
-        over the hyperparameters with them, unless ``optimizer=None``), from the greedy
-        basis; ``0`` keeps the selected rows. With hyperparameter learning the basis is then
+        Largest number of L-BFGS iterations that move the basis vectors off the training
+        rows after selection and exchange (fewer once ten iterations together gain less
+        than 1e-4 nats per training row), maximising the ``hyperparameter_objective`` over
+        the basis inputs (and over the hyperparameters with them, unless
+        ``optimizer=None``), from the greedy basis; ``0`` keeps the selected rows. With hyperparameter learning the basis is then
         selected once, at the starting hyperparameters, and the refinement learns them
         (``max_iter`` and ``tol`` do not apply). Each iteration costs one evaluation of the
         objective with its gradient, O(n p^2 + n p d); the result never scores below the

@@ -3,7 +3,7 @@
 The objective is the DTC evidence (GPML eq. (8.17), :mod:`._likelihood`) or Titsias' bound
 (:mod:`._vfe`); the search runs in a box that moves with the iterate
 (:func:`skgpsparse._optimize.lbfgs_in_moving_box`) and stops when its iterations stop paying
-(``_STALL_PER_ROW``), or follows a user's ``optimizer`` callable (scikit-learn's contract).
+(``STALL_PER_ROW``), or follows a user's ``optimizer`` callable (scikit-learn's contract).
 """
 
 import warnings
@@ -17,10 +17,10 @@ from ._likelihood import dtc_log_marginal_likelihood
 
 __all__ = ["check_noise_bounds", "learn_hyperparameters", "warn_at_noise_bound"]
 
-# Hyperparameter learning stops when _STALL_WINDOW L-BFGS-B iterations together raise the
-# objective (a sum over rows) by less than _STALL_PER_ROW nats per training row.
-_STALL_WINDOW = 10
-_STALL_PER_ROW = 1e-4
+# Hyperparameter learning stops when STALL_WINDOW L-BFGS-B iterations together raise the
+# objective (a sum over rows) by less than STALL_PER_ROW nats per training row.
+STALL_WINDOW = 10
+STALL_PER_ROW = 1e-4
 
 
 def learn_hyperparameters(
@@ -115,7 +115,7 @@ def learn_hyperparameters(
         # Stop once ten iterations together gain less than 1e-4 nats per row: beyond that
         # L-BFGS-B only creeps along flat valleys (irrelevant ARD length scales on their way
         # to the upper bound), which changes no prediction.
-        stall = (_STALL_WINDOW, _STALL_PER_ROW * X.shape[0])
+        stall = (STALL_WINDOW, STALL_PER_ROW * X.shape[0])
         theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds, stall=stall)
     else:
         theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)

@@ -27,8 +27,10 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 
+from .._optimize import Stalled
 from ..kernels import iter_kernel
 from ..kernels._inputs import SUPPORTED, input_gradient_contraction, supports_input_gradient
+from ._learning import STALL_PER_ROW, STALL_WINDOW
 from ._likelihood import (
     SparseFactors,
     basis_kernel,
@@ -235,8 +237,11 @@ def refine_basis(
     x0 = np.concatenate(start)
     f0 = negative(x0)[0]
     progress.line(f"refine_basis: {objective} {-f0:.6g} at the greedy basis")
+    # stop early, as hyperparameter learning does, once the iterations stop paying
+    stalled = Stalled(STALL_WINDOW, STALL_PER_ROW * X.shape[0])
     result = minimize(
-        negative, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter}
+        negative, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter},
+        callback=stalled,
     )
     if not np.isfinite(result.fun) or result.fun > f0:
         return kernel, s2, Z, -f0, int(result.nit)

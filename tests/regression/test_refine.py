@@ -186,3 +186,21 @@ def test_an_ill_conditioned_basis_takes_the_triangular_solves(objective):
             - OBJECTIVES[objective](kernel, X, y, Zm, s2, jitter=jitter)
         ) / (2 * h)
         assert g_Z[j, k] == pytest.approx(fd, rel=2e-3, abs=1e-3 * np.abs(g_Z).max())
+
+
+def test_refinement_stops_when_its_iterations_stop_paying(monkeypatch):
+    from skgpsparse.regression import _refine
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (400, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.3 * rng.randn(400)
+    kw = {"max_basis": 15, "refine_basis": 400, "random_state": 0, "noise_calibration": None}
+    stalled = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+    charge = _refine.STALL_PER_ROW * len(X)
+    monkeypatch.setattr(_refine, "STALL_PER_ROW", 0.0)
+    full = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+    # fewer iterations, within a few windows' charge (1e-4 nats per row each) of the bound
+    # L-BFGS-B reaches by its own tests, and both below the iteration cap
+    assert stalled.n_refine_iter_ < full.n_refine_iter_ < 400
+    lml, lml_full = stalled.log_marginal_likelihood_value_, full.log_marginal_likelihood_value_
+    assert lml_full - 3 * charge <= lml <= lml_full + 1e-6
