@@ -20,21 +20,27 @@ def _data(n=300, seed=0):
     return X, y
 
 
+def _inputs_gradient_beside_the_objective(kernel, X, y, Z, s2, jitter, objective):
+    """The refinement's gradient in ``Z``, after checking that its value and hyperparameter
+    gradient are the objective's own."""
+    value, g_theta, g_noise, g_Z = objective_and_gradient(
+        kernel, X, y[:, None], Z, s2, jitter, objective
+    )
+    ref_value, ref_grad = OBJECTIVES[objective](
+        kernel, X, y, Z, s2, eval_gradient=True, jitter=jitter
+    )
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(np.append(g_theta, g_noise), ref_grad, rtol=1e-10, atol=1e-10)
+    return g_Z
+
+
 @pytest.mark.parametrize("objective", ["dtc", "vfe"])
 @pytest.mark.parametrize("kernel", [C(1.3) * RBF([0.8, 1.5]), Matern(1.0, nu=2.5) + C(0.1)])
 def test_gradient_in_the_basis_inputs_matches_central_differences(objective, kernel):
     X, y = _data(150)
     Z = X[:8] + 0.05
     s2, jitter = 0.05, 1e-6
-    value, g_theta, g_noise, g_Z = objective_and_gradient(
-        kernel, X, y[:, None], Z, s2, jitter, objective
-    )
-    # the value and the hyperparameter gradient are the objective's own
-    ref_value, ref_grad = OBJECTIVES[objective](
-        kernel, X, y, Z, s2, eval_gradient=True, jitter=jitter
-    )
-    assert value == pytest.approx(ref_value, rel=1e-12)
-    np.testing.assert_allclose(np.append(g_theta, g_noise), ref_grad, rtol=1e-10, atol=1e-10)
+    g_Z = _inputs_gradient_beside_the_objective(kernel, X, y, Z, s2, jitter, objective)
     fd = np.zeros_like(Z)
     h = 1e-6
     for j in range(Z.shape[0]):
@@ -168,14 +174,7 @@ def test_an_ill_conditioned_basis_takes_the_triangular_solves(objective):
     s2, jitter = 0.05, 1e-8
     L = cholesky(kernel(Z) + jitter * np.eye(len(Z)), lower=True)
     assert not _gram_conditioned(L)
-    value, g_theta, g_noise, g_Z = objective_and_gradient(
-        kernel, X, y[:, None], Z, s2, jitter, objective
-    )
-    ref_value, ref_grad = OBJECTIVES[objective](
-        kernel, X, y, Z, s2, eval_gradient=True, jitter=jitter
-    )
-    assert value == pytest.approx(ref_value, rel=1e-12)
-    np.testing.assert_allclose(np.append(g_theta, g_noise), ref_grad, rtol=1e-10, atol=1e-10)
+    g_Z = _inputs_gradient_beside_the_objective(kernel, X, y, Z, s2, jitter, objective)
     h = 1e-5
     for j, k in [(0, 0), (7, 1), (24, 0)]:
         Zp, Zm = Z.copy(), Z.copy()
