@@ -88,7 +88,7 @@ def lbfgs_in_moving_box(
     stall : (int, float) or None, default=None
         ``(window, decrease)``: stop a round when its last ``window`` iterations together
         lowered the objective by less than ``decrease``, and stop moving the box after a
-        round that lowered it by less than ``decrease`` in all. ``None`` runs L-BFGS-B to
+        round (stopped so or converged) that lowered it by less than ``decrease`` in all. ``None`` runs L-BFGS-B to
         its own convergence test.
 
     Returns
@@ -107,7 +107,7 @@ def lbfgs_in_moving_box(
     """
     theta_opt = np.clip(np.asarray(theta0, dtype=float), bounds[:, 0], bounds[:, 1])
     obj_func = _Rescaled(obj_func)
-    for _ in range(rounds):
+    for round_ in range(rounds):
         lo = np.maximum(bounds[:, 0], theta_opt - half_width)
         hi = np.minimum(bounds[:, 1], theta_opt + half_width)
         stalled = None if stall is None else Stalled(*stall, lambda: obj_func.factor)
@@ -116,20 +116,23 @@ def lbfgs_in_moving_box(
             obj_func, theta_opt, method="L-BFGS-B", jac=True, bounds=np.column_stack([lo, hi]),
             callback=stalled,
         )
-        # after a stall, a box move is worth another round only while rounds still pay
-        if stalled is not None and stalled.stopped and (
-            (obj_func.first - res.fun) * obj_func.factor < stalled.decrease
+        # a moved box whose start L-BFGS-B cannot improve on at all (its line search fails
+        # at once): the previous round ended at the optimum to round-off, not a failure
+        settled = round_ > 0 and res.status == 2 and res.nit == 0
+        stopped = settled or (stalled is not None and stalled.stopped)
+        # with a stall rule, a box move is worth another round only while rounds still pay
+        if settled or (
+            stalled is not None and (obj_func.first - res.fun) * obj_func.factor < stalled.decrease
         ):
-            return res.x, res.fun * obj_func.factor
+            break
         theta_opt = res.x
         at_edge = ((theta_opt <= lo + 1e-8) & (lo > bounds[:, 0])) | (
             (theta_opt >= hi - 1e-8) & (hi < bounds[:, 1])
         )
         if not np.any(at_edge):
             break
-    if stalled is not None and stalled.stopped:
-        return res.x, res.fun * obj_func.factor
-    _check_optimize_result("lbfgs", res)
+    if not stopped:
+        _check_optimize_result("lbfgs", res)
     return res.x, res.fun * obj_func.factor
 
 

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -109,3 +110,39 @@ def test_stall_does_not_cut_short_a_round_that_still_pays():
     bounds = np.array([[-10.0, 10.0]] * 4)
     theta, _ = lbfgs_in_moving_box(quadratic, np.full(4, -6.0), bounds, stall=(10, 1e-6))
     np.testing.assert_allclose(theta, 3.0, atol=1e-6)
+
+
+def _scripted_minimize(results):
+    """A stand-in for scipy.optimize.minimize returning the given results in turn."""
+    from scipy.optimize import OptimizeResult
+
+    calls = iter(results)
+
+    def minimize(fun, x0, **kwargs):
+        fun(x0)
+        status, nit, x = next(calls)
+        x = np.asarray(x, dtype=float)
+        return OptimizeResult(x=x, fun=fun(x)[0], status=status, nit=nit, success=status == 0,
+                              message="ABNORMAL: " if status == 2 else "CONVERGENCE")
+
+    return minimize
+
+
+def test_a_moved_box_whose_start_cannot_be_improved_ends_the_search_quietly(monkeypatch):
+    import scipy.optimize
+
+    def f(theta):
+        return float(np.sum((theta - 9.0) ** 2)), 2.0 * (theta - 9.0)
+
+    bounds = np.array([[-10.0, 10.0]])
+    # round 1 ends on its box's edge (2.0), round 2's line search fails at once: settled
+    monkeypatch.setattr(scipy.optimize, "minimize", _scripted_minimize([(0, 5, [2.0]),
+                                                                        (2, 0, [2.0])]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        theta, value = lbfgs_in_moving_box(f, np.zeros(1), bounds)
+    assert theta[0] == 2.0 and value == 49.0
+    # the same failure in the first round is a failed search, and says so
+    monkeypatch.setattr(scipy.optimize, "minimize", _scripted_minimize([(2, 0, [0.0])]))
+    with pytest.warns(ConvergenceWarning, match="ABNORMAL"):
+        lbfgs_in_moving_box(f, np.zeros(1), bounds)
