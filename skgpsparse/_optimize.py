@@ -88,8 +88,8 @@ def lbfgs_in_moving_box(
     stall : (int, float) or None, default=None
         ``(window, decrease)``: stop a round when its last ``window`` iterations together
         lowered the objective by less than ``decrease``, and stop moving the box after a
-        round (stopped so or converged) that lowered it by less than ``decrease`` in all. ``None`` runs L-BFGS-B to
-        its own convergence test.
+        round (stopped so or converged) that lowered it by less than ``decrease`` in all.
+        ``None`` runs L-BFGS-B to its own convergence test.
 
     Returns
     -------

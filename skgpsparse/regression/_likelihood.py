@@ -322,15 +322,22 @@ def gradient_weights(f, trace_weight=0.0):
     # three triangular solves with n right-hand sides)
     B_t = a @ w.T
     B_t -= V.T @ (m * residual_weights(L, R, trace_weight)).T
-    # B W^T = w w^T - m L^-T (A^-1 V V^T) L^-1, with A^-1 V V^T symmetric; the trace
-    # term adds (m c) W W^T = (m c) L^-T V V^T L^-1
+    return B_t, basis_weights(L, R, VVt, w, m, trace_weight)
+
+
+def basis_weights(L, R, VVt, w, m, trace_weight):
+    """``B W^T = w w^T - m L^-T (A^-1 V V^T - c V V^T) L^-1`` (``p x p``, symmetric).
+
+    ``A^-1 V V^T`` is symmetric and formed from ``V V^T`` to avoid cancellation; the trace
+    term (``c = trace_weight``) adds ``(m c) W W^T = (m c) L^-T V V^T L^-1``.
+    """
     D = cho_solve((R, True), VVt, check_finite=False)
     if trace_weight:
         D -= trace_weight * VVt
     D = 0.5 * (D + D.T)
     D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
     D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
-    return B_t, w @ w.T - m * D
+    return w @ w.T - m * D
 
 
 def residual_weights(L, R, trace_weight):

@@ -24,7 +24,13 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
-from ._likelihood import _LOG_2PI, _cholesky, basis_factor, residual_weights
+from ._likelihood import (
+    _LOG_2PI,
+    _cholesky,
+    basis_factor,
+    basis_weights,
+    residual_weights,
+)
 from ._vfe import _diag_gradient_sum
 
 __all__ = ["PARTITIONED_OBJECTIVES"]
@@ -90,13 +96,7 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
     if kernel.n_dims:
         tw = 1.0 / s2 if vfe else 0.0
         w = solve_triangular(L, Va, lower=True, trans="T", check_finite=False)
-        D = cho_solve((R, True), VVt, check_finite=False)
-        if tw:
-            D -= tw * VVt
-        D = 0.5 * (D + D.T)
-        D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
-        D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
-        BW_t = w @ w.T - m * D
+        BW_t = basis_weights(L, R, VVt, w, m, tw)
         grad_theta = -0.5 * contract_uu(BW_t)
         contracted, diag = rows.sum(_p_contract, kernel, X_basis, L, R, w, m, tw, vfe)
         grad_theta += contracted

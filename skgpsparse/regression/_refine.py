@@ -34,10 +34,12 @@ from ._learning import STALL_PER_ROW, STALL_WINDOW
 from ._likelihood import (
     SparseFactors,
     basis_kernel,
+    basis_weights,
     dtc_value,
     gradient_weights,
     kernel_gradient_from_weights,
     noise_gradient,
+    residual_weights,
     sparse_factors,
 )
 from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
@@ -54,18 +56,18 @@ def check_refinable(kernel):
         )
 
 
-def _gram_factors(kernel, X, Y, Z, s2, jitter, eval_gradient):
+def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     """:class:`SparseFactors` without ``V``, and ``K_fu``, from the Gram matrix ``K_uf K_fu``.
 
-    ``V V^T = L^-1 (K_uf K_fu) L^-T`` and ``a = (y - K_fu L^-T A^-1 L^-1 K_uf y) / s2``: one
-    ``(p x n)(n x p)`` product instead of the triangular solves that form ``V`` (a third of
-    the floating-point work of :func:`sparse_factors`). Squaring ``K_uf`` costs accuracy
-    when ``K_uu`` is ill-conditioned, which a search step can bear; the fitted model's
-    factors are recomputed by :func:`sparse_factors`.
+    ``L`` is the factor of ``K_uu + jitter I`` and ``contract_uu`` its gradient contraction
+    (:func:`~._likelihood.basis_kernel`). ``V V^T = L^-1 (K_uf K_fu) L^-T`` and
+    ``a = (y - K_fu L^-T A^-1 L^-1 K_uf y) / s2``: one ``(p x n)(n x p)`` product instead of
+    the triangular solves that form ``V`` (a third of the floating-point work of
+    :func:`sparse_factors`). Squaring ``K_uf`` costs accuracy when ``K_uu`` is
+    ill-conditioned (:func:`_gram_conditioned` decides); the fitted model's factors are
+    recomputed by :func:`sparse_factors`.
     """
     n, p = X.shape[0], Z.shape[0]
-    K_uu, contract_uu = basis_kernel(kernel, Z, eval_gradient)
-    L = cholesky(K_uu + jitter * np.eye(p), lower=True, check_finite=False)
     K_fu = np.empty((n, p))
     for rows, K_block in iter_kernel(kernel, X, Z):
         K_fu[rows] = K_block
@@ -94,25 +96,19 @@ def _gram_conditioned(L):
 
 def _gram_gradient_weights(f, K_fu, trace_weight):
     """:func:`gradient_weights` from ``K_fu``: ``B^T = a w^T - m K_fu M`` with the symmetric
-    ``M = L^-T (A^-1 - c I) L^-1`` (``L^-T A^-1 V = M K_uf`` when ``c = 0``)."""
+    ``M = L^-T (A^-1 - c I) L^-1`` (``L^-T (A^-1 - c I) V = M K_uf``)."""
     L, R, a = f.L, f.R, f.a
     m = f.Y.shape[1]
-    p = L.shape[0]
-    eye = np.eye(p)
     # w = W a = L^-T L^-1 K_uf a
     w = cho_solve((L, True), K_fu.T @ a, check_finite=False)
-    M = cho_solve((R, True), eye, check_finite=False) - trace_weight * eye
-    M = solve_triangular(L, M, lower=True, trans="T", check_finite=False)
-    M = solve_triangular(L, M.T, lower=True, trans="T", check_finite=False)
+    # M = G L^-1 with G = L^-T (A^-1 - c I) of gradient_weights
+    M = solve_triangular(
+        L, residual_weights(L, R, trace_weight).T, lower=True, trans="T", check_finite=False
+    )
     M = 0.5 * (M + M.T)
     B_t = a @ w.T
     B_t -= m * (K_fu @ M)
-    # B W^T = w w^T - m L^-T (A^-1 - c I) V V^T L^-1, as in gradient_weights
-    D = cho_solve((R, True), f.VVt, check_finite=False) - trace_weight * f.VVt
-    D = 0.5 * (D + D.T)
-    D = solve_triangular(L, D, lower=True, trans="T", check_finite=False)
-    D = solve_triangular(L, D.T, lower=True, trans="T", check_finite=False)
-    return B_t, w @ w.T - m * D
+    return B_t, basis_weights(L, R, f.VVt, w, m, trace_weight)
 
 
 def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=True):
@@ -143,20 +139,22 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     eval_theta = eval_theta and kernel.n_dims > 0
     vfe = objective == "vfe"
     trace_weight = 1.0 / s2 if vfe else 0.0
-    try:
-        f, K_fu = _gram_factors(kernel, X, Y, Z, s2, jitter, eval_theta)
-        squared_ok = _gram_conditioned(f.L)
-    except LinAlgError:
-        squared_ok = False
-    if squared_ok:
-        B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
-        del K_fu
-    else:
+    K_uu, contract_uu = basis_kernel(kernel, Z, eval_theta)
+    L = cholesky(K_uu + jitter * np.eye(Z.shape[0]), lower=True, check_finite=False)
+    f = None
+    if _gram_conditioned(L):
+        try:
+            f, K_fu = _gram_factors(kernel, X, Y, Z, s2, L, contract_uu)
+            B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
+            del K_fu
+        except LinAlgError:  # the squared factors failed: the solves below decide
+            f = None
+    if f is None:
         # K_uu too ill-conditioned for its square (long length scales): the triangular
         # solves of the likelihood's own factors (a LinAlgError there is a true failure)
         f = sparse_factors(kernel, X, Y, Z, s2, jitter, eval_theta, None)
         B_t, BW_t = gradient_weights(f, trace_weight)
-        f = f._replace(V=None)
+        f = f._replace(V=None)  # the n x p V is no longer needed: free it before the passes
     trace = unexplained_variance(kernel, X, f) if vfe else 0.0
     value = vfe_value(f, trace) if vfe else dtc_value(f)
     gradient = np.zeros(kernel.n_dims + 1)
