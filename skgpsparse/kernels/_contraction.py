@@ -27,7 +27,10 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
 from ._columns import MAX_HALF_SQNORM, iter_cross_kernel, rbf_parameters
 from ._gradients import chunk_rows, iter_kernel_gradient
 
-__all__ = ["iter_kernel_contractions"]
+__all__ = ["contract_given_block", "iter_kernel_contractions"]
+
+# Entries of one block of the weights in contract_given_block.
+_BLOCK_ENTRIES = 1 << 21
 
 
 def _rbf_layout(kernel, n_features):
@@ -134,18 +137,89 @@ def _generic_contraction(kernel, X, Z):
     return contract
 
 
+def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts):
+    """``sum_ij W_ij dK_ij / d theta`` from ``M = W o K`` (module docs)."""
+    r, q = M.sum(axis=1), M.sum(axis=0)
+    out = []
+    for name, size in parts:
+        if name == "constant":
+            out.append([r.sum()])
+            continue
+        # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
+        per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
+        out.append(per_feature if size > 1 else [per_feature.sum()])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
 def _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts):
     def contract(W):
-        M = W * K
-        r, q = M.sum(axis=1), M.sum(axis=0)
-        out = []
-        for name, size in parts:
-            if name == "constant":
-                out.append([r.sum()])
-                continue
-            # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
-            per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
-            out.append(per_feature if size > 1 else [per_feature.sum()])
-        return np.concatenate(out) if out else np.zeros(0)
+        return _rbf_theta(W * K, S_X, S_X2, S_Z, S_Z2, parts)
 
     return contract
+
+
+def _scaled(A, centre, ls):
+    """``(S, S o S)`` of ``S = (A - centre) / ls``, or None where the expanded square of the
+    fast path would lose digits (module docs)."""
+    S = (A - centre) / ls
+    with np.errstate(over="ignore"):  # an overflow is caught by the check below
+        S2 = S * S
+    if not np.all(np.isfinite(S2)) or (S2.size and S2.sum(axis=1).max() / 2 > MAX_HALF_SQNORM):
+        return None
+    return S, S2
+
+
+def contract_given_block(kernel, X, Z, K, W, *, eval_theta=True):
+    """Both contractions of ``W`` with the derivatives of a given ``K = kernel(X, Z)``.
+
+    For the exact ``RBF`` and ``ConstantKernel * RBF`` kernels, ``dk(x, z) / dz_k =
+    k(x, z) (s_xk - s_zk) / l_k`` (GPML eq. 2.31), so with ``M = W o K`` both the
+    hyperparameter contraction of :func:`iter_kernel_contractions` and the input gradient
+    ``G_jk = sum_i W_ij dK_ij / dz_jk = ((M^T S_X)_jk - s_jk sum_i M_ij) / l_k`` of
+    :func:`skgpsparse.kernels._inputs.input_gradient_contraction` come from the one block
+    ``K`` that the caller already holds: no kernel evaluations, O(n p d).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : ndarray of shape (n, n_features)
+    Z : ndarray of shape (p, n_features)
+        The inputs differentiated.
+    K : ndarray of shape (n, p)
+        ``kernel(X, Z)``.
+    W : ndarray of shape (n, p)
+        Weights.
+    eval_theta : bool, default=True
+        Also contract with the hyperparameter derivatives.
+
+    Returns
+    -------
+    (grad_theta, G) or None
+        ``grad_theta`` of length ``kernel.n_dims`` (empty unless ``eval_theta``) and ``G``
+        of shape ``(p, n_features)``; None for other kernels, or inputs so far from the
+        basis's centre that the expanded square would lose digits.
+    """
+    layout = _rbf_layout(kernel, X.shape[1]) if Z.shape[0] else None
+    if layout is None:
+        return None
+    _, ls, parts = layout
+    centre = Z.mean(axis=0)
+    scaled_Z = _scaled(Z, centre, ls)
+    if scaled_Z is None:
+        return None
+    S_Z, S_Z2 = scaled_Z
+    grad_theta = np.zeros(kernel.n_dims if eval_theta else 0)
+    G = np.zeros(Z.shape)
+    step = max(1, _BLOCK_ENTRIES // Z.shape[0])
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, start + step)
+        scaled_X = _scaled(X[rows], centre, ls)
+        if scaled_X is None:
+            return None
+        S_X, S_X2 = scaled_X
+        M = W[rows] * K[rows]
+        if eval_theta:
+            grad_theta += _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts)
+        # sum_i M_ij (s_ik - s_jk), divided by l_k below
+        G += M.T @ S_X - S_Z * M.sum(axis=0)[:, None]
+    return grad_theta, G / ls

@@ -28,7 +28,8 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 
 from .._optimize import Stalled
-from ..kernels import iter_kernel
+from ..kernels._columns import iter_cross_kernel
+from ..kernels._contraction import contract_given_block
 from ..kernels._inputs import SUPPORTED, input_gradient_contraction, supports_input_gradient
 from ._learning import STALL_PER_ROW, STALL_WINDOW
 from ._likelihood import (
@@ -69,7 +70,7 @@ def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     """
     n, p = X.shape[0], Z.shape[0]
     K_fu = np.empty((n, p))
-    for rows, K_block in iter_kernel(kernel, X, Z):
+    for rows, K_block in iter_cross_kernel(kernel, X, Z):
         K_fu[rows] = K_block
     VVt = solve_triangular(L, K_fu.T @ K_fu, lower=True, check_finite=False)
     VVt = solve_triangular(L, VVt.T, lower=True, check_finite=False)
@@ -141,14 +142,13 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     trace_weight = 1.0 / s2 if vfe else 0.0
     K_uu, contract_uu = basis_kernel(kernel, Z, eval_theta)
     L = cholesky(K_uu + jitter * np.eye(Z.shape[0]), lower=True, check_finite=False)
-    f = None
+    f = K_fu = None
     if _gram_conditioned(L):
         try:
             f, K_fu = _gram_factors(kernel, X, Y, Z, s2, L, contract_uu)
             B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
-            del K_fu
         except LinAlgError:  # the squared factors failed: the solves below decide
-            f = None
+            f = K_fu = None
     if f is None:
         # K_uu too ill-conditioned for its square (long length scales): the triangular
         # solves of the likelihood's own factors (a LinAlgError there is a true failure)
@@ -159,12 +159,21 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     value = vfe_value(f, trace) if vfe else dtc_value(f)
     gradient = np.zeros(kernel.n_dims + 1)
     gradient[-1] = noise_gradient(f)
-    if eval_theta:
-        gradient[:-1] = kernel_gradient_from_weights(kernel, X, Z, f, B_t, BW_t)
+    # dF/dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk (module docs);
+    # the K_uf parts of both gradients from the block the Gram route holds, when it can
+    fused = None if K_fu is None else contract_given_block(kernel, X, Z, K_fu, B_t,
+                                                           eval_theta=eval_theta)
+    del K_fu
+    if fused is not None:
+        grad_theta_uf, grad_Z = fused
+        if eval_theta:
+            gradient[:-1] = grad_theta_uf - 0.5 * f.contract_uu(BW_t)
+    else:
+        if eval_theta:
+            gradient[:-1] = kernel_gradient_from_weights(kernel, X, Z, f, B_t, BW_t)
+        grad_Z = input_gradient_contraction(kernel, X, Z, B_t)
     if vfe:
         add_trace_gradient(gradient, kernel, X, f, trace)
-    # dF/dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk (module docs)
-    grad_Z = input_gradient_contraction(kernel, X, Z, B_t)
     grad_Z -= input_gradient_contraction(kernel, Z, Z, BW_t)
     return value, gradient[:-1] if eval_theta else np.zeros(0), gradient[-1], grad_Z
 

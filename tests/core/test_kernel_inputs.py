@@ -86,3 +86,42 @@ def test_kernels_without_a_closed_form_are_refused(kernel):
     assert not supports_input_gradient(kernel)
     with pytest.raises(ValueError, match="gradient in its inputs"):
         input_gradient_contraction(kernel, np.zeros((2, 1)), np.ones((1, 1)), np.ones((2, 1)))
+
+
+GIVEN_BLOCK_KERNELS = {
+    "rbf": RBF(1.3),
+    "c-rbf-ard": C(2.0) * RBF([0.5, 1.0, 2.0]),
+    "rbf-c": RBF(0.8) * C(0.5),
+    "fixed-c-rbf": C(2.0, constant_value_bounds="fixed") * RBF([0.5, 1.0, 2.0]),
+}
+
+
+@pytest.mark.parametrize("name", GIVEN_BLOCK_KERNELS)
+def test_contractions_from_a_given_block_equal_the_kernel_passes(name):
+    from skgpsparse.kernels._contraction import contract_given_block, iter_kernel_contractions
+
+    kernel = GIVEN_BLOCK_KERNELS[name]
+    rng = np.random.RandomState(2)
+    X, Z, W = rng.randn(90, 3) + 4.0, rng.randn(7, 3) + 4.0, rng.randn(90, 7)
+    grad_theta, G = contract_given_block(kernel, X, Z, kernel(X, Z), W)
+    # independent: the closed-form input terms and the hyperparameter contraction passes
+    np.testing.assert_allclose(G, input_gradient_contraction(kernel, X, Z, W), rtol=1e-10)
+    expected = sum(c(W[rows]) for rows, _, c in iter_kernel_contractions(kernel, X, Z))
+    np.testing.assert_allclose(grad_theta, expected, rtol=1e-10)
+    # and the dense derivative of scikit-learn's kernel
+    fd = _central_differences(kernel, X, Z, W)
+    np.testing.assert_allclose(G, fd, rtol=0, atol=1e-6 * np.abs(fd).max())
+    _, G_only = contract_given_block(kernel, X, Z, kernel(X, Z), W, eval_theta=False)
+    np.testing.assert_array_equal(G_only, G)
+
+
+def test_contractions_from_a_given_block_decline_other_kernels_and_far_rows():
+    from skgpsparse.kernels._contraction import contract_given_block
+
+    rng = np.random.RandomState(3)
+    X, Z, W = rng.randn(20, 2), rng.randn(4, 2), rng.randn(20, 4)
+    matern = Matern(1.0, nu=1.5)
+    assert contract_given_block(matern, X, Z, matern(X, Z), W) is None
+    far = X.copy()
+    far[5] = 1e3  # |s|^2 / 2 beyond the fast path's limit
+    assert contract_given_block(RBF(1.0), far, Z, RBF(1.0)(far, Z), W) is None
