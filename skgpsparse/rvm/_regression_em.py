@@ -4,6 +4,7 @@ import numpy as np
 from scipy.linalg import lapack, qr
 
 from ..linalg import cholesky_append
+from ._add_test import add_gain, add_statistics, sequential_adds
 from ._factor_cost import refactor_is_cheaper
 from ._subspace_em import (
     ALPHA_FLOOR,
@@ -45,6 +46,8 @@ VISIT_BLOCK = 64
 VISIT_BLOCK_ELEMENTS = 2**21
 # From 2 * GROWTH_BLOCK active basis functions on, an SSEM step adds M // GROWTH_BLOCK of them.
 GROWTH_BLOCK = 64
+# A revisit offers the add test's best ceil(M / REVISIT_SHARE) inactive basis functions.
+REVISIT_SHARE = 4
 
 
 class _RegressionEM:
@@ -71,6 +74,10 @@ class _RegressionEM:
     by more than ``NOISE_RTOL`` and the visited basis functions have grown by ``NOISE_GAP``
     since its last update (O(log N) refactorisations per sweep); batch EM (:meth:`em_step`)
     updates ``s2`` and all ``alpha`` every step and refactorises once per step.
+
+    With the add test (:meth:`visit`, :meth:`revisit`; :mod:`skgpsparse.rvm._add_test`) a
+    visited basis function is appended at its optimal ``alpha`` only if it raises the
+    likelihood, and pruned ones can come back in the batch phase.
     """
 
     def __init__(
@@ -102,12 +109,14 @@ class _RegressionEM:
         self.noise_clipped = False
         self.n_fallback = 0
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
-        self.visits = self._noise_visit = 0  # basis functions added one at a time
+        self.visits = self._noise_visit = 0  # basis functions visited by the sweep
         self._post = None  # (mu, resid) of the current factor, kept from the last M-step
+        self._ll = self._ll_post = None  # its log likelihood, and the _post it belongs to
+        self._kept = None  # (rows, position of each library entry) kept for the revisits
         # "alpha_refactor": M-steps of the sweep applied by refactorising instead
-        self.counts = dict.fromkeys(
-            ("refactor", "alpha_refactor", "append", "rank_one", "rank_k", "delete", "move"), 0
-        )
+        keys = ("refactor", "alpha_refactor", "append", "rank_one", "rank_k", "delete", "move")
+        # "add_test": basis functions added by the add test (visits and revisits)
+        self.counts = dict.fromkeys((*keys, "add_test"), 0)
 
     @property
     def n_active(self):
@@ -171,6 +180,13 @@ class _RegressionEM:
         elif isinstance(alpha, str):  # "auto"
             # prior variance of y(x_i) sum_j phi_j(x_i)^2 / alpha ~ var(t) on average
             alpha = np.einsum("ij,ij->", rows, rows) / (len(self.t) * max(np.var(self.t), self.s2))
+        if from_sweep:
+            self.visits += len(entries)
+        self._append(rows, entries, alpha, from_sweep)
+
+    def _append(self, rows, entries, alpha, bordered):
+        """Append basis functions ``rows`` with precisions ``alpha``: border the factor one row
+        at a time (``bordered``) or refactorise."""
         M, k = self.design.size, len(entries)
         self._reserve(M + k)
         G = self._G
@@ -181,11 +197,9 @@ class _RegressionEM:
         self._h[M : M + k] = rows @ self.t
         self.design.append(rows, entries, alpha)
         self._post = None
-        if from_sweep:
-            self.visits += k
         try:
-            for m in range(M, M + k) if from_sweep else ():
-                # eq. (13): j enters at alpha_j = L; S gains the row [G_j. / s2, L + G_jj / s2]
+            for m in range(M, M + k) if bordered else ():
+                # j enters at alpha_j (eq. 13: L); S gains the row [G_j. / s2, alpha_j + G_jj / s2]
                 cholesky_append(
                     self._L,
                     G[:m, m] / self.s2,
@@ -194,11 +208,100 @@ class _RegressionEM:
                     overwrite_L=True,
                 )
                 self.counts["append"] += 1
-            if from_sweep:
+            if bordered:
                 return
-        except np.linalg.LinAlgError:  # pragma: no cover - c >= L keeps the pivot > 0
+        except np.linalg.LinAlgError:  # pragma: no cover - the pivot is alpha_j + s_j > 0
             pass
         self.refactor()
+
+    def _current(self):
+        """``(mu, t - Phi mu)`` of the current factor (eq. 6), kept until the model changes."""
+        if self._post is None:
+            self._post = self.posterior()
+        return self._post
+
+    def _current_log_likelihood(self):
+        """Eq. (11) for the current model, kept with its posterior (:meth:`_current`)."""
+        post = self._current()
+        if self._ll_post is not post:
+            self._ll, self._ll_post = self.log_likelihood(*post), post
+        return self._ll
+
+    def _solve(self, B):
+        """``L^-1 B`` for the current factor."""
+        return _solve_lower(self.L, B, 0)
+
+    def _add_passing(self, rows, entries, min_gain):
+        """Tipping & Faul's add test on candidate ``rows``: append, one at a time and the best
+        first, those whose optimal ``alpha = s^2 / (q^2 - s)`` raises the log likelihood by
+        more than ``min_gain`` (:func:`skgpsparse.rvm._add_test.sequential_adds`)."""
+        s, q, P = add_statistics(
+            self.L, self.design.rows, self._current()[1], self.s2, rows, solve=self._solve
+        )
+        norm = np.einsum("ij,ij->i", rows, rows) / self.s2
+        picks, alpha, _ = sequential_adds(s, q, P, min_gain, norm)
+        if picks.size:
+            self._append(rows[picks], entries[picks], alpha, True)
+            self.counts["add_test"] += picks.size
+        return picks.size
+
+    def visit(self, entries):
+        """An SSEM step with the add test (``add_test=True``); returns the log likelihood.
+
+        The paper's step (eq. 13 and Figure 1, steps 2-4) lets ``entries`` in at ``alpha = L``
+        and takes an EM step. Here those whose ``q^2 > s`` enter at their optimal ``alpha``
+        (a sure gain, where ``alpha = L`` gains nothing until later M-steps bring it down),
+        then the step (:meth:`subspace_step`) runs; if none passes, the model is unchanged: a
+        lone ``alpha_j = L`` with ``q_j^2 <= s_j`` returns to ``L`` anyway (MacKay's update
+        from ``alpha_j``, ``s_j (alpha_j + s_j) / q_j^2``, is then above it), so no E-step is
+        spent on it.
+        """
+        added = self._add_passing(self._rows(entries), np.asarray(entries), 0.0)
+        # the noise update's NOISE_GAP counts the admitted basis functions: s2 follows the
+        # model's growth, not the (mostly rejected) visits
+        self.visits += added
+        if added:
+            return self.subspace_step()
+        return self._current_log_likelihood()
+
+    def revisit(self, library, min_gain):
+        """Add test over every inactive ``library`` entry (pruned or never admitted); the best
+        ``ceil(M / REVISIT_SHARE)`` by gain are candidates for :meth:`_add_passing`.
+
+        Each candidate needs ``s_i`` and ``q_i``: its design row (one kernel call per
+        ``VISIT_BLOCK_ELEMENTS`` floats) and O(n M + M^2); returns how many were added.
+        """
+        rest = np.setdiff1d(library, self.design.index)
+        if not rest.size:
+            return 0
+        resid, gain = self._current()[1], np.empty(rest.size)
+        size = max(1, VISIT_BLOCK_ELEMENTS // len(self.t))
+        for a in range(0, rest.size, size):
+            e = rest[a : a + size]
+            rows = self._library_rows(e, library)
+            s, q, _ = add_statistics(
+                self.L, self.design.rows, resid, self.s2, rows, cross=False, solve=self._solve
+            )
+            gain[a : a + size] = add_gain(s, q)[0]
+        best = np.argsort(-gain)[: -(-max(self.design.size, 1) // REVISIT_SHARE)]
+        best = np.sort(best[gain[best] > min_gain])
+        if not best.size:
+            return 0
+        e = rest[best]
+        return self._add_passing(self._library_rows(e, library), e, min_gain)
+
+    def _library_rows(self, entries, library):
+        """Design rows of ``entries``. When all of ``library`` fits in ``VISIT_BLOCK_ELEMENTS``
+        floats (16 MB) its rows are computed once and kept: later revisits need no kernel
+        call."""
+        if self._kept is None and len(library) * len(self.t) <= VISIT_BLOCK_ELEMENTS:
+            rows = basis_rows(self.kernel, self.X, self.centers[library], self.bias_mask[library])
+            where = np.full(len(self.centers), -1, dtype=np.intp)
+            where[library] = np.arange(len(library))
+            self._kept = (rows, where)
+        if self._kept is None:
+            return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+        return self._kept[0][self._kept[1][entries]]
 
     def _factor(self, order, alpha, s2, count="refactor"):
         """Lower Cholesky factor of ``S = A + G / s2`` over positions ``order`` (new array)."""

@@ -51,6 +51,10 @@ ALPHA_FLOOR = 1e-12
 DOWNDATE_KEEP = 1e-2
 # Batch EM stops after this many consecutive steps with a relative gain below `tol`.
 PATIENCE = 5
+# With the add test, SSEM's batch phase revisits the inactive basis functions every
+# REVISIT_EVERY steps and when it would stop, at most MAX_REVISITS times.
+REVISIT_EVERY = 5
+MAX_REVISITS = 10
 
 
 def basis_rows(kernel, X, centers, bias_mask, *, chunk_size=None):
@@ -356,7 +360,17 @@ def relative_increase(new, old):
 
 
 def run_subspace_em(
-    model, library, *, method, alpha_init, max_iter, tol, rng, verbose=0, first=None
+    model,
+    library,
+    *,
+    method,
+    alpha_init,
+    max_iter,
+    tol,
+    rng,
+    verbose=0,
+    first=None,
+    add_test=False,
 ):
     """Train ``model`` by Subspace EM (Figure 1) or by batch EM; return the history.
 
@@ -367,7 +381,9 @@ def run_subspace_em(
         ``alpha``), ``em_step() -> log_likelihood`` (E-step on the active set, M-step, pruning
         of ``alpha >= L``) and ``n_active``; optionally ``subspace_step()`` (an SSEM step,
         else ``em_step`` is used), ``plan_visits(order)`` (told the sweep's order first) and
-        ``visit_block() -> k`` (how many basis functions the next step adds; else 1).
+        ``visit_block() -> k`` (how many basis functions the next step adds; else 1); with
+        ``add_test``, ``visit(entries) -> log_likelihood`` (a step with Tipping & Faul's add
+        test) and ``revisit(library, min_gain) -> n_added``.
     library : ndarray of int
         Entries of the candidate basis functions.
     method : {"ssem", "batch_em"}
@@ -384,12 +400,19 @@ def run_subspace_em(
         Order in which SSEM visits the library.
     first : ndarray of int, optional
         Entries SSEM visits before the shuffled rest (the bias).
+    add_test : bool, default=False
+        SSEM only: each step offers its entries to ``model.visit`` (the add test) instead of
+        adding them at ``L``; the batch phase calls ``model.revisit`` every ``REVISIT_EVERY``
+        steps and when it would stop (at most ``MAX_REVISITS`` times), so that basis
+        functions pruned in the sweep can return; it stops when a revisit adds none. A
+        batch step that lowers the likelihood (round-off) then counts as a quiet one.
 
     Returns
     -------
     history : dict
         ``log_likelihood``, ``n_active``, ``cpu_time`` (per EM step, cumulative process time),
-        ``n_sweep`` (EM steps in the SSEM sweep), ``n_iter`` (batch EM steps), ``converged``.
+        ``n_sweep`` (steps of the SSEM sweep), ``n_iter`` (batch EM steps), ``converged``,
+        ``n_revisits``.
     """
     hist = {"log_likelihood": [], "n_active": [], "cpu_time": []}
     t0 = time.process_time()
@@ -418,12 +441,12 @@ def run_subspace_em(
             # eq. (13): R_n = {i in R_{n-1}: alpha_i < L} + {n}; it enters at alpha = L (§3:
             # "including some alpha_j previously set to infinity": a model may add a block)
             k = 1 if block is None else block()
-            model.add(order[i : i + k], None)
-            i += k
-            if step is None:
-                ll = model.em_step()
+            if add_test:
+                ll = model.visit(order[i : i + k])
             else:
-                ll = step()
+                model.add(order[i : i + k], None)
+                ll = model.em_step() if step is None else step()
+            i += k
             record(ll, "ssem")
             n_steps += 1
         hist["n_sweep"] = n_steps
@@ -431,17 +454,27 @@ def run_subspace_em(
         model.add(np.asarray(library), alpha_init)
         hist["n_sweep"] = 0
     converged = False
-    n_iter = quiet = 0
+    n_iter = quiet = revisits = 0
+    revisit = add_test and method == "ssem"
     prev = hist["log_likelihood"][-1] if hist["log_likelihood"] else None
     for n_iter in range(1, max_iter + 1):
         ll = model.em_step()
         record(ll, "batch")
-        # the gain can dip while alphas still fall from L: wait for PATIENCE small steps
-        quiet = quiet + 1 if prev is not None and abs(relative_increase(ll, prev)) < tol else 0
+        # the gain can dip while alphas still fall from L: wait for PATIENCE small steps (with
+        # the add test nothing falls from L, and a decrease is round-off: no progress)
+        gain = relative_increase(ll, prev) if prev is not None else np.inf
+        quiet = quiet + 1 if (gain if revisit else abs(gain)) < tol else 0
+        prev = ll
+        due = quiet >= PATIENCE or n_iter % REVISIT_EVERY == 0
+        if revisit and due and revisits < MAX_REVISITS:
+            # Tipping & Faul's add test over the pruned and never admitted basis functions
+            revisits += 1
+            if model.revisit(library, tol * abs(ll)):
+                quiet = 0
         if quiet >= PATIENCE:
             converged = True
             break
-        prev = ll
     hist["n_iter"] = n_iter
+    hist["n_revisits"] = revisits
     hist["converged"] = converged
     return hist
