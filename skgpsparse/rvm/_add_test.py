@@ -79,6 +79,14 @@ def add_statistics(L, active_rows, resid, s2, rows, cross=True, solve=None):
     >>> s, q  # C = s2 I: s = |phi|^2 / s2, q = phi^T t / s2
     (array([4., 4.]), array([4., 4.]))
     """
+    if rows.shape[0] == 1 and L.shape[0]:  # one candidate (most SSEM visits): 1-d products
+        r = rows[0]
+        b = active_rows @ r / s2
+        z = solve_triangular(L, b, lower=True, check_finite=False) if solve is None else solve(b)
+        norm = (r @ r) / s2
+        s = norm - z @ z  # the formulas below
+        s = 0.0 if s <= SPAN_RTOL * norm else s
+        return np.array([s]), np.array([(r @ resid) / s2]), np.array([[s]]) if cross else None
     # C^-1 = I / s2 - Phi Sigma Phi^T / s2^2 (Woodbury, Sigma = L^-T L^-1 of eq. 7), so
     # phi_i^T C^-1 phi_j = phi_i^T phi_j / s2 - z_i^T z_j with z_i = L^-1 Phi^T phi_i / s2
     norm = np.einsum("ij,ij->i", rows, rows) / s2
