@@ -405,7 +405,8 @@ def run_subspace_em(
         adding them at ``L``; the batch phase calls ``model.revisit`` every ``REVISIT_EVERY``
         steps and when it would stop (at most ``MAX_REVISITS`` times), so that basis
         functions pruned in the sweep can return; it stops when a revisit adds none. A
-        batch step that lowers the likelihood (round-off) then counts as a quiet one.
+        batch step then counts as quiet unless it beats the best likelihood so far by
+        ``tol`` (round-off can make it oscillate at the top).
 
     Returns
     -------
@@ -456,14 +457,20 @@ def run_subspace_em(
     converged = False
     n_iter = quiet = revisits = 0
     revisit = add_test and method == "ssem"
-    prev = hist["log_likelihood"][-1] if hist["log_likelihood"] else None
+    prev = best = hist["log_likelihood"][-1] if hist["log_likelihood"] else None
     for n_iter in range(1, max_iter + 1):
         ll = model.em_step()
         record(ll, "batch")
-        # the gain can dip while alphas still fall from L: wait for PATIENCE small steps (with
-        # the add test nothing falls from L, and a decrease is round-off: no progress)
-        gain = relative_increase(ll, prev) if prev is not None else np.inf
-        quiet = quiet + 1 if (gain if revisit else abs(gain)) < tol else 0
+        # the gain can dip while alphas still fall from L: wait for PATIENCE small steps
+        if revisit:
+            # with the add test nothing falls from L, and round-off can make the likelihood
+            # oscillate (cond ~ 1e15): progress is a new best
+            gain = relative_increase(ll, best) if prev is not None else np.inf
+            best = ll if prev is None else max(best, ll)
+            quiet = quiet + 1 if gain < tol else 0
+        else:
+            gain = relative_increase(ll, prev) if prev is not None else np.inf
+            quiet = quiet + 1 if abs(gain) < tol else 0
         prev = ll
         due = quiet >= PATIENCE or n_iter % REVISIT_EVERY == 0
         if revisit and due and revisits < MAX_REVISITS:

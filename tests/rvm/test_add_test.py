@@ -188,3 +188,35 @@ def test_add_test_fit_never_decreases_the_likelihood_and_revisits():
     assert paper._factor_counts["add_test"] == 0 and paper._factor_counts["append"] == 121
     # both are close on this easy problem
     assert est.log_marginal_likelihood_value_ >= paper.log_marginal_likelihood_value_ - 1.0
+
+
+class _Oscillating:
+    """A model whose batch steps alternate between two likelihoods (round-off at the top)."""
+
+    n_active = 1
+
+    def __init__(self):
+        self.steps = self.revisits = 0
+
+    def visit(self, entries):
+        return 100.0
+
+    def revisit(self, library, min_gain):
+        self.revisits += 1
+        return 0
+
+    def em_step(self):
+        self.steps += 1
+        return 100.0 + 0.5 * (self.steps % 2)
+
+
+def test_add_test_batch_phase_stops_on_an_oscillating_likelihood():
+    # progress is a new best: steps that only return to the best so far are quiet, so the
+    # phase stops after PATIENCE of them and the revisits find nothing
+    from skgpsparse.rvm._subspace_em import PATIENCE, run_subspace_em
+
+    model = _Oscillating()
+    kw = {"method": "ssem", "alpha_init": None, "max_iter": 200, "tol": 1e-6}
+    hist = run_subspace_em(model, np.arange(5), rng=np.random.RandomState(0), add_test=True, **kw)
+    assert hist["converged"] and hist["n_iter"] <= PATIENCE + 2
+    assert model.revisits >= 1
