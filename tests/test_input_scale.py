@@ -70,10 +70,11 @@ def test_fit_is_equivariant_in_the_scale_of_y(name, s):
     mean, std = _fit_predict(EQUIVARIANT[name], X, y * s, X_test)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
     # The rescaled targets differ from y by one rounding (a relative 1e-16), which the fit
-    # carries through an EM or L-BFGS path: a tolerance far above that, far below any change
+    # carries through an EM or L-BFGS path (the regressor's: hyperparameters, then up to 300
+    # iterations moving the basis inputs): a tolerance far above that, far below any change
     # of the fitted model (a different basis or relevance set moves predictions by > 1e-2).
-    np.testing.assert_allclose(mean / s, mean0, rtol=1e-6, atol=1e-6 * np.max(np.abs(mean0)))
-    np.testing.assert_allclose(std / s, std0, rtol=1e-6)
+    np.testing.assert_allclose(mean / s, mean0, rtol=1e-5, atol=1e-5 * np.max(np.abs(mean0)))
+    np.testing.assert_allclose(std / s, std0, rtol=1e-5)
 
 
 def test_rvr_attributes_are_in_the_targets_units():

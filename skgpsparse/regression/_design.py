@@ -21,13 +21,13 @@ from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
-from ._likelihood import sparse_factors
+from ._likelihood import dtc_value, sparse_factors
 from ._noise_loo import loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
-from ._refine import refine_basis
+from ._refine import refine_basis, refine_iterations
 from ._state import RELATIVE_JITTER, RegressionState
-from ._vfe import OBJECTIVES, state_objective
+from ._vfe import OBJECTIVES, state_objective, unexplained_variance, vfe_value
 
 __all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
 
@@ -203,9 +203,12 @@ def alternate(model, X, y, p, rng):
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+    refine = refine_iterations(
+        model.refine_basis, model.optimizer, kernel, learn, p, n, not isinstance(X, RowStore)
+    )
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. dask workers), not here
-        if model.refine_basis:
+        if refine:
             raise ValueError(
                 "refine_basis is not available for a fit on a dask array; pass "
                 "refine_basis=0, or fit on an in-memory array."
@@ -235,7 +238,7 @@ def alternate(model, X, y, p, rng):
     n_iter = 0
     for it in range(model.max_iter if learn else 1):
         state, curve = _select(model, kernel, X, y, s2, p, rng)
-        if learn and model.refine_basis:
+        if learn and refine:
             # The refinement learns the hyperparameters with the basis inputs, from the
             # starting ones: learning them first on the fixed basis can end in the noise-only
             # model (no signal left for moving the inputs to explain).
@@ -275,8 +278,8 @@ def alternate(model, X, y, p, rng):
         state.Vy, state.jitter, state_objective(state, model.hyperparameter_objective),
         np.asarray(curve), n_iter, 0,
     )
-    if model.refine_basis:
-        fit = _refine(model, fit, X, y, learn, noise_bounds)
+    if refine:
+        fit = _refine(model, fit, X, y, learn, noise_bounds, refine)
     if learn and noise_bounds is not None and model.noise_calibration == "loo" and p < n:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
@@ -315,18 +318,25 @@ def _calibrate_noise(model, fit, X, y, noise_bounds):
     return fit._replace(noise_variance=s2_loo, R=R, objective=float(value))
 
 
-def _refine(model, fit, X, y, learn, noise_bounds):
-    """Move the basis inputs (and learned hyperparameters) by L-BFGS from the greedy basis."""
+def _refine(model, fit, X, y, learn, noise_bounds, max_iter):
+    """Move the basis inputs (and learned hyperparameters) by L-BFGS from the greedy basis:
+    at most ``max_iter`` iterations."""
     Y = y.reshape(len(y), -1)
     kernel, s2, Z, value, n_refine = refine_basis(
         fit.kernel, fit.noise_variance, X.astype(np.float64, copy=False), Y, fit.basis_vectors,
         objective=model.hyperparameter_objective, jitter=fit.jitter,
-        max_iter=model.refine_basis, learn_kernel=learn,
+        max_iter=max_iter, learn_kernel=learn,
         noise_bounds=noise_bounds if learn else None, progress=model._progress,
     )
     f = sparse_factors(kernel, X, Y, Z, s2, fit.jitter, False, None)
     Vy = f.V @ f.Y
+    # the objective of the model kept, from its own factors (the search's evaluations may
+    # have taken the Gram route, whose rounding is larger)
+    if model.hyperparameter_objective == "vfe":
+        value = vfe_value(f, unexplained_variance(kernel, X, f))
+    else:
+        value = dtc_value(f)
     return fit._replace(
         kernel=kernel, noise_variance=s2, basis_vectors=Z, L=f.L, R=f.R,
-        Vy=Vy[:, 0] if y.ndim == 1 else Vy, objective=value, n_refine=n_refine,
+        Vy=Vy[:, 0] if y.ndim == 1 else Vy, objective=float(value), n_refine=n_refine,
     )

@@ -109,19 +109,24 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         bound over-estimates the noise when the basis is small, which widens the error bars.
         One extra pass over the rows, O(n p^2). ``None`` keeps the objective's noise. Not
         applied when the noise is not learned or every training row is in the basis.
-    refine_basis : int, default=0
+    refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training
         rows after selection and exchange (fewer once ten iterations together gain less
         than 1e-4 nats per training row), maximising the ``hyperparameter_objective`` over
         the basis inputs (and over the hyperparameters with them, unless
-        ``optimizer=None``), from the greedy basis; ``0`` keeps the selected rows. With hyperparameter learning the basis is then
-        selected once, at the starting hyperparameters, and the refinement learns them
-        (``max_iter`` and ``tol`` do not apply). Each iteration costs one evaluation of the
-        objective with its gradient, O(n p^2 + n p d); the result never scores below the
-        greedy basis. Needs a kernel built from ``RBF``, ``Matern``, ``RationalQuadratic``,
-        ``ConstantKernel`` and ``WhiteKernel`` (gradients in the inputs in closed form).
-        ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving basis
-        vectors away from the data (Titsias 2009).
+        ``optimizer=None``), from the greedy basis; ``0`` keeps the selected rows. With
+        hyperparameter learning the basis is then selected once, at the starting
+        hyperparameters, and the refinement learns them (``max_iter`` and ``tol`` do not
+        apply). Each iteration costs one evaluation of the objective with its gradient,
+        O(n p^2 + n p d); the result never scores below the greedy basis. Needs a kernel
+        built from ``RBF``, ``Matern``, ``RationalQuadratic``, ``ConstantKernel`` and
+        ``WhiteKernel`` (gradients in the inputs in closed form) and an in-memory ``X``.
+        ``"auto"`` refines with up to 300 iterations when the hyperparameters are learned,
+        the basis is smaller than the training set, ``X`` is in memory and the kernel has
+        those gradients, and keeps the selected rows otherwise (fixed hyperparameters, a
+        dask array, other kernels, or every row in the basis, where the model is the full
+        GP). ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving
+        basis vectors away from the data (Titsias 2009).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
     tol : float, default=1e-4
@@ -166,7 +171,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
     n_refine_iter_ : int
-        L-BFGS iterations run by ``refine_basis`` (0 without it).
+        L-BFGS iterations run by ``refine_basis`` (0 when the basis stayed on the rows).
     cost_curve_ : ndarray
         Cost (2) after every forward step and every exchange half-step of the selection that
         produced the final basis (in its hyperparameters).
@@ -218,7 +223,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions(set(OBJECTIVES))],
         "noise_calibration": [StrOptions({"loo"}), None],
-        "refine_basis": [Interval(numbers.Integral, 0, None, closed="left")],
+        "refine_basis": [Interval(numbers.Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "normalize_y": ["boolean"],
@@ -241,7 +246,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         optimizer="fmin_l_bfgs_b",
         hyperparameter_objective="vfe",
         noise_calibration="loo",
-        refine_basis=0,
+        refine_basis="auto",
         max_iter=10,
         tol=1e-4,
         normalize_y=False,

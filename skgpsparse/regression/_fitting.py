@@ -36,7 +36,7 @@ def prepare_fit(model, y, n, scaling):
             f"`n_targets`. Got {n_targets} != {model.n_targets}."
         )
     model.kernel_ = C(1.0) * RBF(1.0) if model.kernel is None else clone(model.kernel)
-    if model.refine_basis:
+    if model.refine_basis != "auto" and model.refine_basis:
         check_refinable(model.kernel_)
     rng = check_random_state(model.random_state)
     # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).

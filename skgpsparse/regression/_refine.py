@@ -45,7 +45,18 @@ from ._likelihood import (
 )
 from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
 
-__all__ = ["check_refinable", "objective_and_gradient", "refine_basis"]
+__all__ = [
+    "AUTO_ITERATIONS", "check_refinable", "objective_and_gradient", "refine_basis",
+    "refine_iterations",
+]
+
+#: Largest number of L-BFGS iterations of ``refine_basis="auto"``.
+AUTO_ITERATIONS = 300
+
+# Corrections kept by L-BFGS-B (scipy's default is 10). The basis inputs are thousands of
+# coupled coordinates (p x d); a longer memory climbed further in the same number of
+# iterations at no measurable cost per iteration (benchmarks/RESULTS.md, "L-BFGS memory").
+_LBFGS_MEMORY = 100
 
 
 def check_refinable(kernel):
@@ -55,6 +66,23 @@ def check_refinable(kernel):
             f"refine_basis > 0 needs the kernel's gradient in its inputs, available for "
             f"{SUPPORTED}; got kernel={kernel!r}. Set refine_basis=0."
         )
+
+
+def refine_iterations(refine_basis, optimizer, kernel, learn, n_basis, n_samples, in_memory):
+    """The largest number of refinement iterations a fit runs.
+
+    An integer ``refine_basis`` is that number. ``"auto"`` refines (``AUTO_ITERATIONS``) when
+    the fit learns the hyperparameters with the default optimizer (a callable one is the
+    user's to run), the basis is smaller than the training set (with every row in it the
+    model is the full GP), the rows are in memory and the kernel has closed-form input
+    gradients; otherwise it keeps the selected rows (0).
+    """
+    if refine_basis != "auto":
+        return int(refine_basis)
+    default_learning = learn and isinstance(optimizer, str) and optimizer == "fmin_l_bfgs_b"
+    if default_learning and n_basis < n_samples and in_memory:
+        return AUTO_ITERATIONS if supports_input_gradient(kernel) else 0
+    return 0
 
 
 def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
@@ -247,8 +275,8 @@ def refine_basis(
     # stop early, as hyperparameter learning does, once the iterations stop paying
     stalled = Stalled(STALL_WINDOW, STALL_PER_ROW * X.shape[0])
     result = minimize(
-        negative, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter},
-        callback=stalled,
+        negative, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+        options={"maxiter": max_iter, "maxcor": _LBFGS_MEMORY}, callback=stalled,
     )
     if not np.isfinite(result.fun) or result.fun > f0:
         return kernel, s2, Z, -f0, int(result.nit)

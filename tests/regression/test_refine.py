@@ -9,7 +9,11 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
 from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
-from skgpsparse.regression._refine import objective_and_gradient
+from skgpsparse.regression._refine import (
+    AUTO_ITERATIONS,
+    objective_and_gradient,
+    refine_iterations,
+)
 from skgpsparse.regression._vfe import OBJECTIVES, vfe_log_marginal_likelihood
 
 
@@ -61,7 +65,7 @@ def test_refinement_raises_the_bound_and_reports_it(optimizer):
     # the bound at the refinement's own noise variance (no leave-one-out calibration after)
     kw = dict(max_basis=12, hyperparameter_objective="vfe", random_state=0, optimizer=optimizer,
               noise_calibration=None)
-    greedy = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+    greedy = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=0, **kw).fit(X, y)
     refined = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=40, **kw).fit(X, y)
     if optimizer is None:  # the greedy part is the same fit; then the vectors move
         np.testing.assert_array_equal(refined.basis_indices_, greedy.basis_indices_)
@@ -149,9 +153,49 @@ def test_kernel_without_input_gradient_is_refused_before_any_work(kernel):
     X, y = _data(50)
     with pytest.raises(ValueError, match="refine_basis"):
         SparseGPRegressor(kernel, max_basis=5, refine_basis=5).fit(X, y)
-    with warnings.catch_warnings():  # refine_basis=0 still accepts it
+    with warnings.catch_warnings():  # refine_basis=0 and the default "auto" accept it
         warnings.simplefilter("ignore")
-        SparseGPRegressor(kernel, max_basis=5, optimizer=None).fit(X, y)
+        SparseGPRegressor(kernel, max_basis=5, optimizer=None, refine_basis=0).fit(X, y)
+        model = SparseGPRegressor(kernel, max_basis=5, max_iter=1).fit(X, y)
+    assert model.n_refine_iter_ == 0
+    np.testing.assert_array_equal(model.basis_vectors_, X[model.basis_indices_])
+
+
+def test_auto_refines_fits_that_learn_with_the_default_optimizer():
+    X, y = _data(200)
+    kw = {"max_basis": 10, "random_state": 0}
+    auto = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+    assert auto.refine_basis == "auto" and auto.n_refine_iter_ > 0
+    assert not np.allclose(auto.basis_vectors_, X[auto.basis_indices_])
+    explicit = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=AUTO_ITERATIONS, **kw)
+    np.testing.assert_array_equal(explicit.fit(X, y).predict(X[:20]), auto.predict(X[:20]))
+    # fixed hyperparameters, a callable optimizer, or every row in the basis: the rows stay
+    fixed = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), optimizer=None, **kw).fit(X, y)
+
+    def optimizer(obj_func, initial_theta, bounds):
+        return initial_theta, obj_func(initial_theta, eval_gradient=False)
+
+    own = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), optimizer=optimizer, max_iter=1, **kw)
+    full = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), max_basis=40, max_iter=1)
+    for model, X_fit in ((fixed, X), (own.fit(X, y), X), (full.fit(X[:40], y[:40]), X[:40])):
+        assert model.n_refine_iter_ == 0
+        np.testing.assert_array_equal(model.basis_vectors_, X_fit[model.basis_indices_])
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), AUTO_ITERATIONS),
+        (("auto", None, RBF(1.0), False, 10, 100, True), 0),
+        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 100, 100, True), 0),
+        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, False), 0),
+        (("auto", "fmin_l_bfgs_b", DotProduct(), True, 10, 100, True), 0),
+        ((25, None, RBF(1.0), False, 10, 100, True), 25),
+        ((0, "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), 0),
+    ],
+)
+def test_refine_iterations_of_auto_and_of_a_number(args, expected):
+    assert refine_iterations(*args) == expected
 
 
 def test_refine_basis_is_validated():
