@@ -204,7 +204,8 @@ def alternate(model, X, y, p, rng):
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
     refine = refine_iterations(
-        model.refine_basis, model.optimizer, kernel, learn, p, n, not isinstance(X, RowStore)
+        model.refine_basis, model.hyperparameter_objective, model.optimizer, kernel, learn, p,
+        n, not isinstance(X, RowStore),
     )
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. dask workers), not here

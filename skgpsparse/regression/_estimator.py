@@ -121,12 +121,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         O(n p^2 + n p d); the result never scores below the greedy basis. Needs a kernel
         built from ``RBF``, ``Matern``, ``RationalQuadratic``, ``ConstantKernel`` and
         ``WhiteKernel`` (gradients in the inputs in closed form) and an in-memory ``X``.
-        ``"auto"`` refines with up to 300 iterations when the hyperparameters are learned,
-        the basis is smaller than the training set, ``X`` is in memory and the kernel has
-        those gradients, and keeps the selected rows otherwise (fixed hyperparameters, a
-        dask array, other kernels, or every row in the basis, where the model is the full
-        GP). ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving
-        basis vectors away from the data (Titsias 2009).
+        ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving basis
+        vectors away from the data (Titsias 2009). ``"auto"`` refines with up to 300
+        iterations when the objective is ``"vfe"``, the hyperparameters are learned by the
+        default optimizer, the basis is smaller than the training set, ``X`` is in memory and
+        the kernel has those gradients, and keeps the selected rows otherwise (``"dtc"``,
+        fixed hyperparameters, a callable optimizer, a dask array, other kernels, or every
+        row in the basis, where the model is the full GP).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
     tol : float, default=1e-4

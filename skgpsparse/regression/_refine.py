@@ -68,19 +68,22 @@ def check_refinable(kernel):
         )
 
 
-def refine_iterations(refine_basis, optimizer, kernel, learn, n_basis, n_samples, in_memory):
+def refine_iterations(
+    refine_basis, objective, optimizer, kernel, learn, n_basis, n_samples, in_memory
+):
     """The largest number of refinement iterations a fit runs.
 
     An integer ``refine_basis`` is that number. ``"auto"`` refines (``AUTO_ITERATIONS``) when
-    the fit learns the hyperparameters with the default optimizer (a callable one is the
-    user's to run), the basis is smaller than the training set (with every row in it the
-    model is the full GP), the rows are in memory and the kernel has closed-form input
-    gradients; otherwise it keeps the selected rows (0).
+    the objective is Titsias' bound (the DTC evidence rewards moving basis vectors away from
+    the data, Titsias 2009), the fit learns the hyperparameters with the default optimizer
+    (a callable one is the user's to run), the basis is smaller than the training set (with
+    every row in it the model is the full GP), the rows are in memory and the kernel has
+    closed-form input gradients; otherwise it keeps the selected rows (0).
     """
     if refine_basis != "auto":
         return int(refine_basis)
     default_learning = learn and isinstance(optimizer, str) and optimizer == "fmin_l_bfgs_b"
-    if default_learning and n_basis < n_samples and in_memory:
+    if objective == "vfe" and default_learning and n_basis < n_samples and in_memory:
         return AUTO_ITERATIONS if supports_input_gradient(kernel) else 0
     return 0
 

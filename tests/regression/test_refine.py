@@ -169,15 +169,19 @@ def test_auto_refines_fits_that_learn_with_the_default_optimizer():
     assert not np.allclose(auto.basis_vectors_, X[auto.basis_indices_])
     explicit = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), refine_basis=AUTO_ITERATIONS, **kw)
     np.testing.assert_array_equal(explicit.fit(X, y).predict(X[:20]), auto.predict(X[:20]))
-    # fixed hyperparameters, a callable optimizer, or every row in the basis: the rows stay
+    # fixed hyperparameters, a callable optimizer, the DTC evidence, or every row in the
+    # basis: the rows stay
     fixed = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), optimizer=None, **kw).fit(X, y)
+    dtc = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), hyperparameter_objective="dtc",
+                            max_iter=1, **kw).fit(X, y)
 
     def optimizer(obj_func, initial_theta, bounds):
         return initial_theta, obj_func(initial_theta, eval_gradient=False)
 
     own = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), optimizer=optimizer, max_iter=1, **kw)
     full = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), max_basis=40, max_iter=1)
-    for model, X_fit in ((fixed, X), (own.fit(X, y), X), (full.fit(X[:40], y[:40]), X[:40])):
+    for model, X_fit in ((fixed, X), (own.fit(X, y), X), (dtc, X),
+                         (full.fit(X[:40], y[:40]), X[:40])):
         assert model.n_refine_iter_ == 0
         np.testing.assert_array_equal(model.basis_vectors_, X_fit[model.basis_indices_])
 
@@ -185,13 +189,14 @@ def test_auto_refines_fits_that_learn_with_the_default_optimizer():
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), AUTO_ITERATIONS),
-        (("auto", None, RBF(1.0), False, 10, 100, True), 0),
-        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 100, 100, True), 0),
-        (("auto", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, False), 0),
-        (("auto", "fmin_l_bfgs_b", DotProduct(), True, 10, 100, True), 0),
-        ((25, None, RBF(1.0), False, 10, 100, True), 25),
-        ((0, "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), 0),
+        (("auto", "vfe", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), AUTO_ITERATIONS),
+        (("auto", "dtc", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), 0),
+        (("auto", "vfe", None, RBF(1.0), False, 10, 100, True), 0),
+        (("auto", "vfe", "fmin_l_bfgs_b", RBF(1.0), True, 100, 100, True), 0),
+        (("auto", "vfe", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, False), 0),
+        (("auto", "vfe", "fmin_l_bfgs_b", DotProduct(), True, 10, 100, True), 0),
+        ((25, "dtc", None, RBF(1.0), False, 10, 100, True), 25),
+        ((0, "vfe", "fmin_l_bfgs_b", RBF(1.0), True, 10, 100, True), 0),
     ],
 )
 def test_refine_iterations_of_auto_and_of_a_number(args, expected):
