@@ -20,6 +20,7 @@ from .._rows import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
+from ._exact import FULL_BASIS_OBJECTIVES
 from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
 from ._likelihood import dtc_value, sparse_factors
 from ._noise_loo import loo_noise_variance
@@ -124,8 +125,10 @@ def _select(model, kernel, X, y, s2, p, rng):
     )
 
 
-def _learn(model, kernel, s2, X, y, X_basis):
+def _learn(model, kernel, s2, X, y, X_basis, objective=None):
     """Maximise the objective on the basis, warm-started at the current values.
+
+    ``objective`` overrides the one of ``model.hyperparameter_objective`` (same signature).
 
     Without ``normalize_y`` the kernel's amplitude and the noise bounds are in the targets'
     units; targets of extreme magnitude can put the objective out of floating-point range
@@ -141,9 +144,9 @@ def _learn(model, kernel, s2, X, y, X_basis):
             noise_bounds=check_noise_bounds(model.noise_variance_bounds),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
-            objective=(PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
-                model.hyperparameter_objective
-            ],
+            objective=objective or (
+                PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES
+            )[model.hyperparameter_objective],
         )
     except ValueError as error:
         if model.normalize_y or y is None or power_of_two_scale(y) == 1.0:
@@ -164,15 +167,17 @@ def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds):
     rows: every ARD length scale near 0.77, and the noise-only model after the first
     selection); a start at the targets' variance (the noise-only end) reaches the other
     optimum. The start with the higher objective is kept: the likelihood decides, not the
-    start.
+    start. With the subset as its own basis the objective is the exact GP's
+    (:mod:`._exact`: one factor of ``K + s2 I``, not the sparse objective's solves).
     """
-    kernel_a, s2_a, value_a = _learn(model, kernel, s2, X_sub, y_sub, X_sub)
+    exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+    kernel_a, s2_a, value_a = _learn(model, kernel, s2, X_sub, y_sub, X_sub, exact)
     high = float(np.mean(np.var(y_sub, axis=0)))
     if noise_bounds is not None:
         high = min(max(high, noise_bounds[0]), noise_bounds[1])
     if noise_bounds is None or not np.isfinite(high) or high <= 2.0 * s2:
         return kernel_a, s2_a
-    kernel_b, s2_b, value_b = _learn(model, kernel, high, X_sub, y_sub, X_sub)
+    kernel_b, s2_b, value_b = _learn(model, kernel, high, X_sub, y_sub, X_sub, exact)
     return (kernel_b, s2_b) if value_b > value_a else (kernel_a, s2_a)
 
 

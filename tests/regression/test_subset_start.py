@@ -23,8 +23,10 @@ def test_the_subset_start_keeps_the_higher_likelihood_of_two_noise_starts(monkey
     seen = []
     learn = design._learn
 
-    def spy(model, kernel, s2, X_sub, y_sub, X_basis):
-        out = learn(model, kernel, s2, X_sub, y_sub, X_basis)
+    def spy(model, kernel, s2, X_sub, y_sub, X_basis, objective=None):
+        out = learn(model, kernel, s2, X_sub, y_sub, X_basis, objective)
+        # the subset is its own basis: the exact GP's objective
+        assert X_basis is X_sub and objective is design.FULL_BASIS_OBJECTIVES["vfe"]
         seen.append((s2, out))
         return out
 
@@ -49,7 +51,7 @@ def test_a_fit_starts_from_the_better_subset_optimum(monkeypatch):
     monkeypatch.setattr(
         design, "_subset_start",
         lambda model, kernel, s2, X_sub, y_sub, bounds: design._learn(
-            model, kernel, s2, X_sub, y_sub, X_sub)[:2],
+            model, kernel, s2, X_sub, y_sub, X_sub, design.FULL_BASIS_OBJECTIVES["vfe"])[:2],
     )
     one = SparseGPRegressor(**kw).fit(X, y)
     # when both starts reach the same optimum, L-BFGS-B's end points differ by its tolerance

@@ -1,0 +1,90 @@
+"""The objectives with every row in the basis, from one Cholesky factor of ``K + s2 I``.
+
+The hyperparameters of a fit start from the full GP on a random subset of the training rows
+(the exchange paper's protocol): the objective in force with the subset itself as the basis.
+There ``Q_ff = K_ff`` up to the jitter, so the DTC evidence (GPML eq. 8.17) is the exact log
+marginal likelihood (GPML eq. 2.30)::
+
+    log p(y) = -1/2 y^T C^-1 y - 1/2 log|C| - n/2 log(2 pi),    C = K + s2 I,
+
+and Titsias' bound (Titsias 2009, eq. 9) subtracts ``T / (2 s2)`` with ``T = sum_i k(x_i, x_i)
+- tr(K)``, which is zero for kernels whose ``k(x, x)`` is the limit of ``k(x, z)`` (a
+``WhiteKernel`` adds its level to ``k(x, x)`` only, scikit-learn's convention, and ``T``
+charges it as the sparse objectives do). The gradient is GPML eq. 5.9,
+``1/2 tr((a a^T - C^-1) dC)`` with ``a = C^-1 y``, contracted against ``dK`` block by block
+(:func:`skgpsparse.kernels._contraction.iter_kernel_contractions`).
+
+The sparse objectives on this basis factor ``K_uu + jitter I`` and form ``V = L^-1 K_uf`` and
+``V V^T``: several ``n^3`` solves where one factor of ``C`` and one inverse suffice. The values
+differ from theirs by the jitter's effect, ``O(n jitter / s2)`` nats.
+"""
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky
+
+from ..kernels._contraction import iter_kernel_contractions
+from ._likelihood import _check_arguments
+from ._vfe import _diag_gradient_sum
+
+__all__ = ["FULL_BASIS_OBJECTIVES", "exact_dtc", "exact_vfe"]
+
+
+def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
+    X, Y, _ = _check_arguments(kernel, X, y, X, noise_variance, None)
+    s2 = float(noise_variance)
+    n, m = Y.shape
+    blocks = list(iter_kernel_contractions(kernel, X, X)) if eval_gradient else None
+    if blocks is not None:
+        K = np.empty((n, n))
+        for rows, K_block, _ in blocks:
+            K[rows] = K_block
+    else:
+        K = kernel(X, X)  # two arguments: no WhiteKernel level on the diagonal
+    trace = float(np.sum(kernel.diag(X)) - np.trace(K)) if trace_term else 0.0
+    C = K
+    C[np.diag_indices(n)] += s2
+    L = cholesky(C, lower=True, check_finite=False)
+    A = cho_solve((L, True), Y, check_finite=False)  # a = C^-1 y, one column per target
+    value = (
+        -0.5 * float(np.sum(Y * A)) - m * float(np.sum(np.log(np.diag(L))))
+        - 0.5 * m * n * np.log(2.0 * np.pi) - 0.5 * m * trace / s2
+    )
+    if not eval_gradient:
+        return value
+    # GPML eq. 5.9: 1/2 <a a^T - m C^-1, dC>, summed over the m targets
+    W = cho_solve((L, True), np.eye(n), check_finite=False)
+    W *= -m
+    W += A @ A.T
+    grad = np.zeros(kernel.n_dims + 1)
+    for rows, _, contract in blocks:
+        grad[:-1] += 0.5 * contract(W[rows])
+    grad[-1] = 0.5 * s2 * float(np.trace(W))
+    if trace_term:
+        # -m T / (2 s2): T's derivative is the diagonal's minus tr(dK) (the identity contracted)
+        grad[-1] += 0.5 * m * trace / s2
+        if kernel.n_dims:
+            eye = np.eye(n)
+            d_trace_K = sum(contract(eye[rows]) for rows, _, contract in blocks)
+            grad[:-1] -= 0.5 * m / s2 * (_diag_gradient_sum(kernel, X) - d_trace_K)
+    return value, grad
+
+
+def exact_dtc(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,
+              chunk_size=None):
+    """The DTC evidence with every row of ``X`` in the basis: the exact log marginal likelihood.
+
+    The signature of :func:`~skgpsparse.regression._likelihood.dtc_log_marginal_likelihood`;
+    ``X_basis`` must be ``X`` itself, ``jitter`` and ``chunk_size`` are not used. Returns the
+    value, and with ``eval_gradient`` its gradient in ``(kernel.theta, log s2)``.
+    """
+    return _exact(kernel, X, y, noise_variance, eval_gradient, trace_term=False)
+
+
+def exact_vfe(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,
+              chunk_size=None):
+    """Titsias' bound with every row of ``X`` in the basis, as :func:`exact_dtc`."""
+    return _exact(kernel, X, y, noise_variance, eval_gradient, trace_term=True)
+
+
+#: The ``hyperparameter_objective`` values and their full-basis forms.
+FULL_BASIS_OBJECTIVES = {"dtc": exact_dtc, "vfe": exact_vfe}
