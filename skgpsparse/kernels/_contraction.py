@@ -100,23 +100,20 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
         return
     _, ls, parts = layout
     centre = Z.mean(axis=0)
-    S_Z = (Z - centre) / ls
-    with np.errstate(over="ignore"):  # an overflow is caught by the check below
-        S_Z2 = S_Z * S_Z
-    if not np.all(np.isfinite(S_Z2)) or S_Z2.sum(axis=1).max() / 2 > MAX_HALF_SQNORM:
+    scaled_Z = _scaled(Z, centre, ls)
+    if scaled_Z is None:
         yield from _generic(kernel, X, Z, chunk_size)
         return
+    S_Z, S_Z2 = scaled_Z
     chunk = chunk_rows(chunk_size, Z.shape[0], 1)
     for rows, K in iter_cross_kernel(kernel, X, Z, chunk_size=chunk):
-        S_X = (X[rows] - centre) / ls
-        with np.errstate(over="ignore"):  # an overflow is caught by the check below
-            S_X2 = S_X * S_X
-        if not np.all(np.isfinite(S_X2)) or S_X2.sum(axis=1).max() / 2 > MAX_HALF_SQNORM:
+        scaled_X = _scaled(X[rows], centre, ls)
+        if scaled_X is None:
             # rows so far from the centre that the expanded squares would lose digits: the
             # full array, by the (smaller) chunks of iter_kernel_gradient, when contracted
             contract = _generic_contraction(kernel, X[rows], Z)
         else:
-            contract = _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts)
+            contract = _rbf_contraction(K, *scaled_X, S_Z, S_Z2, parts)
         yield rows, K, contract
 
 
