@@ -56,16 +56,16 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     W *= -m
     W += A @ A.T
     grad = np.zeros(kernel.n_dims + 1)
-    for rows, _, contract in blocks:
-        grad[:-1] += 0.5 * contract(W[rows])
     grad[-1] = 0.5 * s2 * float(np.trace(W))
     if trace_term:
-        # -m T / (2 s2): T's derivative is the diagonal's minus tr(dK) (the identity contracted)
+        # -m T / (2 s2) with dT = d sum_i k(x_i, x_i) - tr(dK): the diagonal's part below,
+        # tr(dK) = <I, dK> joins the contraction as (m / s2) I added to W
         grad[-1] += 0.5 * m * trace / s2
         if kernel.n_dims:
-            eye = np.eye(n)
-            d_trace_K = sum(contract(eye[rows]) for rows, _, contract in blocks)
-            grad[:-1] -= 0.5 * m / s2 * (_diag_gradient_sum(kernel, X) - d_trace_K)
+            grad[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
+        W[np.diag_indices(n)] += m / s2
+    for rows, _, contract in blocks:
+        grad[:-1] += 0.5 * contract(W[rows])
     return value, grad
 
 
