@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from _support.rvm_em import em_model
 from sklearn.gaussian_process.kernels import RBF
 
 from skgpsparse.rvm._add_test import add_gain, add_statistics, sequential_adds
 from skgpsparse.rvm._regression import RelevanceVectorRegressor
-from skgpsparse.rvm._regression_em import _RegressionEM
 
 
 def _problem(n=40, m=12, seed=0):
@@ -108,13 +108,7 @@ def test_sequential_adds_raise_the_likelihood_by_their_gain():
 
 
 def _model(n=60, seed=7):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(-3, 3, size=(n, 1))
-    y = np.sin(X[:, 0]) + 0.1 * rng.randn(n)
-    centers = np.vstack([X, np.zeros((1, 1))])
-    bias_mask = np.zeros(n + 1, dtype=bool)
-    bias_mask[n] = True
-    model = _RegressionEM(RBF(0.7), X, y, centers, bias_mask, 0.05, False, 1e9, 1e-12)
+    model, _, X, y = em_model(n, seed, learn_noise=False)
     return model, X, y
 
 

@@ -2,24 +2,10 @@
 
 import numpy as np
 import pytest
+from _support.rvm_em import em_model as _model
 from sklearn.gaussian_process.kernels import RBF
 
 from skgpsparse.rvm._regression import RelevanceVectorRegressor
-from skgpsparse.rvm._regression_em import _RegressionEM
-
-
-def _model(n=60, seed=7, learn_noise=True, factor_update="update"):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(-3, 3, size=(n, 1))
-    y = np.sin(X[:, 0]) + 0.1 * rng.randn(n)
-    centers = np.vstack([X, np.zeros((1, 1))])
-    bias_mask = np.zeros(n + 1, dtype=bool)
-    bias_mask[n] = True
-    kernel = RBF(0.7)
-    model = _RegressionEM(
-        kernel, X, y, centers, bias_mask, 0.05, learn_noise, 1e9, 1e-12, factor_update
-    )
-    return model, kernel, X, y
 
 
 def _dense_factor(model, kernel, X):
