@@ -260,7 +260,13 @@ def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient,
     V = np.empty((p, n))
     for rows, K_block in iter_kernel(kernel, X, X_basis, chunk_size=chunk_size):
         V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
+    return factors_from_V(Y, s2, L, V, contract_uu)
 
+
+def factors_from_V(Y, s2, L, V, contract_uu):
+    """:class:`SparseFactors` from ``L`` (the factor of ``K_uu + jitter I``) and
+    ``V = L^-1 K_uf``; O(n p^2)."""
+    n, p = V.shape[1], V.shape[0]
     # A = s2 I + V V^T = R R^T (matrix inversion lemma, GPML eq. A.9)
     VVt = V @ V.T
     A = VVt + s2 * np.eye(p)

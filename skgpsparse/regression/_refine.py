@@ -37,11 +37,11 @@ from ._likelihood import (
     basis_kernel,
     basis_weights,
     dtc_value,
+    factors_from_V,
     gradient_weights,
     kernel_gradient_from_weights,
     noise_gradient,
     residual_weights,
-    sparse_factors,
 )
 from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
 
@@ -99,10 +99,8 @@ def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     ill-conditioned (:func:`_gram_conditioned` decides); the fitted model's factors are
     recomputed by :func:`sparse_factors`.
     """
-    n, p = X.shape[0], Z.shape[0]
-    K_fu = np.empty((n, p))
-    for rows, K_block in iter_cross_kernel(kernel, X, Z):
-        K_fu[rows] = K_block
+    p = Z.shape[0]
+    K_fu = _cross_block(kernel, X, Z)
     VVt = solve_triangular(L, K_fu.T @ K_fu, lower=True, check_finite=False)
     VVt = solve_triangular(L, VVt.T, lower=True, check_finite=False)
     VVt = 0.5 * (VVt + VVt.T)
@@ -111,8 +109,27 @@ def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     # a = C^-1 y = (y - V^T A^-1 V y) / s2, with V^T x = K_fu L^-T x
     u = solve_triangular(L, cho_solve((R, True), Vy), lower=True, trans="T", check_finite=False)
     a = (Y - K_fu @ u) / s2
-    log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
+    log_det = (X.shape[0] - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
     return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu), K_fu
+
+
+def _solve_factors(kernel, X, Y, Z, s2, L, contract_uu):
+    """:class:`SparseFactors` (with ``V = L^-1 K_uf``) and ``K_fu`` by triangular solves.
+
+    The route of :func:`~._likelihood.sparse_factors` for an ill-conditioned ``K_uu``, with
+    ``K_fu`` kept so that the gradients can be contracted from it as on the Gram route.
+    """
+    K_fu = _cross_block(kernel, X, Z)
+    V = solve_triangular(L, K_fu.T, lower=True, check_finite=False)
+    return factors_from_V(Y, s2, L, V, contract_uu), K_fu
+
+
+def _cross_block(kernel, X, Z):
+    """``K(X, Z)`` (``n x p``), block by block from the scaled inputs."""
+    K_fu = np.empty((X.shape[0], Z.shape[0]))
+    for rows, K_block in iter_cross_kernel(kernel, X, Z):
+        K_fu[rows] = K_block
+    return K_fu
 
 
 # The Gram route squares K_uf, so its rounding grows with cond(K_uu) (estimated by the
@@ -173,17 +190,17 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     trace_weight = 1.0 / s2 if vfe else 0.0
     K_uu, contract_uu = basis_kernel(kernel, Z, eval_theta)
     L = cholesky(K_uu + jitter * np.eye(Z.shape[0]), lower=True, check_finite=False)
-    f = K_fu = None
+    f = None
     if _gram_conditioned(L):
         try:
             f, K_fu = _gram_factors(kernel, X, Y, Z, s2, L, contract_uu)
             B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
         except LinAlgError:  # the squared factors failed: the solves below decide
-            f = K_fu = None
+            f = None
     if f is None:
         # K_uu too ill-conditioned for its square (long length scales): the triangular
-        # solves of the likelihood's own factors (a LinAlgError there is a true failure)
-        f = sparse_factors(kernel, X, Y, Z, s2, jitter, eval_theta, None)
+        # solves of the likelihood's factors (a LinAlgError there is a true failure)
+        f, K_fu = _solve_factors(kernel, X, Y, Z, s2, L, contract_uu)
         B_t, BW_t = gradient_weights(f, trace_weight)
         f = f._replace(V=None)  # the n x p V is no longer needed: free it before the passes
     trace = unexplained_variance(kernel, X, f) if vfe else 0.0
@@ -192,8 +209,7 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     gradient[-1] = noise_gradient(f)
     # dF/dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk (module docs);
     # the K_uf parts of both gradients from the block the Gram route holds, when it can
-    fused = None if K_fu is None else contract_given_block(kernel, X, Z, K_fu, B_t,
-                                                           eval_theta=eval_theta)
+    fused = contract_given_block(kernel, X, Z, K_fu, B_t, eval_theta=eval_theta)
     del K_fu
     if fused is not None:
         grad_theta_uf, grad_Z = fused
