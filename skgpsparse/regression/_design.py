@@ -273,19 +273,26 @@ def alternate(model, X, y, p, rng):
         previous = lml
 
     _, state, kernel, s2, curve = best
-    if learn:
-        # The final state: the best basis with the hyperparameters learned on it.
-        basis = state
-        state = _new_state(model, kernel, X, y, s2, len(basis))
-        for j in basis:
-            state.append(j)
-    fit = FittedBasis(
-        kernel, s2, state.basis, _take(X, y, state.basis)[0].astype(np.float64), state.L, state.R,
-        state.Vy, state.jitter, state_objective(state, model.hyperparameter_objective),
-        np.asarray(curve), n_iter, 0,
-    )
     if refine:
+        # the refinement's start; it forms every factor of the model it ends at
+        basis = np.asarray(state if learn else state.basis)
+        fit = FittedBasis(
+            kernel, s2, basis, _take(X, y, basis)[0].astype(np.float64), None, None, None,
+            jitter(kernel, X), np.nan, np.asarray(curve), n_iter, 0,
+        )
         fit = _refine(model, fit, X, y, learn, noise_bounds, refine)
+    else:
+        if learn:
+            # The final state: the best basis with the hyperparameters learned on it.
+            basis = state
+            state = _new_state(model, kernel, X, y, s2, len(basis))
+            for j in basis:
+                state.append(j)
+        fit = FittedBasis(
+            kernel, s2, state.basis, _take(X, y, state.basis)[0].astype(np.float64), state.L,
+            state.R, state.Vy, state.jitter,
+            state_objective(state, model.hyperparameter_objective), np.asarray(curve), n_iter, 0,
+        )
     if learn and noise_bounds is not None and model.noise_calibration == "loo" and p < n:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
