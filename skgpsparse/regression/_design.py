@@ -208,9 +208,11 @@ def alternate(model, X, y, p, rng):
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+    # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
+    learn_on_basis = learn and model.max_iter > 0
     refine = refine_iterations(
-        model.refine_basis, model.hyperparameter_objective, model.optimizer, kernel, learn, p,
-        n, not isinstance(X, RowStore),
+        model.refine_basis, model.hyperparameter_objective, model.optimizer, kernel,
+        learn_on_basis, p, n, not isinstance(X, RowStore),
     )
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. dask workers), not here
@@ -242,9 +244,9 @@ def alternate(model, X, y, p, rng):
     best = None
     previous = None
     n_iter = 0
-    for it in range(model.max_iter if learn else 1):
+    for it in range(model.max_iter if learn_on_basis else 1):
         state, curve = _select(model, kernel, X, y, s2, p, rng)
-        if learn and refine:
+        if learn_on_basis and refine:
             # The refinement learns the hyperparameters with the basis inputs, from the
             # starting ones: learning them first on the fixed basis can end in the noise-only
             # model (no signal left for moving the inputs to explain).
@@ -252,7 +254,7 @@ def alternate(model, X, y, p, rng):
                 s2 = max(s2, state.mean_squared_residual())
             best, n_iter = (None, state.basis, kernel, s2, curve), 1
             break
-        if learn:
+        if learn_on_basis:
             # Warm start; the noise no lower than the mean squared residual of the MAP fit
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
@@ -267,7 +269,7 @@ def alternate(model, X, y, p, rng):
         )
         if best is None or lml > best[0]:
             # With fixed hyperparameters the state is final; otherwise only its basis.
-            best = (lml, state if not learn else state.basis, kernel, s2, curve)
+            best = (lml, state if not learn_on_basis else state.basis, kernel, s2, curve)
         if previous is not None and lml - previous < model.tol * n:
             break
         previous = lml
@@ -275,14 +277,14 @@ def alternate(model, X, y, p, rng):
     _, state, kernel, s2, curve = best
     if refine:
         # the refinement's start; it forms every factor of the model it ends at
-        basis = np.asarray(state if learn else state.basis)
+        basis = np.asarray(state if learn_on_basis else state.basis)
         fit = FittedBasis(
             kernel, s2, basis, _take(X, y, basis)[0].astype(np.float64), None, None, None,
             jitter(kernel, X), np.nan, np.asarray(curve), n_iter, 0,
         )
-        fit = _refine(model, fit, X, y, learn, noise_bounds, refine)
+        fit = _refine(model, fit, X, y, learn_on_basis, noise_bounds, refine)
     else:
-        if learn:
+        if learn_on_basis:
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
             state = _new_state(model, kernel, X, y, s2, len(basis))

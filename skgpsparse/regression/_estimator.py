@@ -130,6 +130,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         row in the basis, where the model is the full GP).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
+        ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that
+        starts every learned fit (the exchange paper's protocol, Sun and Yao 2006): the basis
+        is selected (and exchanged) once at them, they are not re-learned on it, ``"auto"``
+        does not refine, and an explicit ``refine_basis`` moves the basis inputs only. The
+        noise calibration still applies.
     tol : float, default=1e-4
         The alternation stops when one alternation raises the objective (a sum over the
         training rows) by less than ``tol`` per row, ``tol * n_samples`` in all.
@@ -225,7 +230,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "hyperparameter_objective": [StrOptions(set(OBJECTIVES))],
         "noise_calibration": [StrOptions({"loo"}), None],
         "refine_basis": [Interval(numbers.Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "normalize_y": ["boolean"],
         "random_state": ["random_state"],

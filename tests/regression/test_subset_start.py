@@ -1,6 +1,7 @@
 """The regressor's starting hyperparameters: the full GP on a subset, from two noise starts."""
 
 import numpy as np
+import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -58,3 +59,47 @@ def test_a_fit_starts_from_the_better_subset_optimum(monkeypatch):
     # (5e-5 on this value of -67.6 with numpy 2.4 / scipy 1.17): allow 2e-6 of the value
     tol = 2e-6 * abs(one.log_marginal_likelihood_value_)
     assert two.log_marginal_likelihood_value_ >= one.log_marginal_likelihood_value_ - tol
+
+
+def test_max_iter_zero_keeps_the_exact_gp_hyperparameters_of_the_subset():
+    # 90 rows: the starting subset is every row, so the hyperparameters kept are the exact
+    # GP's on the training set, which scikit-learn's GPR finds by its own optimizer
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    rng = np.random.RandomState(3)
+    X = rng.uniform(-3, 3, (90, 2))
+    y = np.sin(X[:, 0]) + 0.5 * np.cos(2 * X[:, 1]) + 0.1 * rng.randn(90)
+    kernel = C(1.0) * RBF([1.0, 1.0])
+    model = SparseGPRegressor(
+        kernel, max_basis=15, max_iter=0, noise_calibration=None, random_state=0
+    ).fit(X, y)
+    gpr = GaussianProcessRegressor(kernel + WhiteKernel(0.1), random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.kernel_.theta, gpr.kernel_.k1.theta, atol=2e-3)
+    assert np.log(model.noise_variance_) == pytest.approx(gpr.kernel_.k2.theta[0], abs=2e-3)
+    # one selection at them; "auto" does not refine (refinement would re-learn them)
+    assert model.n_iter_ == 1 and model.n_refine_iter_ == 0
+    np.testing.assert_array_equal(model.basis_vectors_, X[model.basis_indices_])
+    # the default alternation re-learns them on the 15-vector basis
+    learned = SparseGPRegressor(
+        kernel, max_basis=15, noise_calibration=None, refine_basis=0, random_state=0
+    ).fit(X, y)
+    assert np.max(np.abs(learned.kernel_.theta - model.kernel_.theta)) > 0.05
+
+
+def test_max_iter_zero_refines_the_inputs_only_and_calibrates_the_noise():
+    X, y = _data(n=300, seed=2)
+    kw = {"kernel": C(1.0) * RBF(np.full(6, np.sqrt(6))), "max_basis": 12, "max_iter": 0,
+          "random_state": 0}
+    kept = SparseGPRegressor(noise_calibration=None, refine_basis=0, **kw).fit(X, y)
+    moved = SparseGPRegressor(noise_calibration=None, refine_basis=20, **kw).fit(X, y)
+    np.testing.assert_array_equal(moved.kernel_.theta, kept.kernel_.theta)
+    assert moved.noise_variance_ == kept.noise_variance_
+    assert moved.n_refine_iter_ > 0
+    assert not np.allclose(moved.basis_vectors_, X[moved.basis_indices_])
+    assert moved.log_marginal_likelihood_value_ > kept.log_marginal_likelihood_value_
+    # the leave-one-out noise: 12 basis vectors cannot fit what the exact GP on the subset
+    # explains, so the calibrated noise is larger than the subset's
+    calibrated = SparseGPRegressor(refine_basis=0, **kw).fit(X, y)
+    np.testing.assert_array_equal(calibrated.basis_indices_, kept.basis_indices_)
+    assert calibrated.noise_variance_ > kept.noise_variance_
