@@ -86,14 +86,14 @@ def _timed_minimize(gpflow, model, loss, maxiter):
 
 
 def fit_sgpr(X, y, X_test, y_test, n_inducing, *, optimise_inducing, maxiter=1000, seed=0,
-             inducing=None, lengthscale=None):
+             inducing=None, lengthscale=None, variance=1.0, noise_variance=0.1):
     """GPflow's SGPR (Titsias' bound), ARD squared exponential, on one thread.
 
     The inducing inputs are ``inducing`` if given, else a random subset of ``n_inducing``
     training rows (``seed``); they are optimised with the hyperparameters if
     ``optimise_inducing``, fixed otherwise. Length scales start at ``lengthscale`` (default
-    ``sqrt(d)`` in every dimension), the variance at 1 and the noise at 0.1 (GPflow's SGPR
-    starting noise is 1).
+    ``sqrt(d)`` in every dimension), the variance at ``variance`` and the noise at
+    ``noise_variance`` (GPflow's SGPR starting noise is 1).
 
     Returns
     -------
@@ -107,10 +107,10 @@ def fit_sgpr(X, y, X_test, y_test, n_inducing, *, optimise_inducing, maxiter=100
         rng = np.random.RandomState(seed)
         inducing = X[rng.choice(X.shape[0], size=n_inducing, replace=False)]
     ls = np.full(d, np.sqrt(d)) if lengthscale is None else np.asarray(lengthscale, float)
-    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=ls)
+    kernel = gpflow.kernels.SquaredExponential(variance=float(variance), lengthscales=ls)
     model = gpflow.models.SGPR(
         (X, y.reshape(-1, 1)), kernel, inducing_variable=np.array(inducing, dtype=float),
-        noise_variance=0.1,
+        noise_variance=float(noise_variance),
     )
     if not optimise_inducing:
         gpflow.set_trainable(model.inducing_variable, False)
