@@ -325,18 +325,19 @@ def test_callable_optimizer_is_called_and_used():
         KERNEL, max_basis=10, optimizer=optimizer, max_iter=1, random_state=0,
         noise_calibration=None,
     ).fit(X, y)
-    # Two calls initialise on a random subset (full GP; from noise_variance and from the
-    # targets' variance), one learns on the selected basis, warm-started where the better
-    # start ended (the noise no lower than the mean squared residual).
-    assert len(calls) == 3
+    # Three calls initialise on a random subset (full GP; from noise_variance, a tenth of the
+    # targets' variance and the variance), one learns on the selected basis, warm-started
+    # where the best start ended (the noise no lower than the mean squared residual).
+    assert len(calls) == 4
     theta0, bounds = calls[0]
     np.testing.assert_allclose(theta0, np.append(KERNEL.theta, np.log(1e-2)))
-    np.testing.assert_allclose(calls[1][0], np.append(KERNEL.theta, np.log(np.var(y))))
-    np.testing.assert_allclose(calls[2][0][:2], theta0[:2] + 0.1)
-    assert calls[2][0][2] >= theta0[2] + 0.1 - 1e-12
+    np.testing.assert_allclose(calls[1][0], np.append(KERNEL.theta, np.log(0.1 * np.var(y))))
+    np.testing.assert_allclose(calls[2][0], np.append(KERNEL.theta, np.log(np.var(y))))
+    np.testing.assert_allclose(calls[3][0][:2], theta0[:2] + 0.1)
+    assert calls[3][0][2] >= theta0[2] + 0.1 - 1e-12
     assert bounds.shape == (3, 2)
     np.testing.assert_allclose(model.kernel_.theta, KERNEL.theta + 0.2)
-    assert model.noise_variance_ == pytest.approx(np.exp(calls[2][0][2] + 0.1))
+    assert model.noise_variance_ == pytest.approx(np.exp(calls[3][0][2] + 0.1))
 
 
 def test_learning_improves_likelihood_and_fixed_noise():
