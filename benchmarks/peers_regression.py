@@ -119,14 +119,18 @@ def load(name, quick=False):
     return X_train, y_train, X_test, y_test
 
 
-def fit_ours(kwargs, X, y, X_test, y_test, n_basis, seed):
-    """One SparseGPRegressor fit on one thread: metrics, CPU and wall time, prediction time."""
+def start_kernel(d):
+    """The starting kernel of every fit: unit amplitude, ARD length scales ``sqrt(d)``."""
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+    return ConstantKernel(1.0) * RBF(np.full(d, np.sqrt(d)))
+
+
+def fit_ours(kwargs, X, y, X_test, y_test, n_basis, seed):
+    """One SparseGPRegressor fit on one thread: metrics, CPU and wall time, prediction time."""
     from skgpsparse import SparseGPRegressor
 
-    d = X.shape[1]
-    kernel = ConstantKernel(1.0) * RBF(np.full(d, np.sqrt(d)))
+    kernel = start_kernel(X.shape[1])
     kwargs = dict(kwargs)
     subset = kwargs.pop("_subset_gpr", None)
     with threadpool_limits(limits=1), warnings.catch_warnings():
@@ -149,18 +153,15 @@ def fit_ours(kwargs, X, y, X_test, y_test, n_basis, seed):
 
 def fit_peer(config, X, y, X_test, y_test, n_basis, seed):
     """One SGPR fit; with ``_subset_gpr`` started from a subset GP's hyperparameters."""
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-
     kwargs = _estimator_keywords(config)
     subset = config.get("_subset_gpr")
     start_cpu = start_wall = 0.0
     if subset:
-        d = X.shape[1]
         cpu, wall = time.process_time(), time.perf_counter()
         with threadpool_limits(limits=1), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             kernel, noise = subset_gp_hyperparameters(
-                ConstantKernel(1.0) * RBF(np.full(d, np.sqrt(d))), X, y, subset, seed
+                start_kernel(X.shape[1]), X, y, subset, seed
             )
         start_cpu, start_wall = time.process_time() - cpu, time.perf_counter() - wall
         kwargs.update(lengthscale=kernel.k2.length_scale, variance=kernel.k1.constant_value,

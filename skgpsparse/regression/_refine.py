@@ -88,8 +88,8 @@ def refine_iterations(
     return 0
 
 
-def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
-    """:class:`SparseFactors` without ``V``, and ``K_fu``, from the Gram matrix ``K_uf K_fu``.
+def _gram_factors(K_fu, Y, s2, L, contract_uu):
+    """:class:`SparseFactors` without ``V``, from the Gram matrix ``K_uf K_fu``.
 
     ``L`` is the factor of ``K_uu + jitter I`` and ``contract_uu`` its gradient contraction
     (:func:`~._likelihood.basis_kernel`). ``V V^T = L^-1 (K_uf K_fu) L^-T`` and
@@ -99,8 +99,7 @@ def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     ill-conditioned (:func:`_gram_conditioned` decides); the fitted model's factors are
     recomputed by :func:`sparse_factors`.
     """
-    p = Z.shape[0]
-    K_fu = _cross_block(kernel, X, Z)
+    n, p = K_fu.shape
     VVt = solve_triangular(L, K_fu.T @ K_fu, lower=True, check_finite=False)
     VVt = solve_triangular(L, VVt.T, lower=True, check_finite=False)
     VVt = 0.5 * (VVt + VVt.T)
@@ -109,19 +108,8 @@ def _gram_factors(kernel, X, Y, Z, s2, L, contract_uu):
     # a = C^-1 y = (y - V^T A^-1 V y) / s2, with V^T x = K_fu L^-T x
     u = solve_triangular(L, cho_solve((R, True), Vy), lower=True, trans="T", check_finite=False)
     a = (Y - K_fu @ u) / s2
-    log_det = (X.shape[0] - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu), K_fu
-
-
-def _solve_factors(kernel, X, Y, Z, s2, L, contract_uu):
-    """:class:`SparseFactors` (with ``V = L^-1 K_uf``) and ``K_fu`` by triangular solves.
-
-    The route of :func:`~._likelihood.sparse_factors` for an ill-conditioned ``K_uu``, with
-    ``K_fu`` kept so that the gradients can be contracted from it as on the Gram route.
-    """
-    K_fu = _cross_block(kernel, X, Z)
-    V = solve_triangular(L, K_fu.T, lower=True, check_finite=False)
-    return factors_from_V(Y, s2, L, V, contract_uu), K_fu
+    log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
+    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu)
 
 
 def _cross_block(kernel, X, Z):
@@ -190,17 +178,21 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     trace_weight = 1.0 / s2 if vfe else 0.0
     K_uu, contract_uu = basis_kernel(kernel, Z, eval_theta)
     L = cholesky(K_uu + jitter * np.eye(Z.shape[0]), lower=True, check_finite=False)
+    # K_fu once: both routes' factors and both gradients' K_uf parts come from it
+    K_fu = _cross_block(kernel, X, Z)
     f = None
     if _gram_conditioned(L):
         try:
-            f, K_fu = _gram_factors(kernel, X, Y, Z, s2, L, contract_uu)
+            f = _gram_factors(K_fu, Y, s2, L, contract_uu)
             B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
         except LinAlgError:  # the squared factors failed: the solves below decide
             f = None
     if f is None:
         # K_uu too ill-conditioned for its square (long length scales): the triangular
         # solves of the likelihood's factors (a LinAlgError there is a true failure)
-        f, K_fu = _solve_factors(kernel, X, Y, Z, s2, L, contract_uu)
+        V = solve_triangular(L, K_fu.T, lower=True, check_finite=False)
+        f = factors_from_V(Y, s2, L, V, contract_uu)
+        del V
         B_t, BW_t = gradient_weights(f, trace_weight)
         f = f._replace(V=None)  # the n x p V is no longer needed: free it before the passes
     trace = unexplained_variance(kernel, X, f) if vfe else 0.0
@@ -208,7 +200,7 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     gradient = np.zeros(kernel.n_dims + 1)
     gradient[-1] = noise_gradient(f)
     # dF/dz_jk = sum_i B_ji dk(z_j, x_i)/dz_jk - sum_b D_jb dk(z_j, z_b)/dz_jk (module docs);
-    # the K_uf parts of both gradients from the block the Gram route holds, when it can
+    # the K_uf parts of both gradients from K_fu, when the kernel allows (exact RBF forms)
     fused = contract_given_block(kernel, X, Z, K_fu, B_t, eval_theta=eval_theta)
     del K_fu
     if fused is not None:
