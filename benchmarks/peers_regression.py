@@ -223,6 +223,7 @@ def key(dataset, label, config, n_basis, seed, quick):
 def fit_task(name, label, config, n_basis, seed, quick):
     """The record of one model on one data set (run in a worker process by ``--jobs``)."""
     X, y, X_test, y_test = load(name, quick)
+    n_basis = min(n_basis, X.shape[0])
     if label in OURS:
         rec = fit_ours(config, X, y, X_test, y_test, n_basis, seed)
     else:
@@ -270,14 +271,13 @@ def run(args):
                 continue
         else:
             config = dict(PEERS[label], maxiter=args.sgpr_maxiter)
-        n_basis = args.basis if not args.quick else min(args.basis, 1000)
         # ours keyed with every constructor parameter, defaults included, so that a
         # changed default is refitted
         keyed = full_config(config) if label in OURS else config
-        k = key(name, label, keyed, n_basis, args.seed, args.quick)
+        k = key(name, label, keyed, args.basis, args.seed, args.quick)
         keys.append(k)
         if k not in cache:
-            tasks.append((name, label, config, n_basis, args.seed, args.quick, k))
+            tasks.append((name, label, config, args.basis, args.seed, args.quick, k))
 
     def store(rec, k):
         print(f"{rec['dataset']} {rec['model']}: NMSE {rec['nmse']:.4f} NLPD "
