@@ -23,7 +23,7 @@ from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
 from ._likelihood import dtc_value, sparse_factors
-from ._noise_loo import loo_noise_variance
+from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
@@ -309,7 +309,7 @@ def alternate(model, X, y, p, rng):
             state.R, state.Vy, state.jitter,
             state_objective(state, model.hyperparameter_objective), np.asarray(curve), n_iter, 0,
         )
-    if learn and noise_bounds is not None and model.noise_calibration == "loo" and p < n:
+    if learn and noise_bounds is not None and model.noise_calibration is not None and p < n:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
         fit.kernel._check_bounds_params()
@@ -318,11 +318,14 @@ def alternate(model, X, y, p, rng):
 
 
 def _calibrate_noise(model, fit, X, y, noise_bounds):
-    """The noise variance by the leave-one-out predictive likelihood (``_noise_loo.py``).
+    """The noise variance, and with ``"loo"`` the kernel's amplitude, by the leave-one-out
+    predictive likelihood (``_noise_loo.py``).
 
-    The basis, the kernel and ``V y`` stay; ``R`` (the factor of ``V V^T + s2 I``) and the
-    objective's value are recomputed at the new noise variance. With every training row in
-    the basis the model is the full GP and the noise stays the likelihood's.
+    The basis, the length scales and the shape of the kernel stay. Scaling the kernel by
+    ``c`` scales ``K_uu``, its jitter and ``V V^T`` by ``c`` and ``L`` and ``V y`` by
+    ``sqrt(c)``: only ``R`` (the factor of ``V V^T + s2 I``) and the objective's value are
+    recomputed. With every training row in the basis the model is the full GP and the
+    noise stays the likelihood's.
     """
     s2, p = fit.noise_variance, fit.L.shape[0]
     VVt = fit.R @ fit.R.T - s2 * np.eye(p)
@@ -330,21 +333,32 @@ def _calibrate_noise(model, fit, X, y, noise_bounds):
         X, Y = X.astype(np.float64, copy=False), y.reshape(len(y), -1)
     else:
         Y = None
-    s2_loo, (before, after) = loo_noise_variance(
-        fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds
+    amplitude = kernel_amplitude(fit.kernel) if model.noise_calibration == "loo" else None
+    s2_loo, c, (before, after) = loo_noise_variance(
+        fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds,
+        scale_bounds=None if amplitude is None else amplitude[2],
     )
     model._progress.line(
-        f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g} "
-        f"(leave-one-out NLPD {before:.4f} -> {after:.4f})"
+        f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g}, kernel scaled by "
+        f"{c:.4g} (leave-one-out NLPD {before:.4f} -> {after:.4f})"
     )
-    if s2_loo == s2:
+    if s2_loo == s2 and c == 1.0:
         return fit
+    kernel, jitter_c, L, Vy = fit.kernel, fit.jitter, fit.L, fit.Vy
+    if c != 1.0:
+        name, value, _ = amplitude
+        kernel = kernel.clone_with_theta(kernel.theta)
+        kernel.set_params(**{name: value * c})
+        jitter_c, L, Vy, VVt = c * jitter_c, np.sqrt(c) * L, np.sqrt(c) * Vy, c * VVt
     R = cholesky(VVt + s2_loo * np.eye(p), lower=True, check_finite=False)
     objective = (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
         model.hyperparameter_objective
     ]
-    value = objective(fit.kernel, X, y, fit.basis_vectors, s2_loo, jitter=fit.jitter)
-    return fit._replace(noise_variance=s2_loo, R=R, objective=float(value))
+    value = objective(kernel, X, y, fit.basis_vectors, s2_loo, jitter=jitter_c)
+    return fit._replace(
+        kernel=kernel, noise_variance=s2_loo, L=L, R=R, Vy=Vy, jitter=jitter_c,
+        objective=float(value),
+    )
 
 
 def _refine(model, fit, X, y, learn, noise_bounds, max_iter):

@@ -102,13 +102,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         variance and under-fit instead (Bauer, van der Wilk and Rasmussen 2016). Both cost
         O(n p^2) per evaluation; the basis selection and the form of the predictions are the
         same for either.
-    noise_calibration : {"loo", None}, default="loo"
-        After learning, set the noise variance (the basis and kernel fixed) to minimise the
-        leave-one-out negative log predictive density of the training targets, with the
-        unexplained prior variance ``k(x, x) - q(x, x)`` in the predictive variance: Titsias'
-        bound over-estimates the noise when the basis is small, which widens the error bars.
-        One extra pass over the rows, O(n p^2). ``None`` keeps the objective's noise. Not
-        applied when the noise is not learned or every training row is in the basis.
+    noise_calibration : {"loo", "loo_noise", None}, default="loo"
+        After learning, set the noise variance and the kernel's amplitude (the basis and the
+        length scales fixed) to minimise the leave-one-out negative log predictive density
+        of the training targets, with the unexplained prior variance ``k(x, x) - q(x, x)``
+        in the predictive variance. Titsias' bound over-estimates the noise when the basis
+        is small, and the DTC evidence inflates the amplitude; either widens the error bars.
+        The amplitude is a ``ConstantKernel`` factor of the kernel (``C(1.0) * RBF()``)
+        whose value is not fixed; it moves within its bounds, and a kernel without one keeps
+        its scale. ``"loo_noise"`` sets the noise variance alone. Two or three extra passes
+        over the rows, O(n p^2) each. ``None`` keeps the
+        objective's values. Not applied when the noise is not learned or every training row
+        is in the basis.
     refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training
         rows after selection and exchange (fewer once ten iterations together gain less
@@ -161,9 +166,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     kernel_ : kernel instance
-        The kernel with the learned hyperparameters.
+        The kernel with the learned hyperparameters (its amplitude set by leave-one-out
+        with ``noise_calibration="loo"``).
     noise_variance_ : float
-        The learned (or fixed) noise variance, in the units of the fitted targets.
+        The learned (or fixed) noise variance, in the units of the fitted targets (set by
+        leave-one-out unless ``noise_calibration=None``).
     basis_indices_ : ndarray of shape (n_basis,)
         Training-set indices of the basis vectors; with ``refine_basis``, of the rows they
         were selected from before they moved.
@@ -228,7 +235,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions(set(OBJECTIVES))],
-        "noise_calibration": [StrOptions({"loo"}), None],
+        "noise_calibration": [StrOptions({"loo", "loo_noise"}), None],
         "refine_basis": [Interval(numbers.Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],

@@ -25,19 +25,36 @@ objective's noise variance within its bounds, is evaluated in one pass over the 
 blocks of the in-memory data, or the partitions of a row store: the same sums); a second pass
 evaluates a fine grid over the best point's two cells, and the minimum is refined by a
 parabola through its fine-grid neighbours in ``log s2``.
+
+The amplitude with the noise
+----------------------------
+The DTC evidence inflates the kernel's amplitude (it does not charge for ``k - q``, Titsias
+2009), and no noise variance can take back an unexplained variance ``k - q`` that is too
+large: its error bars stay too wide. Scaling the kernel by ``c`` with the noise at ``c r``
+gives ``C = c (Q_ff + r I)``: the leave-one-out residuals depend on ``r`` alone, and every
+leave-one-out variance, ``k_ii - q_ii`` included, is ``c`` times its value at ``c = 1`` and
+noise ``r``. With ``z_i^2 = res_i^2 / var_i`` at ``c = 1``, the NLPD at ``(r, c)`` is
+
+    1/2 log(2 pi) + 1/2 mean(log var_i) + 1/2 log c + mean(z_i^2) / (2 c),
+
+minimised in ``c`` at ``c = mean(z_i^2)`` (within the amplitude's bounds). So the search over
+``(r, c)`` is the same one-dimensional grid in ``r``, each point with its own closed-form ``c``.
 """
 
 import numpy as np
 from scipy.linalg import eigh, solve_triangular
+from sklearn.gaussian_process.kernels import ConstantKernel, Product
 
 from .._rows import RowStore
 from ..kernels import iter_kernel
 
-__all__ = ["loo_noise_variance"]
+__all__ = ["kernel_amplitude", "loo_noise_variance"]
 
 # The grid: from s2 / 10^_BELOW to s2 * 10^_ABOVE (the bound over-estimates the noise, so the
-# search reaches further down), _POINTS_PER_DECADE points per factor of ten.
-_BELOW, _ABOVE, _POINTS_PER_DECADE = 4.0, 1.0, 24
+# search reaches further down), _POINTS_PER_DECADE points per factor of ten. With the kernel
+# scaled the grid is in r = noise / c, and a deflated amplitude (c < 1) puts r higher up:
+# _ABOVE_SCALED decades above s2.
+_BELOW, _ABOVE, _ABOVE_SCALED, _POINTS_PER_DECADE = 4.0, 1.0, 3.0, 24
 # Points of the fine grid over the coarse grid's best two cells.
 _FINE_POINTS = 33
 # Entries of the rows x p and rows x grid arrays of one block of the pass (2 MB each).
@@ -45,9 +62,27 @@ _BLOCK_ENTRIES = 2**18
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-def _grid(s2, noise_bounds):
+def kernel_amplitude(kernel):
+    """``(parameter name, value, bounds of its factor)`` of the kernel's learned amplitude.
+
+    The amplitude is a ``ConstantKernel`` factor of a top-level product (``C(1.0) * RBF()``
+    or ``RBF() * C(1.0)``) whose value is not fixed; scaling it scales the whole kernel.
+    ``None`` for any other kernel: the amplitude is then not the user's to learn.
+    """
+    if not isinstance(kernel, Product):
+        return None
+    for name in ("k1", "k2"):
+        factor = getattr(kernel, name)
+        if isinstance(factor, ConstantKernel) and not factor.hyperparameter_constant_value.fixed:
+            value = float(factor.constant_value)
+            low, high = np.asarray(factor.constant_value_bounds, dtype=float)
+            return f"{name}__constant_value", value, (low / value, high / value)
+    return None
+
+
+def _grid(s2, noise_bounds, above=_ABOVE):
     low = np.log10(s2) - _BELOW
-    high = np.log10(s2) + _ABOVE
+    high = np.log10(s2) + above
     if noise_bounds is not None:
         low = max(low, np.log10(noise_bounds[0]) if noise_bounds[0] > 0 else low)
         high = min(high, np.log10(noise_bounds[1]))
@@ -58,9 +93,10 @@ def _grid(s2, noise_bounds):
 
 
 def _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid):
-    """Sums over the rows of ``X`` of the leave-one-out terms at every grid value (module
-    docstring); ``Y`` is ``(rows, m)``, ``W = L^-T U`` (so that ``T = W^T K_uf``)."""
-    total = np.zeros(grid.size)
+    """Sums over the rows of ``X`` of ``log var_i`` and ``z_i^2`` at every grid value (module
+    docstring), a ``(2, grid.size)`` array; ``Y`` is ``(rows, m)``, ``W = L^-T U`` (so that
+    ``T = W^T K_uf``)."""
+    total = np.zeros((2, grid.size))
     inv = 1.0 / (lam[:, None] + grid[None, :])  # (p, G)
     # row blocks whose rows x p and rows x G arrays have at most _BLOCK_ENTRIES entries
     rows_per_block = max(1, _BLOCK_ENTRIES // max(W.shape[0], grid.size))
@@ -75,11 +111,12 @@ def _row_terms(T, kq, Y, inv, TY, grid):
     # s2 [C^-1]_ii, kept positive against round-off where a row is all but interpolated
     c_diag = np.maximum(1.0 - (T * T).T @ inv, 1e-12) / grid  # (rows, G)
     var = 1.0 / c_diag + kq[:, None]
-    total = np.zeros(grid.size)
+    total = np.zeros((2, grid.size))
+    total[0] = Y.shape[1] * np.sum(np.log(var), axis=0)
     for t in range(Y.shape[1]):
         a = (Y[:, t][:, None] - T.T @ (TY[:, t][:, None] * inv)) / grid
         res = a / c_diag
-        total += np.sum(0.5 * np.log(var) + 0.5 * res * res / var, axis=0)
+        total[1] += np.sum(res * res / var, axis=0)
     return total
 
 
@@ -98,8 +135,8 @@ def _vertex(x, f):
     return float(np.clip(b / denominator / (-2.0 * a), x[0], x[2]))
 
 
-def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds):
-    """The noise variance minimising the leave-one-out predictive NLPD (module docstring).
+def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scale_bounds=None):
+    """The noise variance (and kernel scale) minimising the leave-one-out predictive NLPD.
 
     Parameters
     ----------
@@ -117,7 +154,10 @@ def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds):
     s2 : float
         The objective's noise variance (the centre of the search).
     noise_bounds : pair of floats or None
-        Bounds of the search.
+        Bounds of the noise variance found.
+    scale_bounds : pair of floats or None, default=None
+        Bounds of the factor ``c`` the kernel is scaled by (module docstring, "The amplitude
+        with the noise"); ``None`` keeps the kernel (``c = 1``).
 
     Returns
     -------
@@ -125,8 +165,10 @@ def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds):
         The minimiser: the coarse grid's best cell searched again on a fine grid, whose
         best point is refined by a parabola; ``s2`` itself unless another value has a lower
         leave-one-out NLPD.
+    scale : float
+        The kernel's factor ``c`` there (1 without ``scale_bounds``).
     nlpd : pair of floats
-        The leave-one-out NLPD per row and target at ``s2`` and at the fine grid's minimiser.
+        The leave-one-out NLPD per row and target at ``s2`` (``c = 1``) and at the minimiser.
     """
     lam, U = eigh(0.5 * (VVt + VVt.T))
     lam = np.maximum(lam, 0.0)
@@ -135,28 +177,52 @@ def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds):
     if isinstance(X, RowStore):
         count = X.n * TY.shape[1]
 
-        def nlpd(grid):
-            sums = X.sum(_partition_sums, kernel, X_basis, W, lam, TY, grid)
-            return sums / count + 0.5 * _LOG_2PI
+        def sums(grid):
+            return X.sum(_partition_sums, kernel, X_basis, W, lam, TY, grid) / count
     else:
         Y = Y.reshape(X.shape[0], -1)
 
-        def nlpd(grid):
-            sums = _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid)
-            return sums / Y.size + 0.5 * _LOG_2PI
+        def sums(grid):
+            return _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid) / Y.size
 
-    grid = _grid(s2, noise_bounds)
-    values = nlpd(np.append(grid, s2))  # the grid, and s2 itself (the value to beat)
-    values, at_s2 = values[:-1], float(values[-1])
+    def nlpd(grid, mean_log, mean_z2):
+        """The NLPD at noise ``c r`` for every ``r`` of ``grid`` from the rows' means of
+        ``log var_i`` and ``z_i^2`` there, and ``c``."""
+        scale = np.ones(grid.size)
+        if scale_bounds is not None:
+            scale = np.clip(mean_z2, *scale_bounds)
+        values = 0.5 * (_LOG_2PI + mean_log + np.log(scale) + mean_z2 / scale)
+        if scale_bounds is not None and noise_bounds is not None:
+            noise = scale * grid  # c r outside the noise bounds: not a candidate
+            values[(noise < noise_bounds[0]) | (noise > noise_bounds[1])] = np.inf
+        return values, scale
+
+    # the grid is in r, the noise variance itself when the kernel is kept; the first pass
+    # also gives s2 at c = 1, the value to beat
+    if scale_bounds is None:
+        grid = _grid(s2, noise_bounds)
+    else:
+        grid = _grid(s2, None, _ABOVE_SCALED)
+    mean_log, mean_z2 = sums(np.append(grid, s2))
+    at_s2 = 0.5 * float(_LOG_2PI + mean_log[-1] + mean_z2[-1])
+    values, scale = nlpd(grid, mean_log[:-1], mean_z2[:-1])
     best = int(np.argmin(values))
     if 0 < best < grid.size - 1:  # the best cell again, finer
         grid = np.geomspace(grid[best - 1], grid[best + 1], _FINE_POINTS)
-        values = nlpd(grid)
+        values, scale = nlpd(grid, *sums(grid))
         best = int(np.argmin(values))
-    log_s2 = np.log(grid[best])
-    if 0 < best < grid.size - 1:
+    log_r = np.log(grid[best])
+    if 0 < best < grid.size - 1 and np.all(np.isfinite(values[best - 1 : best + 2])):
         vertex = _vertex(np.log(grid[best - 1 : best + 2]), values[best - 1 : best + 2])
-        log_s2 = log_s2 if vertex is None else vertex
+        log_r = log_r if vertex is None else vertex
     if not values[best] < at_s2:
-        return float(s2), (at_s2, at_s2)
-    return float(np.exp(log_s2)), (at_s2, float(values[best]))
+        return float(s2), 1.0, (at_s2, at_s2)
+    if scale_bounds is None:
+        return float(np.exp(log_r)), 1.0, (at_s2, float(values[best]))
+    # the vertex's own c, closed form as on the grid (module docstring); the grid's best
+    # point where the vertex is no better (round-off, or c r beyond the noise bounds)
+    r = np.exp([log_r])
+    value, c = nlpd(r, *sums(r))
+    if not value[0] <= values[best]:
+        r, value, c = grid[best : best + 1], values[best : best + 1], scale[best : best + 1]
+    return float(c[0] * r[0]), float(c[0]), (at_s2, float(value[0]))

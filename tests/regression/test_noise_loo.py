@@ -1,17 +1,18 @@
-"""The noise variance by leave-one-out (``noise_calibration="loo"``), against dense formulas."""
+"""The noise variance and amplitude by leave-one-out (``noise_calibration``), against dense
+formulas."""
 
 import warnings
 
 import numpy as np
 import pytest
 from scipy.linalg import cholesky, solve_triangular
-from scipy.optimize import minimize_scalar
-from sklearn.gaussian_process.kernels import RBF
+from scipy.optimize import minimize, minimize_scalar
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
 from skgpsparse._rows import LocalRows
-from skgpsparse.regression._noise_loo import loo_noise_variance
+from skgpsparse.regression._noise_loo import kernel_amplitude, loo_noise_variance
 
 
 def _data(n=300, seed=0):
@@ -52,9 +53,10 @@ def _dense_loo_nlpd(kernel, X, Y, V, s2):
 def test_the_search_minimises_the_dense_leave_one_out_nlpd(m):
     kernel, X, Y, X_basis, L, V = _problem(m=m)
     s2 = 0.3  # an over-estimate: the true noise variance is 0.01
-    s2_loo, (before, after) = loo_noise_variance(
+    s2_loo, scale, (before, after) = loo_noise_variance(
         kernel, X, Y, X_basis, L, V @ V.T, V @ Y, s2, (1e-6, 1e2)
     )
+    assert scale == 1.0
     assert before == pytest.approx(_dense_loo_nlpd(kernel, X, Y, V, s2), rel=1e-9)
     assert after < before
     reference = minimize_scalar(
@@ -67,14 +69,67 @@ def test_the_search_minimises_the_dense_leave_one_out_nlpd(m):
     assert _dense_loo_nlpd(kernel, X, Y, V, s2_loo) == pytest.approx(reference.fun, abs=1e-4)
 
 
+def _dense_scaled_nlpd(X, Y, X_basis, amplitude, c, s2):
+    """:func:`_dense_loo_nlpd` of the kernel ``C(c * amplitude) * RBF`` from scratch."""
+    kernel = C(c * amplitude) * RBF([0.9, 1.4])
+    L = cholesky(kernel(X_basis) + c * 1e-8 * np.eye(len(X_basis)), lower=True)
+    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+    return _dense_loo_nlpd(kernel, X, Y, V, s2)
+
+
+def test_the_joint_search_minimises_the_dense_nlpd_over_noise_and_amplitude():
+    # an inflated amplitude (5 where about 0.3 fits): the noise alone cannot narrow k - q
+    X, y = _data(40)
+    Y, X_basis = y[:, None], X[:6]
+    kernel = C(5.0) * RBF([0.9, 1.4])
+    L = cholesky(kernel(X_basis) + 1e-8 * np.eye(6), lower=True)
+    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+    s2 = 0.3
+    args = (kernel, X, Y, X_basis, L, V @ V.T, V @ Y, s2, (1e-6, 1e2))
+    _, _, (_, noise_only) = loo_noise_variance(*args)
+    s2_loo, c, (before, after) = loo_noise_variance(*args, scale_bounds=(1e-4, 1e4))
+    assert before == pytest.approx(_dense_scaled_nlpd(X, Y, X_basis, 5.0, 1.0, s2), rel=1e-9)
+    # the reported minimum is the dense leave-one-out NLPD of the scaled model it returns
+    assert after == pytest.approx(_dense_scaled_nlpd(X, Y, X_basis, 5.0, c, s2_loo), rel=1e-6)
+    assert c < 0.5 and after < noise_only - 0.01
+    reference = minimize(
+        lambda t: _dense_scaled_nlpd(X, Y, X_basis, 5.0, np.exp(t[1]), np.exp(t[0])),
+        [np.log(s2), 0.0], method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9},
+    )
+    assert after == pytest.approx(reference.fun, abs=1e-4)
+    assert np.log(c) == pytest.approx(reference.x[1], abs=0.05)
+
+
+def test_the_joint_search_keeps_the_amplitude_and_noise_within_their_bounds():
+    X, y = _data(40)
+    Y, X_basis = y[:, None], X[:6]
+    kernel = C(5.0) * RBF([0.9, 1.4])
+    L = cholesky(kernel(X_basis) + 1e-8 * np.eye(6), lower=True)
+    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+    s2_loo, c, (before, after) = loo_noise_variance(
+        kernel, X, Y, X_basis, L, V @ V.T, V @ Y, 0.3, (0.05, 1.0), scale_bounds=(0.5, 2.0)
+    )
+    assert 0.5 <= c <= 2.0 and 0.05 <= s2_loo <= 1.0 and after <= before
+
+
+def test_the_amplitude_is_a_learned_constant_factor_of_a_product():
+    name, value, bounds = kernel_amplitude(C(2.0, (1e-3, 1e3)) * RBF(1.0))
+    assert (name, value) == ("k1__constant_value", 2.0)
+    np.testing.assert_allclose(bounds, (5e-4, 5e2))
+    assert kernel_amplitude(RBF(1.0) * C(2.0))[0] == "k2__constant_value"
+    assert kernel_amplitude(RBF(1.0)) is None
+    assert kernel_amplitude(C(2.0, "fixed") * RBF(1.0)) is None
+    assert kernel_amplitude(C(2.0) * RBF(1.0) + WhiteKernel()) is None
+
+
 def test_the_search_stays_within_the_noise_bounds_and_keeps_a_better_s2():
     kernel, X, Y, X_basis, L, V = _problem()
-    s2_loo, _ = loo_noise_variance(kernel, X, Y, X_basis, L, V @ V.T, V @ Y, 0.3, (0.1, 1.0))
+    s2_loo, _, _ = loo_noise_variance(kernel, X, Y, X_basis, L, V @ V.T, V @ Y, 0.3, (0.1, 1.0))
     assert 0.1 <= s2_loo <= 1.0
     best = minimize_scalar(lambda t: _dense_loo_nlpd(kernel, X, Y, V, np.exp(t)),
                            bounds=(-9, 2), method="bounded").x
     # started at the minimiser, nothing on the grid beats it
-    s2_same, (before, after) = loo_noise_variance(
+    s2_same, _, (before, after) = loo_noise_variance(
         kernel, X, Y, X_basis, L, V @ V.T, V @ Y, float(np.exp(best)), (1e-6, 1e2)
     )
     assert s2_same == pytest.approx(np.exp(best), rel=0.05)
@@ -84,11 +139,14 @@ def test_the_search_stays_within_the_noise_bounds_and_keeps_a_better_s2():
 def test_partitions_give_the_in_memory_result():
     kernel, X, Y, X_basis, L, V = _problem(n=90)
     args = (X_basis, L, V @ V.T, V @ Y, 0.3, (1e-6, 1e2))
-    s2, nlpd = loo_noise_variance(kernel, X, Y, *args)
     rows = LocalRows(X, Y[:, 0], partition_rows=25)
-    s2_rows, nlpd_rows = loo_noise_variance(kernel, rows, None, *args)
-    assert s2_rows == pytest.approx(s2, rel=1e-10)
-    np.testing.assert_allclose(nlpd_rows, nlpd, rtol=1e-12)
+    for scale_bounds in (None, (1e-3, 1e3)):
+        s2, c, nlpd = loo_noise_variance(kernel, X, Y, *args, scale_bounds=scale_bounds)
+        s2_rows, c_rows, nlpd_rows = loo_noise_variance(
+            kernel, rows, None, *args, scale_bounds=scale_bounds
+        )
+        assert s2_rows == pytest.approx(s2, rel=1e-10) and c_rows == pytest.approx(c, rel=1e-10)
+        np.testing.assert_allclose(nlpd_rows, nlpd, rtol=1e-12)
 
 
 def _test_nlpd(model, X, y):
@@ -98,25 +156,64 @@ def _test_nlpd(model, X, y):
 
 
 @pytest.mark.parametrize("refine_basis", [0, 20])
-def test_calibrated_noise_lowers_the_test_nlpd(refine_basis):
+@pytest.mark.parametrize("calibration", ["loo", "loo_noise"])
+def test_calibrated_noise_lowers_the_test_nlpd(refine_basis, calibration):
     # 30 basis vectors for a function that needs more: the bound's noise is too large
     X, y = _data(300)
     X_test, y_test = _data(2000, seed=7)
     kw = {"max_basis": 30, "random_state": 0, "refine_basis": refine_basis}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loo = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), **kw).fit(X, y)
+        loo = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), noise_calibration=calibration, **kw)
+        loo.fit(X, y)
         bound = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), noise_calibration=None, **kw)
         bound.fit(X, y)
     assert loo.noise_variance_ < bound.noise_variance_
     assert _test_nlpd(loo, X_test, y_test) < _test_nlpd(bound, X_test, y_test) - 0.01
-    # the same kernel and basis: only the noise variance and the factors that hold it moved
-    np.testing.assert_allclose(loo.kernel_.theta, bound.kernel_.theta)
+    # the same length scales and basis: only the noise variance (and with "loo" the
+    # amplitude, theta[0]) and the factors that hold them moved
+    moved = 1 if calibration == "loo" else 0
+    np.testing.assert_allclose(loo.kernel_.theta[moved:], bound.kernel_.theta[moved:])
     np.testing.assert_allclose(loo.basis_vectors_, bound.basis_vectors_)
-    # the reported objective is the bound at the calibrated noise
+    # the reported objective is the bound at the calibrated values
     assert loo.log_marginal_likelihood_value_ == pytest.approx(
         loo.log_marginal_likelihood(loo.kernel_.theta), rel=1e-10
     )
+
+
+def test_the_amplitude_by_leave_one_out_narrows_the_dtc_error_bars():
+    # the DTC evidence inflates the amplitude when the basis is small; the noise alone
+    # cannot narrow the unexplained variance k - q that comes with it
+    X, y = _data(400)
+    X_test, y_test = _data(2000, seed=7)
+    kw = {"max_basis": 20, "random_state": 0, "hyperparameter_objective": "dtc"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {
+            c: SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), noise_calibration=c, **kw).fit(X, y)
+            for c in ("loo", "loo_noise")
+        }
+    both, noise = fits["loo"], fits["loo_noise"]
+    assert both.kernel_.k1.constant_value < noise.kernel_.k1.constant_value
+    np.testing.assert_allclose(both.kernel_.k2.theta, noise.kernel_.k2.theta)
+    assert _test_nlpd(both, X_test, y_test) < _test_nlpd(noise, X_test, y_test) - 0.01
+
+    def z2(model):
+        mean, std = model.predict(X_test, return_std=True)
+        return np.mean((y_test - mean) ** 2 / (std**2 + model.noise_variance_))
+
+    assert abs(np.log(z2(both))) < abs(np.log(z2(noise)))
+    # the scaled factors are the model's own: the projected-process prediction (GPML eqs.
+    # (8.26)-(8.27)) of the calibrated kernel and noise, formed densely
+    k, s2, Z = both.kernel_, both.noise_variance_, both.basis_vectors_
+    K_uf, K_su = k(Z, X), k(X_test[:50], Z)  # normalize_y=False: the targets as given
+    Sigma = s2 * k(Z) + K_uf @ K_uf.T
+    mean = K_su @ np.linalg.solve(Sigma, K_uf @ y)
+    q = np.sum(K_su * np.linalg.solve(k(Z), K_su.T).T, axis=1)
+    var = k.diag(X_test[:50]) - q + s2 * np.sum(K_su * np.linalg.solve(Sigma, K_su.T).T, axis=1)
+    mean_fit, std_fit = both.predict(X_test[:50], return_std=True)
+    np.testing.assert_allclose(mean_fit, mean, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(std_fit, np.sqrt(var), rtol=1e-5)
 
 
 def test_without_learning_or_with_every_row_in_the_basis_the_noise_is_kept():
