@@ -22,10 +22,10 @@ def _data(n=300, seed=0):
     return X, y
 
 
-def _problem(n=40, p=6, m=1, seed=0):
+def _problem(n=40, p=6, m=1, seed=0, amplitude=1.3):
     X, y = _data(n, seed)
     Y = np.column_stack([y] + [np.cos(X[:, 0]) * (t + 1) for t in range(m - 1)])
-    kernel = C(1.3) * RBF([0.9, 1.4])
+    kernel = C(amplitude) * RBF([0.9, 1.4])
     X_basis = X[:p]
     jitter = 1e-8
     L = cholesky(kernel(X_basis) + jitter * np.eye(p), lower=True)
@@ -79,11 +79,7 @@ def _dense_scaled_nlpd(X, Y, X_basis, amplitude, c, s2):
 
 def test_the_joint_search_minimises_the_dense_nlpd_over_noise_and_amplitude():
     # an inflated amplitude (5 where about 0.3 fits): the noise alone cannot narrow k - q
-    X, y = _data(40)
-    Y, X_basis = y[:, None], X[:6]
-    kernel = C(5.0) * RBF([0.9, 1.4])
-    L = cholesky(kernel(X_basis) + 1e-8 * np.eye(6), lower=True)
-    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+    kernel, X, Y, X_basis, L, V = _problem(amplitude=5.0)
     s2 = 0.3
     args = (kernel, X, Y, X_basis, L, V @ V.T, V @ Y, s2, (1e-6, 1e2))
     _, _, (_, noise_only) = loo_noise_variance(*args)
@@ -101,11 +97,7 @@ def test_the_joint_search_minimises_the_dense_nlpd_over_noise_and_amplitude():
 
 
 def test_the_joint_search_keeps_the_amplitude_and_noise_within_their_bounds():
-    X, y = _data(40)
-    Y, X_basis = y[:, None], X[:6]
-    kernel = C(5.0) * RBF([0.9, 1.4])
-    L = cholesky(kernel(X_basis) + 1e-8 * np.eye(6), lower=True)
-    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+    kernel, X, Y, X_basis, L, V = _problem(amplitude=5.0)
     s2_loo, c, (before, after) = loo_noise_variance(
         kernel, X, Y, X_basis, L, V @ V.T, V @ Y, 0.3, (0.05, 1.0), scale_bounds=(0.5, 2.0)
     )
