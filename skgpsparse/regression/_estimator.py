@@ -111,9 +111,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         The amplitude is a ``ConstantKernel`` factor of the kernel (``C(1.0) * RBF()``)
         whose value is not fixed; it moves within its bounds, and a kernel without one keeps
         its scale. ``"loo_noise"`` sets the noise variance alone. Two or three extra passes
-        over the rows, O(n p^2) each. ``None`` keeps the
-        objective's values. Not applied when the noise is not learned or every training row
-        is in the basis.
+        over the rows, O(n p^2) each. ``None`` keeps the objective's values. Not applied
+        when the noise is not learned or every training row is in the basis.
     refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training
         rows after selection and exchange (fewer once ten iterations together gain less

@@ -69,11 +69,10 @@ def test_the_search_minimises_the_dense_leave_one_out_nlpd(m):
     assert _dense_loo_nlpd(kernel, X, Y, V, s2_loo) == pytest.approx(reference.fun, abs=1e-4)
 
 
-def _dense_scaled_nlpd(X, Y, X_basis, amplitude, c, s2):
-    """:func:`_dense_loo_nlpd` of the kernel ``C(c * amplitude) * RBF`` from scratch."""
-    kernel = C(c * amplitude) * RBF([0.9, 1.4])
-    L = cholesky(kernel(X_basis) + c * 1e-8 * np.eye(len(X_basis)), lower=True)
-    V = solve_triangular(L, kernel(X_basis, X), lower=True)
+def _dense_scaled_nlpd(amplitude, c, s2):
+    """:func:`_dense_loo_nlpd` of :func:`_problem` with the kernel ``C(c * amplitude) * RBF``,
+    from scratch."""
+    kernel, X, Y, _, _, V = _problem(amplitude=c * amplitude)
     return _dense_loo_nlpd(kernel, X, Y, V, s2)
 
 
@@ -84,12 +83,12 @@ def test_the_joint_search_minimises_the_dense_nlpd_over_noise_and_amplitude():
     args = (kernel, X, Y, X_basis, L, V @ V.T, V @ Y, s2, (1e-6, 1e2))
     _, _, (_, noise_only) = loo_noise_variance(*args)
     s2_loo, c, (before, after) = loo_noise_variance(*args, scale_bounds=(1e-4, 1e4))
-    assert before == pytest.approx(_dense_scaled_nlpd(X, Y, X_basis, 5.0, 1.0, s2), rel=1e-9)
+    assert before == pytest.approx(_dense_scaled_nlpd(5.0, 1.0, s2), rel=1e-9)
     # the reported minimum is the dense leave-one-out NLPD of the scaled model it returns
-    assert after == pytest.approx(_dense_scaled_nlpd(X, Y, X_basis, 5.0, c, s2_loo), rel=1e-6)
+    assert after == pytest.approx(_dense_scaled_nlpd(5.0, c, s2_loo), rel=1e-6)
     assert c < 0.5 and after < noise_only - 0.01
     reference = minimize(
-        lambda t: _dense_scaled_nlpd(X, Y, X_basis, 5.0, np.exp(t[1]), np.exp(t[0])),
+        lambda t: _dense_scaled_nlpd(5.0, np.exp(t[1]), np.exp(t[0])),
         [np.log(s2), 0.0], method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9},
     )
     assert after == pytest.approx(reference.fun, abs=1e-4)
