@@ -12,8 +12,9 @@ natural log) and test error. The default sparse model starts from the reference'
 (``RBF(sqrt(d))``, amplitude capped at 100); the same model started from ``RBF(1.0)`` is shown
 as well.
 
-The goal of the classifier issue: the sparse fit at least 10x faster (50x for the later
-performance issue) with a test NLP within 1.1x of the full GPC's.
+The goal of the classifier issue: the sparse fit at least 10x faster with a test NLP within
+1.1x of the full GPC's; of the later speed issue: 30x at 1.05x, with the default kernel and
+with ``C(1.0) * RBF(3.0)`` (``twonorm_gap.py`` shows where the NLP gap comes from).
 
 Usage::
 
@@ -186,8 +187,9 @@ def main(argv=None):
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     checks = [
         ("fit >= 10x faster", ratio >= 10.0),
-        ("fit >= 50x faster (performance issue)", ratio >= 50.0),
         ("test NLP <= 1.1 x full GPC's", nlp_ratio <= 1.1),
+        ("fit >= 30x faster (speed issue)", ratio >= 30.0),
+        ("test NLP <= 1.05 x full GPC's (speed issue)", nlp_ratio <= 1.05),
     ]
     lines = [
         "# Speed: SparseGPClassifier vs scikit-learn GaussianProcessClassifier (twonorm)",
