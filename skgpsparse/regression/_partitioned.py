@@ -34,6 +34,7 @@ from ._state import (
     _APPEND_CHUNK_ENTRIES,
     _BLOCK_ROWS,
     RegressionState,
+    _column_of,
     _solve_lower,
     _sqnorm,
     append_pass,
@@ -63,11 +64,9 @@ def _p_init(part, kernel, centre, p_max, score_dtype):
 
 def _p_append(part, x_j, t, lpp, p, n_threads):
     st = part.state[_KEY]
-    k = st.cols.block(slice(None), st.cols.operand_of_rows(x_j[None, :]))[:, 0]
+    column = _column_of(st.cols, st.cols.operand_of_rows(x_j[None, :]))
     chunks = _chunks(st.K, part.n, p, _APPEND_CHUNK_ENTRIES)
-    out = append_pass(st.K, chunks, st.y, st.q, k, t, lpp, p, n_threads)
-    st.K.set_column(p, k)
-    return out
+    return append_pass(st.K, chunks, st.y, st.q, column, t, lpp, p, n_threads)
 
 
 def _p_delete(part, coef, pos, p, j_local):
@@ -207,11 +206,9 @@ class PartitionedRegressionState(RegressionState):
     def _append_pass(self, x_j, t, lpp):
         p = self.p
         acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
+        self._Xu[p] = x_j  # the partitions stored x_j's column in the pass
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy
-
-    def _store_column(self, p, x_j):
-        self._Xu[p] = x_j  # the partitions stored the column in the append pass
 
     def _delete_rows(self, coef, pos, p, j):
         owner = self.rows.split([j])

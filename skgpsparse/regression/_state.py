@@ -325,7 +325,8 @@ class RegressionState(_CandidateScoring):
         if self.in_basis[j]:
             raise ValueError(f"Point {j} is already in the basis.")
         s2 = self.noise_variance
-        # The new column in float64 (whatever the scoring precision).
+        # What forms the new column (float64, whatever the scoring precision) on the rows;
+        # the append pass computes and stores it chunk by chunk.
         k_j = self._new_column(j)
         b = self._basis_values(k_j, p)
         c = self._kdiag_at(j) + self.jitter
@@ -340,7 +341,6 @@ class RegressionState(_CandidateScoring):
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
         Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
-        self._store_column(p, k_j)
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
@@ -364,20 +364,20 @@ class RegressionState(_CandidateScoring):
     # What append and delete do on the rows, apart from the p x p factors: a state whose
     # rows live elsewhere (skgpsparse.regression._dask_state) overrides these.
     def _new_column(self, j):
-        """The new basis vector's kernel column ``K(X, x_j)`` (float64)."""
-        return self._columns(slice(None), np.array([j]))[:, 0]
+        """What the new basis vector's kernel column ``K(X, x_j)`` is formed from (float64).
 
-    def _basis_values(self, k_j, p):
-        """``K(X_u, x_j)`` for the first ``p`` basis vectors, from the new column."""
-        return k_j[self._idx[:p]]
+        The operand of :meth:`KernelColumns.block` for ``x_j``: the append pass computes the
+        column chunk by chunk on its threads and stores it as it goes.
+        """
+        return self._columns.operand(np.array([j]))
+
+    def _basis_values(self, z_j, p):
+        """``K(X_u, x_j)`` for the first ``p`` basis vectors."""
+        return self._columns.block(self._idx[:p], z_j)[:, 0] if p else np.zeros(0)
 
     def _kdiag_at(self, J):
         """``k(x_j, x_j)`` of training points ``J`` (an index or an index array)."""
         return self.kdiag[J]
-
-    def _store_column(self, p, k_j):
-        """Keep the new column as column ``p`` of ``K_p^T``."""
-        self._K.set_column(p, k_j)
 
     def _delete_rows(self, coef, pos, p, j):
         """The rows' side of deleting basis position ``pos`` (training point ``j``).
@@ -398,15 +398,19 @@ class RegressionState(_CandidateScoring):
         """``mean(mu^2)`` over the rows (and targets)."""
         return float(np.mean(self.residual**2))
 
-    def _append_pass(self, k, t, lpp):
+    def _append_pass(self, z, t, lpp):
         """One pass over ``K_p^T`` for the new row ``v = (k - K_p t) / l_pp`` of ``V``.
 
-        See :func:`append_pass`. Returns ``(V v, |v|^2, v^T y)`` with ``V v = L^-1 K_p^T v``
-        (``L`` before the append); ``v^T y`` has one entry per target.
+        ``k = K(X, x_j)`` is formed from the operand ``z`` chunk by chunk and stored as
+        column ``p``; see :func:`append_pass`. Returns ``(V v, |v|^2, v^T y)`` with ``V v =
+        L^-1 K_p^T v`` (``L`` before the append); ``v^T y`` has one entry per target.
         """
         p = self.p
         chunks = self._chunks(p, _APPEND_CHUNK_ENTRIES)
-        acc, total = append_pass(self._K, chunks, self.y, self.q, k, t, lpp, p, self.n_threads)
+        column = _column_of(self._columns, z)
+        acc, total = append_pass(
+            self._K, chunks, self.y, self.q, column, t, lpp, p, self.n_threads
+        )
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy
 
@@ -451,13 +455,21 @@ class RegressionState(_CandidateScoring):
         return j
 
 
-def append_pass(K, chunks, y, q, k, t, lpp, p, n_threads):
+def _column_of(columns, z):
+    """``column(a, b)``: rows ``a .. b-1`` of the kernel column of operand ``z`` (float64)."""
+    return lambda a, b: columns.block(slice(a, b), z)[:, 0]
+
+
+def append_pass(K, chunks, y, q, column, t, lpp, p, n_threads):
     """The rows' part of an append: one pass over the first ``p`` columns of ``K`` (``K_p^T``).
 
-    Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): the new row ``v = (k -
-    K_p t) / l_pp`` of ``V``, then ``K_p^T v``, ``|v|^2``, ``v^T y`` and ``q -= v^2`` (``q =
-    diag(K - V^T V)``, updated in place). Returns ``(K_p^T v, [|v|^2, v^T y...])``, summed
-    over the chunks; a row partition of a larger set returns its part of both sums.
+    Chunk by chunk (the chunk of ``K_p^T`` read twice while in cache): the new basis vector's
+    kernel column ``k`` (``column(a, b)`` gives rows ``a .. b-1``), stored as column ``p`` of
+    ``K``; the new row ``v = (k - K_p t) / l_pp`` of ``V``, then ``K_p^T v``, ``|v|^2``,
+    ``v^T y`` and ``q -= v^2`` (``q = diag(K - V^T V)``, updated in place). Forming and
+    storing the column here puts its kernel evaluations and the first writes to its storage
+    on the pass's threads. Returns ``(K_p^T v, [|v|^2, v^T y...])``, summed over the chunks;
+    a row partition of a larger set returns its part of both sums.
     """
     acc = np.zeros((len(chunks), p))
     # per chunk: |v|^2, then v^T y (one column per target)
@@ -465,8 +477,10 @@ def append_pass(K, chunks, y, q, k, t, lpp, p, n_threads):
 
     def work(i):
         a, b = chunks[i]
+        k_c = column(a, b)
+        K.chunk(a, b, p + 1)[p] = k_c
         K_c = K.chunk(a, b, p)
-        v = k[a:b] - t @ K_c if p else k[a:b].copy()
+        v = k_c - t @ K_c if p else k_c  # k_c is stored: v may reuse its memory
         v /= lpp
         if p:
             np.dot(K_c, v, out=acc[i])
