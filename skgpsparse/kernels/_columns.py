@@ -351,12 +351,6 @@ class ColumnBlocks:
         blk = a // self.W
         return self.B[blk, :p, a - blk * self.W : b - blk * self.W]
 
-    def set_column(self, i, k):
-        """Store the length-``n`` column ``k`` as column ``i``."""
-        full = (self.B.shape[0] - 1) * self.W  # rows in the full blocks
-        self.B[:-1, i, :] = k[:full].reshape(-1, self.W)
-        self.B[-1, i, : self.n - full] = k[full:]
-
     def delete_column(self, pos, p):
         """Drop column ``pos`` of the first ``p``; the later ones move up by one."""
         for blk in self.B:  # block by block: a temporary copy of one block at most

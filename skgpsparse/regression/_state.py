@@ -22,8 +22,9 @@ The ``p x n`` array kept is ``K_p^T`` itself, not ``V``, stored by blocks of 204
 which BLAS streams at twice the bandwidth of row-strided slices): a new basis vector's kernel
 column is stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
 gives (``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L``
-and ``R`` with one fused pass over ``K_p^T`` (the new row ``v`` of ``V`` chunk by chunk, and
-``K_p^T v`` while the chunk is in cache); a working set is scored with one more pass
+and ``R`` with one fused pass over ``K_p^T`` (chunk by chunk: the new basis vector's kernel
+column, stored as it is formed, the new row ``v`` of ``V``, and ``K_p^T v`` while the chunk
+is in cache); a working set is scored with one more pass
 (``skgpsparse.regression._scoring``, whose criteria the state inherits), in which
 the residual ``mu = y - K_p alpha`` and the candidates' kernel columns are formed chunk by
 chunk and never stored whole. That is two reads of ``K_p^T`` per forward step instead of three
