@@ -328,8 +328,8 @@ class RegressionState(_CandidateScoring):
         s2 = self.noise_variance
         # What forms the new column (float64, whatever the scoring precision) on the rows;
         # the append pass computes and stores it chunk by chunk.
-        k_j = self._new_column(j)
-        b = self._basis_values(k_j, p)
+        z_j = self._new_column(j)
+        b = self._basis_values(z_j, p)
         c = self._kdiag_at(j) + self.jitter
         l = _solve_lower(self.L, b) if p else b
         d2 = c - float(l @ l)
@@ -341,7 +341,7 @@ class RegressionState(_CandidateScoring):
         lpp = self._L[p, p]
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
-        Vv, vv, vy = self._append_pass(k_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
+        Vv, vv, vy = self._append_pass(z_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]
@@ -363,7 +363,7 @@ class RegressionState(_CandidateScoring):
 
     # ------------------------------------------------------------------ row hooks
     # What append and delete do on the rows, apart from the p x p factors: a state whose
-    # rows live elsewhere (skgpsparse.regression._dask_state) overrides these.
+    # rows live elsewhere (skgpsparse.regression._partitioned) overrides these.
     def _new_column(self, j):
         """What the new basis vector's kernel column ``K(X, x_j)`` is formed from (float64).
 
