@@ -25,7 +25,6 @@ Writes ``benchmarks/results/twonorm_gap.md``.
 
 import argparse
 import sys
-import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,21 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _machine import machine
-from speed import scores, split
+from speed import split, timed_fits
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # (amplitude, length scale) along the ridge of the EP evidence, and below it
 RIDGE = [(100, 14.4), (303, 22.3), (1000, 40), (1616, 29.8), (100, 20), (100, 30), (30, 20)]
-
-
-def fit(model, X, y, X_test, y_test):
-    start = time.process_time()
-    model.fit(X, y)
-    cpu = time.process_time() - start
-    nlp, err = scores(model, X_test, y_test)
-    evidence = getattr(model, "log_marginal_likelihood_value_", None)
-    return {"cpu": cpu, "nlp": nlp, "err": err, "kernel": str(model.kernel_), "ev": evidence}
 
 
 def main(argv=None):
@@ -70,11 +60,12 @@ def main(argv=None):
     n, d = X.shape
     rows = []
 
-    def add(label, res):
-        ev = "—" if res["ev"] is None else f"{res['ev']:.2f}"
+    def fit(label, model):
+        """Fit once (``speed.py``'s timing and scores) and add the model's row."""
+        res = timed_fits(lambda r: model, X, y, X_test, y_test, 1)
         rows.append(
-            f"| {label} | {res['nlp']:.4f} | {res['err']:.2f} | {ev} | {res['kernel']} | "
-            f"{res['cpu']:.1f} |"
+            f"| {label} | {res['nlp']:.4f} | {res['error']:.2f} | "
+            f"{model.log_marginal_likelihood_value_:.2f} | {model.kernel_} | {res['cpu']:.1f} |"
         )
         print(rows[-1], flush=True)
 
@@ -82,35 +73,22 @@ def main(argv=None):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", UserWarning)
         gpc = GaussianProcessClassifier(C(1.0) * RBF(np.sqrt(d)), random_state=0)
-        add(
-            "GaussianProcessClassifier (logistic, Laplace), learned",
-            fit(gpc, X, y, X_test, y_test),
-        )
+        fit("GaussianProcessClassifier (logistic, Laplace), learned", gpc)
         learned = {}
         for name, kernel in [("default kernel", None), ("C(1.0) * RBF(3.0)", C(1.0) * RBF(3.0))]:
             model = SparseGPClassifier(kernel, max_basis=200, random_state=0)
-            res = fit(model, X, y, X_test, y_test)
+            fit(f"ours, max_basis=200, {name}, learned", model)
             learned[name] = model.kernel_
-            add(f"ours, max_basis=200, {name}, learned", res)
         for name, kernel in learned.items():
             full = SparseGPClassifier(kernel, max_basis=n, optimizer=None, random_state=0)
-            add(
-                f"ours, every row in the basis, {name}'s fitted kernel",
-                fit(full, X, y, X_test, y_test),
-            )
+            fit(f"ours, every row in the basis, {name}'s fitted kernel", full)
         for amplitude, length_scale in RIDGE:
             kernel = C(amplitude, "fixed") * RBF(length_scale, "fixed")
             model = SparseGPClassifier(kernel, max_basis=200, optimizer=None, random_state=0)
-            add(
-                f"ours, max_basis=200, fixed {amplitude} * RBF({length_scale})",
-                fit(model, X, y, X_test, y_test),
-            )
+            fit(f"ours, max_basis=200, fixed {amplitude} * RBF({length_scale})", model)
         if args.full_learned:
             model = SparseGPClassifier(C(1.0) * RBF(3.0), max_basis=n, random_state=0)
-            add(
-                "ours, every row in the basis, C(1.0) * RBF(3.0), learned",
-                fit(model, X, y, X_test, y_test),
-            )
+            fit("ours, every row in the basis, C(1.0) * RBF(3.0), learned", model)
 
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
