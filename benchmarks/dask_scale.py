@@ -33,7 +33,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import skgpsparse.regression._rows_fit as rows_fit
 from skgpsparse import SparseGPRegressor
-from skgpsparse._dask_rows import DaskRows
+from skgpsparse.rows._dask import DaskRows
 
 try:
     from _machine import machine

@@ -1,7 +1,7 @@
 """Bounded memory: predictions by row blocks, and a fit's memory checked before it allocates.
 
 Every predict method of the four estimators computes its output block by block of rows
-(``skgpsparse._row_blocks``): with blocks forced small the outputs equal the whole-array ones
+(``skgpsparse.rows._blocks``): with blocks forced small the outputs equal the whole-array ones
 (and, for the RVM, the dense formulas), and the peak memory (tracemalloc) grows by no more
 than the outputs' bytes per added row. A fit whose estimated memory (``skgpsparse._memory``)
 exceeds what is available fails at once with a ``MemoryError`` naming the figure and what to

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._dask_rows import is_dask_array
+from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..selection import BaseSelector

@@ -2,7 +2,7 @@
 
 :class:`PartitionedADFState` is :class:`~._adf.ADFState` with the per-row arrays (``M``'s
 columns, ``diag(A)``, ``f_hat``, the labels and ``k(x, x)``) kept beside each partition of a
-:class:`~skgpsparse._rows.RowStore`. The driver keeps the ``p x p`` factor ``L``, ``beta``,
+:class:`~skgpsparse.rows._store.RowStore`. The driver keeps the ``p x p`` factor ``L``, ``beta``,
 the sites, the basis rows ``X_u`` and two boolean masks over the rows (in the basis; no
 remaining variance), from which it draws working sets as the in-memory state does. Per step:
 
@@ -205,7 +205,7 @@ class PartitionedADFState(ADFState):
     Parameters
     ----------
     kernel : sklearn.gaussian_process.kernels.Kernel
-    rows : skgpsparse._rows.RowStore
+    rows : skgpsparse.rows._store.RowStore
         Training rows and class labels, in partitions.
     positive : label
         The class whose rows are ``+1`` (the others ``-1``).

@@ -1,7 +1,7 @@
 """The validation NLP loss (eq. (2.8)) and its gradient as sums over row partitions.
 
 The same loss as :func:`~._nlp_loss.nlp_loss` for rows held in the partitions of a
-:class:`~skgpsparse._rows.RowStore`: the driver forms the ``p x p`` quantities of the basis
+:class:`~skgpsparse.rows._store.RowStore`: the driver forms the ``p x p`` quantities of the basis
 (``C = S B^-1 S``, ``w = C m_u``, ``dK_uu``), every partition runs the chunk loop of
 ``nlp_loss`` over its non-basis rows and returns its sums (the loss; with the gradient its
 ``sum_i a_i``, ``sum_i a_i g_i``, ``sum_i c_i g_i g_i^T``, the contracted ``dK_iu`` terms

@@ -5,7 +5,7 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.special import log_ndtr, logsumexp, ndtr
 
-from .._row_blocks import block_rows, map_row_blocks
+from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
 
 __all__ = ["BinaryPredictor", "by_row_blocks", "latent", "log_proba", "margins", "proba"]

@@ -1,7 +1,7 @@
 """The classifier's fit on rows held in partitions: a dask array's row chunks on a cluster.
 
 :func:`fit_dask` checks a ``dask.array`` ``X`` and labels ``y``, puts each row chunk with its
-labels in an actor on the worker that computed it (:class:`skgpsparse._dask_rows.DaskRows`)
+labels in an actor on the worker that computed it (:class:`skgpsparse.rows._dask.DaskRows`)
 and fits the binary models (one, or one per class against the rest) with
 :class:`PartitionedBinary`: the two-loop design of the in-memory binary model on a
 :class:`~._partitioned.PartitionedADFState`, its NLP objective a sum over the partitions
@@ -13,8 +13,8 @@ import numpy as np
 from scipy.special import ndtri
 from sklearn.utils import check_random_state
 
-from .._dask_rows import DaskRows, is_dask_array, lazy_predict, row_chunked
-from .._rows import row_centre
+from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
+from ..rows._store import row_centre
 from ._binary import _BinarySparseGPClassifier
 from ._fitting import binary_params, store_binary, store_one_vs_rest
 from ._partitioned import PartitionedADFState, label_counts

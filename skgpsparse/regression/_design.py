@@ -16,7 +16,7 @@ import numpy as np
 from scipy.linalg import cholesky
 
 from .._memory import FitMemory, gigabytes, largest_fitting
-from .._rows import RowStore, row_centre
+from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
@@ -92,7 +92,7 @@ def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32
 
 
 # The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose
-# partitions hold the rows and targets, e.g. on dask workers (skgpsparse._rows).
+# partitions hold the rows and targets, e.g. on dask workers (skgpsparse.rows._store).
 def _new_state(model, kernel, X, y, s2, p):
     if isinstance(X, RowStore):
         if getattr(model, "_row_centre", None) is None:

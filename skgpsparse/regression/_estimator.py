@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._dask_rows import is_dask_array
+from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..selection import BaseSelector

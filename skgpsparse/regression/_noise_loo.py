@@ -45,7 +45,7 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from sklearn.gaussian_process.kernels import ConstantKernel, Product
 
-from .._rows import RowStore
+from ..rows._store import RowStore
 from ..kernels import iter_kernel
 
 __all__ = ["kernel_amplitude", "loo_noise_variance"]

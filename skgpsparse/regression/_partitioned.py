@@ -2,7 +2,7 @@
 
 :class:`PartitionedRegressionState` is :class:`~._state.RegressionState` with the per-row
 arrays (``K_p^T`` by blocks, the Nystrom errors ``q``, the targets) kept beside each
-partition of a :class:`~skgpsparse._rows.RowStore` instead of on the driver. The driver keeps
+partition of a :class:`~skgpsparse.rows._store.RowStore` instead of on the driver. The driver keeps
 what is ``O(p^2)`` (the factors ``L``, ``R``, ``beta``, ``D``), the basis rows ``X_u``
 (``p x d``) and three boolean masks over the rows (which points are in the basis, redundant
 or excluded for a step: the candidates a selector draws from). Per forward step:
@@ -123,7 +123,7 @@ class PartitionedRegressionState(RegressionState):
     Parameters
     ----------
     kernel : sklearn.gaussian_process.kernels.Kernel
-    rows : skgpsparse._rows.RowStore
+    rows : skgpsparse.rows._store.RowStore
         The training rows and (normalised) targets, in partitions.
     noise_variance : float
     max_basis : int

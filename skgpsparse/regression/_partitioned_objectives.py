@@ -2,7 +2,7 @@
 
 The same objectives as :func:`~._likelihood.dtc_log_marginal_likelihood` and
 :func:`~._vfe.vfe_log_marginal_likelihood` (GPML eq. (8.17); Titsias 2009, eq. (9)), for
-training rows held in the partitions of a :class:`~skgpsparse._rows.RowStore`. Every term
+training rows held in the partitions of a :class:`~skgpsparse.rows._store.RowStore`. Every term
 that runs over the rows is a sum of per-partition terms (the module docstring of
 ``_likelihood`` has the lemmas); with ``V_i = L^-1 K_ui`` the ``p x n_i`` block of
 partition ``i``:

@@ -47,7 +47,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.linalg.lapack import dtrtrs
 
-from .._row_blocks import block_rows, map_row_blocks
+from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
 from ._targets import to_target_units
 

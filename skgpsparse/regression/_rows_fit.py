@@ -2,7 +2,7 @@
 
 :func:`fit_dask` checks a ``dask.array`` ``X`` and ``y``, scales the targets, puts each row
 chunk with its targets in an actor on the worker that computed it
-(:class:`skgpsparse._dask_rows.DaskRows`) and runs the same alternation of selection and
+(:class:`skgpsparse.rows._dask.DaskRows`) and runs the same alternation of selection and
 learning as the in-memory fit (:func:`~._design.alternate`) on that row store
 (:func:`fit_rows`). The fitted model is an ordinary one: its basis rows, weights and
 factors are on the driver, and the actors are released when the fit ends.
@@ -12,8 +12,8 @@ from functools import partial
 
 import numpy as np
 
-from .._dask_rows import DaskRows, is_dask_array, lazy_predict, row_chunked
-from .._rows import row_centre
+from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
+from ..rows._store import row_centre
 from ._design import alternate
 from ._fitting import prepare_fit, store_fit
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES

@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 
-from .._dask_rows import is_dask_array
+from ..rows._dask import is_dask_array
 from ._rows_fit import objective_dask
 from ._vfe import OBJECTIVES
 

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
-from .._row_blocks import block_rows, map_row_blocks
+from ..rows._blocks import block_rows, map_row_blocks
 from ._fit_memory import fit_memory
 from ._mean_field import MeanFieldEM
 from ._regression import default_kernel

@@ -1,4 +1,4 @@
-"""The classifier's fit over row partitions (skgpsparse._rows.LocalRows), without a cluster.
+"""The classifier's fit over row partitions (skgpsparse.rows._store.LocalRows), without a cluster.
 
 The partitioned ADF state and NLP loss are the in-memory ones with every pass over the rows
 cut at partition boundaries: the same basis and, up to the order of the additions, the same
@@ -15,7 +15,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse._rows import LocalRows, row_centre
+from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._nlp_loss import nlp_loss
 from skgpsparse.classification._partitioned import PartitionedADFState

@@ -11,7 +11,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse._rows import LocalRows
+from skgpsparse.rows._store import LocalRows
 from skgpsparse.regression._noise_loo import kernel_amplitude, loo_noise_variance
 
 

@@ -1,4 +1,4 @@
-"""The regressor's fit over row partitions (skgpsparse._rows.LocalRows), without a cluster.
+"""The regressor's fit over row partitions (skgpsparse.rows._store.LocalRows), without a cluster.
 
 The partitioned state and objectives are the in-memory ones with every pass over the rows
 cut at partition boundaries: the same basis and, up to the order of the additions, the same
@@ -12,7 +12,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse._rows import LocalRows, row_centre
+from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.regression._fitting import prepare_fit
 from skgpsparse.regression._partitioned import PartitionedRegressionState
 from skgpsparse.regression._partitioned_objectives import PARTITIONED_OBJECTIVES

@@ -19,7 +19,7 @@ vector). That interface is :class:`RowStore`:
 A :class:`RowPartition` holds one partition's ``X``, ``y`` and its first row's global index
 (``offset``); a family keeps its per-row arrays in the partition's ``state`` dict between
 calls. :class:`LocalRows` keeps the partitions in this process (the distributed driver logic
-without a cluster, e.g. for tests); ``skgpsparse._dask_rows.DaskRows`` keeps each one in a
+without a cluster, e.g. for tests); ``skgpsparse.rows._dask.DaskRows`` keeps each one in a
 dask.distributed actor on a worker.
 
 The in-memory fit does not go through a row store: its state keeps one fused array of columns
@@ -163,7 +163,7 @@ class LocalRows(RowStore):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse._rows import LocalRows
+    >>> from skgpsparse.rows._store import LocalRows
     >>> rows = LocalRows(np.arange(10.0).reshape(5, 2), np.arange(5.0), partition_rows=2)
     >>> rows.n_partitions, float(rows.sum(lambda part: part.y.sum()))
     (3, 10.0)

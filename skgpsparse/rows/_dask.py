@@ -1,7 +1,7 @@
 """Row partitions on a dask.distributed cluster: one actor per row chunk of a dask array.
 
 A fit over a ``dask.array`` keeps each row chunk's ``X``, ``y`` and per-row state (kernel
-columns against the basis, Nystrom errors, ...) in a :class:`~skgpsparse._rows.RowPartition`
+columns against the basis, Nystrom errors, ...) in a :class:`~skgpsparse.rows._store.RowPartition`
 created as a dask.distributed *actor* on the worker that holds the chunk. Each greedy step
 then sends every actor a few small arrays (the new basis vector, the current weights) and
 gets back a few small ones (partial sums of the candidates' scores).
@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-from ._rows import RowPartition, RowStore
+from ._store import RowPartition, RowStore
 
 __all__ = ["DaskRows", "is_dask_array", "lazy_predict", "row_chunked"]
 

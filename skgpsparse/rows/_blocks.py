@@ -9,7 +9,7 @@ numbers as one call on the whole array.
 
 import numpy as np
 
-from .kernels._gradients import chunk_rows, row_blocks
+from ..kernels._gradients import chunk_rows, row_blocks
 
 __all__ = ["block_rows", "map_row_blocks"]
 
@@ -44,7 +44,7 @@ def map_row_blocks(func, X, n_rows):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse._row_blocks import map_row_blocks
+    >>> from skgpsparse.rows._blocks import map_row_blocks
     >>> X = np.arange(10.0).reshape(5, 2)
     >>> mean, total = map_row_blocks(lambda B: (B.mean(axis=1), B.sum(axis=1)), X, 2)
     >>> mean, total
