@@ -1,11 +1,16 @@
-"""Sparse GP classification: the ADF probit model with greedy basis selection.
+"""Sparse GP classification: a probit GP on a greedily selected basis.
 
 :class:`SparseGPClassifier` is the public estimator (``_estimator``): multiclass one-vs-rest
-around a binary model (``_binary``: the two-loop design of the validation paper) that keeps an
-incremental ADF posterior (``_adf``, with the probit site update of ``_probit`` and the site
-optimisation of ``_site_optimization``). Hyperparameter objectives: the NLP loss over the
-non-basis points (``_nlp_loss``) and the IVM evidence (``_evidence``); ``_restarts`` chooses
-between bias starts on held-out rows.
+around a binary model. Its default posterior (``posterior="auto"`` in memory) is EP over every
+training row's probit likelihood with the greedy basis as the inducing set of a FITC prior
+(``_all_rows_ep``), the hyperparameters and the bias maximising its evidence between
+re-selections (``_all_rows_fit``). ``posterior="basis"`` is the papers' model (``_binary``: the
+validation paper's two loops), an incremental ADF posterior on the basis rows (``_adf``, with
+the probit site update of ``_probit`` and the site optimisation of ``_site_optimization``),
+with the NLP loss over the non-basis points (``_nlp_loss``) or the IVM evidence
+(``_evidence``) as the hyperparameter objective; ``_restarts`` chooses between bias starts on
+held-out rows. A fit on a dask array runs the ``"basis"`` model over row partitions
+(``_partitioned``, ``_rows_fit``).
 """
 
 from ._estimator import SparseGPClassifier

@@ -1,4 +1,4 @@
-"""SparseGPClassifier: sparse ADF Gaussian process classification with NLP-based design."""
+"""SparseGPClassifier: probit GP classification on a greedily selected basis (EP or ADF)."""
 
 import numbers
 
@@ -294,8 +294,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         X : array-like or dask array of shape (n_samples, n_features)
             Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
             dask.distributed client) is fitted with each row chunk and its per-row state kept
-            on the worker that holds it (see the "Fitting on a dask cluster" page); the
-            model equals the in-memory fit's up to rounding.
+            on the worker that holds it (see the "Fitting on a dask cluster" page). The
+            all-rows EP is not distributed: ``posterior="auto"`` means ``"basis"`` there
+            (with a warning), and with ``posterior="basis"`` the model equals the in-memory
+            fit's up to rounding.
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
 

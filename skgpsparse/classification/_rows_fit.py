@@ -9,6 +9,8 @@ and fits the binary models (one, or one per class against the rest) with
 when the fit ends.
 """
 
+import warnings
+
 import numpy as np
 from scipy.special import ndtri
 from sklearn.utils import check_random_state
@@ -63,6 +65,14 @@ def fit_rows(clf, rows, classes):
             "posterior='all_rows' is not available for a fit on a dask array; pass "
             "posterior='basis' (or 'auto', which means 'basis' there), or fit on an "
             "in-memory array."
+        )
+    if clf.posterior == "auto":
+        warnings.warn(
+            "posterior='auto' means 'basis' on a dask array (the all-rows EP is not "
+            "distributed): this fit is the papers' ADF model on the basis rows, where the same "
+            "constructor fits EP over every row in memory, so the two models differ. Pass "
+            "posterior='basis' to fit the same model on both paths and silence this warning.",
+            UserWarning,
         )
     params = binary_params(clf, rows.n, rows.n_features, n_classes, posterior="basis")
     rng = check_random_state(clf.random_state)

@@ -9,6 +9,7 @@ starting hyperparameters is followed by the refinement (``_refine.py``), which l
 jointly with the basis inputs.
 """
 
+import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -234,6 +235,17 @@ def alternate(model, X, y, p, rng):
             raise ValueError(
                 "refine_basis is not available for a fit on a dask array; pass "
                 "refine_basis=0, or fit on an in-memory array."
+            )
+        if model.refine_basis == "auto" and refine_iterations(
+            "auto", model.hyperparameter_objective, model.optimizer, kernel,
+            learn_on_basis, p, n, True,
+        ):
+            warnings.warn(
+                "refine_basis='auto' does not refine the basis on a dask array (the "
+                "refinement is not distributed): this fit keeps the selected rows, where the "
+                "same constructor refines them in memory, so the two models differ. Pass "
+                "refine_basis=0 to fit the same model on both paths and silence this warning.",
+                UserWarning,
             )
         needs = f"{X.n_partitions} row partitions"
     else:

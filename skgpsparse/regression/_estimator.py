@@ -296,9 +296,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         X : array-like or dask array of shape (n_samples, n_features)
             Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
             dask.distributed client) is fitted with each row chunk and its per-row state kept
-            on the worker that holds it (see the "Fitting on a dask cluster" page); the
-            model equals the in-memory fit's up to rounding. A ``float32`` array is not copied: the model is computed in
-            ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
+            on the worker that holds it (see the "Fitting on a dask cluster" page). The
+            basis refinement is not distributed: ``refine_basis="auto"`` keeps the selected
+            rows there (with a warning when it would refine in memory), and with
+            ``refine_basis=0`` the model equals the in-memory fit's up to rounding. A
+            ``float32`` array is not copied: the model is computed in ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
             are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
             ``X.astype(np.float64)`` would; the model on a given basis is the same.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)

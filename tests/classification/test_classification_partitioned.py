@@ -59,6 +59,17 @@ def test_partitioned_fit_equals_in_memory_fit(data, params):
     np.testing.assert_allclose(clf.bias_, reference.bias_, rtol=1e-9, atol=1e-9)
 
 
+def test_partitioned_default_posterior_warns_that_it_is_the_basis_one():
+    # posterior="auto" is EP over every row in memory but ADF on the basis over partitions
+    X, y = make_moons(120, noise=0.25, random_state=0)
+    params = {"max_basis": 8, "random_state": 0, "optimizer": None}
+    with pytest.warns(UserWarning, match="posterior='auto' means 'basis' on a dask array"):
+        _fit_local(params, X, y, partition_rows=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _fit_local({**params, "posterior": "basis"}, X, y, partition_rows=60)
+
+
 def test_partitioned_state_tracks_in_memory_state():
     X, y01 = make_moons(120, noise=0.3, random_state=2)
     y = np.where(y01 == 1, 1.0, -1.0)

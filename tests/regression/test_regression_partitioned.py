@@ -6,6 +6,8 @@ numbers. The objectives are also checked against GPML eq. (8.17) and Titsias' bo
 densely here.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern
@@ -74,6 +76,19 @@ def test_partitioned_fit_with_several_targets():
     model, _ = _fit_local(params, X, y, partition_rows=100)
     np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
     np.testing.assert_allclose(model.predict(X), reference.predict(X), atol=1e-10)
+
+
+def test_partitioned_default_fit_warns_that_it_keeps_the_selected_rows():
+    # the in-memory default refines the basis; the partitions do not: a warning says so,
+    # and refine_basis=0 (the same model on both paths) is silent
+    X, y = _data(n=120)
+    with pytest.warns(UserWarning, match="refine_basis='auto' does not refine"):
+        model, _ = _fit_local({"max_basis": 8, "random_state": 0, "max_iter": 1}, X, y, 60)
+    assert model.n_refine_iter_ == 0
+    assert SparseGPRegressor(max_basis=8, random_state=0, max_iter=1).fit(X, y).n_refine_iter_ > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _fit_local({"max_basis": 8, "random_state": 0, "max_iter": 1, "refine_basis": 0}, X, y, 60)
 
 
 def test_partitioned_state_tracks_in_memory_state_through_append_and_delete():
