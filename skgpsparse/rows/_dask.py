@@ -12,8 +12,17 @@ immutable: each step would make a new collection from the previous one, so the s
 would track ``O(steps x chunks)`` tasks and keep or recompute the earlier states, and every
 step would pay the scheduler's task overhead (graph submission, a round trip per task). An
 actor is a plain Python object living in a worker's memory: its state changes in place and a
-method call is one message to the worker and one back. The price is that the actor's state is
-not resilient: if a worker dies during a fit, the fit fails (rerun it).
+method call is one message to the worker and one back.
+
+An actor's state lives only in its worker's memory, so the row store makes it recoverable:
+every call sent to a partition is kept, pickled, in that partition's journal on the driver
+(what the driver sent: the basis vectors, small vectors, kernels; never the rows). When a call
+finds its partition's worker gone (killed, out of memory, a reclaimed machine), the store
+recomputes the partition's chunk from the dask graph on a surviving worker, creates a new
+actor there, replays the journal in one round trip and runs the call again. The partition
+functions are deterministic, so the rebuilt state, and the finished model, are the ones an
+undisturbed fit has. Recovery costs the lost partitions' share of the row work done so far;
+the driver is not recoverable (its factors are the fit).
 
 A worker runs its actors' methods on one thread, so a worker holding several chunks runs them
 one after another; rechunk to about one chunk per worker (or a few) for parallelism.
@@ -23,6 +32,7 @@ dask and distributed are imported only here, and this module only when a dask ar
 
 import pickle
 import sys
+import time
 
 import numpy as np
 
@@ -75,6 +85,22 @@ def row_chunked(X, y, name_x="X", name_y="y"):
     return X, y
 
 
+# What an actor call raises when the worker holding the actor is gone: OSError ("Unable to
+# contact Actor's worker", a closed comm) while it dies, RuntimeError ("Worker holding Actor
+# was lost") once the scheduler knows. An exception of the partition function itself is
+# re-raised unless the actor is in fact lost (see DaskRows._is_lost).
+_LOST_ERRORS = (OSError, RuntimeError)
+
+
+def _replay(part, payloads):
+    """Run the pickled calls ``payloads`` on ``part`` in order; the last call's result."""
+    result = None
+    for payload in payloads:
+        fn, args = pickle.loads(payload)
+        result = fn(part, *args)
+    return result
+
+
 class DaskRows(RowStore):
     """Row partitions held by dask.distributed actors, one per row chunk of ``X``.
 
@@ -84,46 +110,118 @@ class DaskRows(RowStore):
         Chunked by rows (columns are put in one chunk).
     y : dask.array.Array of shape (n_samples,) or (n_samples, n_targets), or None
         Rechunked to ``X``'s row chunks.
+    lost_timeout : float, default=30.0
+        Seconds to wait, after a call failed with a communication error, for the scheduler
+        to say whether the partition's worker is gone (then the partition is rebuilt) or not
+        (then the error is re-raised).
 
     The chunks are computed on the cluster and handed to the actors there (never through the
     driver). ``bytes_sent`` and ``bytes_received`` count the pickled arguments and results of
-    the calls made since creation (what crosses the network between driver and workers).
+    the calls made since creation (what crosses the network between driver and workers);
+    ``journal_bytes`` is what the driver keeps to rebuild a lost partition, ``recoveries``
+    and ``recovery_seconds`` count the partitions rebuilt and the time spent on them.
     Use as a context manager, or call :meth:`close`, to release the actors.
     """
 
-    def __init__(self, X, y):
+    def __init__(self, X, y, *, lost_timeout=30.0):
         client = _client()
         X, y = row_chunked(X, y)
         self.client = client
+        self.lost_timeout = float(lost_timeout)
         self.offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
         self.n_features, self.dtype = X.shape[1], X.dtype
         self.target_shape = () if y is None else y.shape[1:]
-        x_blocks = client.compute(list(X.to_delayed().ravel()))
-        y_blocks = (
-            [None] * len(x_blocks) if y is None else client.compute(list(y.to_delayed().ravel()))
-        )
+        # the graph of each chunk, kept to recompute a partition whose worker is lost
+        self._x_parts = list(X.to_delayed().ravel())
+        self._y_parts = [None] * len(self._x_parts) if y is None else list(y.to_delayed().ravel())
+        x_blocks = client.compute(self._x_parts)
+        y_blocks = [None] * len(x_blocks) if y is None else client.compute(self._y_parts)
         self._actor_futures = [
             client.submit(RowPartition, xb, yb, int(a), actor=True, pure=False)
             for xb, yb, a in zip(x_blocks, y_blocks, self.offsets[:-1])
         ]
         self.actors = [f.result() for f in self._actor_futures]
         del x_blocks, y_blocks  # the actors hold the chunks now
-        self.bytes_sent = self.bytes_received = 0
-        self.calls = 0
+        self._journal = [[] for _ in self.actors]
+        self.bytes_sent = self.bytes_received = self.journal_bytes = 0
+        self.calls = self.recoveries = 0
+        self.recovery_seconds = 0.0
 
     def _call(self, fn, args_per_partition):
-        futures = []
+        payloads = {i: pickle.dumps((fn, args), protocol=5) for i, args in args_per_partition.items()}
+        self.bytes_sent += sum(len(b) for b in payloads.values())
+        futures = {}
         for i, args in args_per_partition.items():
-            self.bytes_sent += len(pickle.dumps((fn, args), protocol=5))
-            futures.append(self.actors[i].run(fn, *args))
-        results = [f.result() for f in futures]
+            try:
+                futures[i] = self.actors[i].run(fn, *args)
+            except _LOST_ERRORS as exc:  # the worker was lost before this call
+                futures[i] = exc
+        self._dispatched(fn)
+        results = []
+        for i, future in futures.items():
+            try:
+                if isinstance(future, BaseException):
+                    raise future
+                result = future.result()
+            except _LOST_ERRORS:
+                if not self._is_lost(i):
+                    raise
+                result = self._recover(i, payloads[i])
+            results.append(result)
+        for i, payload in payloads.items():
+            self._journal[i].append(payload)
+            self.journal_bytes += len(payload)
         self.bytes_received += sum(len(pickle.dumps(r, protocol=5)) for r in results)
         self.calls += 1
         return results
 
+    def _dispatched(self, fn):
+        """Called once a call's messages are sent, before its results are awaited."""
+
+    def _is_lost(self, i):
+        """Whether partition ``i``'s actor is gone with its worker (waits for the scheduler)."""
+        deadline = time.monotonic() + self.lost_timeout
+        while True:
+            if self._actor_futures[i].status != "finished":
+                return True
+            workers = self.client.scheduler_info().get("workers", {})
+            if self.actors[i]._address not in workers:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    def _recover(self, i, payload, attempts=3):
+        """:meth:`_rebuild` partition ``i``, again if a worker is lost while it runs."""
+        for attempt in range(attempts):
+            try:
+                return self._rebuild(i, payload)
+            except _LOST_ERRORS:
+                if attempt == attempts - 1 or not self._is_lost(i):
+                    raise
+
+    def _rebuild(self, i, payload):
+        """A new actor for partition ``i`` from its recomputed chunk, its journal replayed.
+
+        Returns the result of the call ``payload`` on the rebuilt partition.
+        """
+        start = time.perf_counter()
+        xb = self.client.compute(self._x_parts[i])
+        yb = None if self._y_parts[i] is None else self.client.compute(self._y_parts[i])
+        future = self.client.submit(
+            RowPartition, xb, yb, int(self.offsets[i]), actor=True, pure=False
+        )
+        self._actor_futures[i], self.actors[i] = future, future.result()
+        del xb, yb
+        result = self.actors[i].run(_replay, self._journal[i] + [payload]).result()
+        self.recoveries += 1
+        self.recovery_seconds += time.perf_counter() - start
+        return result
+
     def close(self):
         """Release the actors (and with them the partitions' data and state)."""
         self.actors = []
+        self._journal = []
         if self._actor_futures:
             self.client.cancel(self._actor_futures)
         self._actor_futures = []
