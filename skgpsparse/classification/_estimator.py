@@ -171,7 +171,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Randomness of the working sets and random selection (the default all-rows fit with
         ``selection="auto"`` draws nothing).
     verbose : int, default=0
-        Print one line per outer iteration (NLP, basis size, bias, kernel, time).
+        Print one line per outer iteration (NLP, basis size, bias, kernel, time); with 1
+        also a line every few seconds from the steps of each phase (selection,
+        hyperparameter search, EP sweeps), with 2 a line per step.
 
     Attributes
     ----------

@@ -144,9 +144,9 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             noise_bounds=check_noise_bounds(model.noise_variance_bounds),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
-            objective=objective or (
+            objective=model._progress.counting("hyperparameters", objective or (
                 PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES
-            )[model.hyperparameter_objective],
+            )[model.hyperparameter_objective]),
         )
     except ValueError as error:
         if model.normalize_y or y is None or power_of_two_scale(y) == 1.0:
@@ -336,7 +336,7 @@ def _calibrate_noise(model, fit, X, y, noise_bounds):
     amplitude = kernel_amplitude(fit.kernel) if model.noise_calibration == "loo" else None
     s2_loo, c, (before, after) = loo_noise_variance(
         fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds,
-        scale_bounds=None if amplitude is None else amplitude[2],
+        scale_bounds=None if amplitude is None else amplitude[2], progress=model._progress,
     )
     model._progress.line(
         f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g}, kernel scaled by "

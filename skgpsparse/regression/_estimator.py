@@ -148,8 +148,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Randomness of the working sets and of random selection.
     verbose : int, default=0
         Print progress: with 1, a first line (rows, basis size, memory), a line per
-        alternation and a line on the greedy steps at least every few seconds; with 2, a line
-        per greedy step.
+        alternation and a line every few seconds from the steps of each phase (selection,
+        hyperparameter search, refinement, noise calibration); with 2, a line per step.
     n_jobs : int, default=None
         Threads for the passes over the training rows during basis selection (kernel
         columns, residual and state updates, chunk by chunk; BLAS runs on one thread per
