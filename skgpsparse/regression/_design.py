@@ -134,6 +134,11 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
     units; targets of extreme magnitude can put the objective out of floating-point range
     at every theta within those bounds, and the error then says so.
     """
+    objective = objective or (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
+        model.hyperparameter_objective
+    ]
+    if model._progress is not None:
+        objective = model._progress.counting("hyperparameters", objective)
     try:
         return learn_hyperparameters(
             kernel,
@@ -144,9 +149,7 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             noise_bounds=check_noise_bounds(model.noise_variance_bounds),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
-            objective=model._progress.counting("hyperparameters", objective or (
-                PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES
-            )[model.hyperparameter_objective]),
+            objective=objective,
         )
     except ValueError as error:
         if model.normalize_y or y is None or power_of_two_scale(y) == 1.0:
