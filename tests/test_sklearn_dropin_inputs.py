@@ -1,16 +1,21 @@
-"""Drop-in for scikit-learn's GPs on awkward inputs: repeated rows (a singular kernel matrix)
-and structured inputs (a kernel over strings), with every row in the basis: scikit-learn's own
-GaussianProcessRegressor / GaussianProcessClassifier are the reference."""
-
-import warnings
+"""Drop-in for scikit-learn's GPs on awkward inputs: repeated rows (a singular kernel matrix),
+with every row in the basis and scikit-learn's own GaussianProcessRegressor as the reference,
+and structured inputs (a kernel over strings), which the sparse models refuse by name."""
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    DotProduct,
+    GenericKernelMixin,
+    Hyperparameter,
+    Kernel,
+)
 
-from skgpsparse import SparseGPRegressor
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
 
 def _fixed(kernel, noise, max_basis):
@@ -88,3 +93,71 @@ def test_repeated_rows_keep_the_exact_gp_where_k_is_positive_definite(repeats):
     mean_sk, std_sk = full.predict(X_test, return_std=True)
     np.testing.assert_allclose(mean, mean_sk, atol=1e-7)
     np.testing.assert_allclose(std, std_sk, atol=1e-7)
+
+
+# ---------------------------------------------------------------- structured inputs
+class SequenceKernel(GenericKernelMixin, Kernel):
+    """A convolution kernel over strings, as in scikit-learn's gallery example
+    plot_gpr_on_structured_data.py: 1 per pair of equal letters, ``baseline_similarity``
+    per pair of different ones."""
+
+    def __init__(self, baseline_similarity=0.5, baseline_similarity_bounds=(1e-5, 1)):
+        self.baseline_similarity = baseline_similarity
+        self.baseline_similarity_bounds = baseline_similarity_bounds
+
+    @property
+    def hyperparameter_baseline_similarity(self):
+        return Hyperparameter("baseline_similarity", "numeric", self.baseline_similarity_bounds)
+
+    def _f(self, s1, s2):
+        return sum(1.0 if c1 == c2 else self.baseline_similarity for c1 in s1 for c2 in s2)
+
+    def _g(self, s1, s2):
+        return sum(0.0 if c1 == c2 else 1.0 for c1 in s1 for c2 in s2)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        K = np.array([[self._f(x, y) for y in Y] for x in X])
+        if eval_gradient:
+            return K, np.array([[[self._g(x, y)] for y in Y] for x in X])
+        return K
+
+    def diag(self, X):
+        return np.array([self._f(x, x) for x in X])
+
+    def is_stationary(self):
+        return False
+
+    def clone_with_theta(self, theta):
+        cloned = clone(self)
+        cloned.theta = theta
+        return cloned
+
+
+_SEQUENCES = ["AGCTAG", "AGCTAA", "TTCAGG", "TTCAGA", "CGCGCG", "CGCGTA", "GATTAC", "GATCAC"]
+
+
+@pytest.mark.parametrize(
+    "estimator, reference, y",
+    [
+        (SparseGPRegressor, GaussianProcessRegressor, np.arange(8.0)),
+        (SparseGPClassifier, GaussianProcessClassifier, np.array([0, 0, 1, 1, 0, 0, 1, 1])),
+    ],
+)
+def test_kernel_on_strings_is_refused_by_name(estimator, reference, y):
+    # scikit-learn's GPs fit and predict a list of strings with such a kernel; ours failed
+    # in validation with "could not convert string to float". The sparse models evaluate
+    # kernel columns in blocks of a float array (and scale and move basis inputs), so they
+    # refuse the kernel with an error that names it and the way out.
+    kernel = SequenceKernel()
+    assert not kernel.requires_vector_input
+    fitted = reference(kernel=kernel, optimizer=None).fit(_SEQUENCES, y)
+    assert fitted.predict(["AGCTAG", "CCCCCC"]).shape == (2,)
+    with pytest.raises(ValueError, match=(
+        rf"{estimator.__name__} needs numeric feature vectors, but `kernel` "
+        r"SequenceKernel\(.*\) has requires_vector_input=False.*map the inputs to feature "
+        r"vectors, or use scikit-learn's GaussianProcessRegressor")):
+        estimator(kernel=kernel, max_basis=8).fit(_SEQUENCES, y)
+    # A kernel on vectors is unaffected.
+    X = np.arange(8.0)[:, None]
+    assert estimator(kernel=RBF(2.0), max_basis=8).fit(X, y).predict(X).shape == (8,)

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._validation import plain_float_rows
+from .._validation import check_vector_input, plain_float_rows
 from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
@@ -309,6 +309,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         reset_fitted_state(self, _PRIVATE_STATE)
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
+        check_vector_input(self)  # structured inputs: a clear error (docs: compared)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()
