@@ -1,11 +1,14 @@
 """Progress of a long fit on standard output, throttled in time (the estimators' ``verbose``).
 
 With ``verbose >= 1`` a fit prints a first line as it starts (rows, basis size, the memory its
-kernel block takes), then at most one line every ``interval`` seconds from its greedy steps
-and every line its outer loop asks for; with ``verbose >= 2`` every greedy step prints.
+kernel block takes), then at most one line every ``interval`` seconds from the steps of each
+phase (greedy selection, hyperparameter learning, basis refinement, EP sweeps, noise
+calibration) and every line its outer loop asks for; with ``verbose >= 2`` every step prints.
 """
 
 import time
+
+import numpy as np
 
 __all__ = ["Progress", "block_megabytes"]
 
@@ -66,3 +69,31 @@ class Progress:
             self.verbose == 1 and self.clock() - self._last >= self.interval
         ):
             self.line(f"{message()} ({self.clock() - self._start:.1f} s)")
+
+    def counting(self, phase, func):
+        """``func`` that reports ``phase: evaluation k, value v`` as a :meth:`step` per call.
+
+        For objectives handed to an optimiser (which calls them an unknown number of times):
+        ``v`` is the value returned, or its first element when a tuple (value, gradient);
+        a value that is not a scalar is not shown.
+
+        Examples
+        --------
+        >>> progress = Progress("Model", verbose=2, clock=lambda: 0.0)
+        >>> square = progress.counting("search", lambda x: (x * x, 2 * x))
+        >>> square(3.0)
+        [Model] search: evaluation 1, value 9 (0.0 s)
+        (9.0, 6.0)
+        """
+        count = 0
+
+        def reporting(*args, **kwargs):
+            nonlocal count
+            out = func(*args, **kwargs)
+            count += 1
+            value = out[0] if isinstance(out, tuple) else out
+            self.step(lambda: f"{phase}: evaluation {count}"
+                      + (f", value {float(value):.6g}" if np.ndim(value) == 0 else ""))
+            return out
+
+        return reporting

@@ -206,6 +206,11 @@ def _report(task, name, X, y, max_basis, baseline, random_state, out):
         print(f"  {label:<22}", end="", file=out, flush=True)
         try:
             row = _evaluate(task, model, X_train, y_train, X_test, y_test, y_shift, y_scale)
+        except ValueError as exc:
+            # The estimators' input checks: what they refuse is a problem with the file.
+            print(file=out, flush=True)
+            reason = " ".join(str(exc).split())
+            raise DataError(f"{label} cannot fit {name!r}: {reason}") from None
         except BaseException:
             print(file=out, flush=True)  # end the line before the error is reported
             raise
@@ -281,6 +286,12 @@ def main(argv=None, out=sys.stdout):
             if task == "regression" and y.dtype.kind not in "fiu":
                 raise DataError(
                     f"target column {args.target!r} is not numeric; use --task classification"
+                )
+            classes = np.unique(y)
+            if task == "classification" and classes.size < 2:
+                raise DataError(
+                    f"target column {args.target!r} holds a single class ({classes[0].item()!r}); "
+                    f"classification needs at least two"
                 )
             problems = [(task, args.csv, X, y)]
         print(

@@ -131,7 +131,9 @@ def _cavities(mu, s2, tau, nu):
     return mc, s2c, ok
 
 
-def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS):
+def all_rows_ep(
+    prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None
+):
     """Parallel EP for the probit sites of all rows under ``prior`` (:class:`SparsePrior`).
 
     Parameters
@@ -146,6 +148,8 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
     tol, max_sweeps : float, int
         EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
         ``max_sweeps`` sweeps.
+    progress : Progress, default=None
+        Reports the sweeps (the fit's ``verbose``).
 
     Returns
     -------
@@ -161,7 +165,7 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
     damping, last_change = 1.0, np.inf
     mu, s2, factors = marginals(prior, tau, nu)
     converged = False
-    for _ in range(max_sweeps):
+    for sweep in range(max_sweeps):
         mc, s2c, ok = _cavities(mu, s2, tau, nu)
         s2c_ok = np.where(ok, s2c, 1.0)
         q = 1.0 + s2c_ok
@@ -175,6 +179,8 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
         new_tau = np.where(ok, new_tau, tau)  # round-off left no cavity: keep the site
         new_nu = np.where(ok, new_nu, nu)
         change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
+        if progress is not None:
+            progress.step(lambda: f"EP sweep {sweep + 1}: largest site change {change:.3g}")
         if change < tol:
             converged = True
             break
@@ -188,7 +194,7 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
 
 
 def negative_log_evidence_all_rows(
-    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL
+    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None
 ):
     """Minus the EP log marginal likelihood of all labels under the sparse prior, and gradient.
 
@@ -205,6 +211,8 @@ def negative_log_evidence_all_rows(
     eval_gradient : bool, default=False
     tol : float
         EP's tolerance on the site parameters.
+    progress : Progress, default=None
+        Reports EP's sweeps.
 
     Returns
     -------
@@ -215,7 +223,9 @@ def negative_log_evidence_all_rows(
     sites : tuple ``(tau, nu)``
         The EP sites (to warm-start the next call).
     """
-    tau, nu, (mu, s2, factors), _ = all_rows_ep(prior, y, bias, tau, nu, tol=tol)
+    tau, nu, (mu, s2, factors), _ = all_rows_ep(
+        prior, y, bias, tau, nu, tol=tol, progress=progress
+    )
     h, g, a, L_B, U, Ua, mean_w = factors
     lam = prior.lam
     mc, s2c, ok = _cavities(mu, s2, tau, nu)

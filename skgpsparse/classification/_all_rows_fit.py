@@ -41,9 +41,9 @@ class AllRowsObjective:
     warm-started from the sites of the previous finite evaluation.
     """
 
-    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL):
+    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None):
         self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
-        self.sites, self.tol = sites, tol
+        self.sites, self.tol, self.progress = sites, tol, progress
 
     def __call__(self, theta, eval_gradient=True):
         kernel = self.kernel.clone_with_theta(theta[:-1])
@@ -51,7 +51,8 @@ class AllRowsObjective:
         try:
             prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
             out = negative_log_evidence_all_rows(
-                prior, self.y, theta[-1], *self.sites, eval_gradient=eval_gradient, tol=self.tol
+                prior, self.y, theta[-1], *self.sites, eval_gradient=eval_gradient, tol=self.tol,
+                progress=self.progress,
             )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out = None
@@ -126,12 +127,15 @@ def _learn(model, kernel, bias, sites, X, y, basis):
     Per-feature length scales also carry the hyperprior of :mod:`._hyperprior` (MAP); the loss
     is then minus the log evidence and log prior per row.
     """
-    objective = AllRowsObjective(kernel, X, y, X[basis], sites, tol=_SEARCH_TOL)
+    objective = AllRowsObjective(
+        kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress
+    )
     target = with_length_scale_prior(objective, kernel, y.size)
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
-        theta, _ = minimize_theta(model.optimizer, target, theta0, bounds)
+        search = model._progress.counting("hyperparameters", target)
+        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
     # the sites at the kept theta (the last evaluation may have been another), refined
     objective.tol = _EP_TOL

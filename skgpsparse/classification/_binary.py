@@ -267,6 +267,7 @@ class _BinarySparseGPClassifier:
 
         theta0 = np.append(kernel.theta, bias)
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+        obj_func = self._progress.counting("hyperparameters", obj_func)
         theta, loss = minimize_theta(self.optimizer, obj_func, theta0, bounds)
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
 

@@ -288,7 +288,9 @@ def fit_evidence(model, X, y, rng):
             model._progress.line(f"final selection  NLP_a {nlp_all:.6f}")
             break  # the last selection is a candidate model, not followed by an optimisation
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
-        theta, loss = minimize_theta(model.optimizer, objective, theta0, bounds)
+        theta, loss = minimize_theta(
+            model.optimizer, model._progress.counting("hyperparameters", objective), theta0, bounds
+        )
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
         model.loss_curve_.append(loss)
         rounds += 1

@@ -195,6 +195,12 @@ def cholesky_delete(L, j, *, size=None, overwrite_L=False):
     rotations : GivensRotations
         The rotations, to apply to the rows of matrices such as ``L^-1 K``.
 
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``L`` is singular (a zero or non-finite diagonal entry): it is not the factor of a
+        positive definite matrix, and the rotations would divide by zero. ``L`` is unchanged.
+
     Examples
     --------
     >>> import numpy as np
@@ -208,6 +214,14 @@ def cholesky_delete(L, j, *, size=None, overwrite_L=False):
     j = int(j)
     if not 0 <= j < p:
         raise ValueError(f"`j` must be in [0, {p - 1}], got {j}.")
+    diag = np.diagonal(L)[:p]
+    bad = np.flatnonzero(~np.isfinite(diag) | (diag == 0.0))
+    if bad.size:
+        k = int(bad[0])
+        raise np.linalg.LinAlgError(
+            f"cholesky_delete: the factor is singular (L[{k}, {k}] = {diag[k]:.3g}); it is not "
+            f"the Cholesky factor of a positive definite matrix. Add jitter to the diagonal."
+        )
     W = L if overwrite_L else _work_copy(L, p)
     n_rot = p - j - 1
     cos = np.empty(n_rot)

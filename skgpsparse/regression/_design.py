@@ -135,6 +135,11 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
     units; targets of extreme magnitude can put the objective out of floating-point range
     at every theta within those bounds, and the error then says so.
     """
+    objective = objective or (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
+        model.hyperparameter_objective
+    ]
+    if model._progress is not None:
+        objective = model._progress.counting("hyperparameters", objective)
     try:
         return learn_hyperparameters(
             kernel,
@@ -145,9 +150,7 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             noise_bounds=check_noise_bounds(model.noise_variance_bounds),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
-            objective=objective or (
-                PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES
-            )[model.hyperparameter_objective],
+            objective=objective,
         )
     except ValueError as error:
         if model.normalize_y or y is None or power_of_two_scale(y) == 1.0:
@@ -348,7 +351,7 @@ def _calibrate_noise(model, fit, X, y, noise_bounds):
     amplitude = kernel_amplitude(fit.kernel) if model.noise_calibration == "loo" else None
     s2_loo, c, (before, after) = loo_noise_variance(
         fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds,
-        scale_bounds=None if amplitude is None else amplitude[2],
+        scale_bounds=None if amplitude is None else amplitude[2], progress=model._progress,
     )
     model._progress.line(
         f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g}, kernel scaled by "

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._validation import plain_float_rows
+from .._validation import check_vector_input, plain_float_rows
 from ..selection import BaseSelector
 from ._design import alternate
 from ._fitting import prepare_fit, store_fit
@@ -148,8 +148,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Randomness of the working sets and of random selection.
     verbose : int, default=0
         Print progress: with 1, a first line (rows, basis size, memory), a line per
-        alternation and a line on the greedy steps at least every few seconds; with 2, a line
-        per greedy step.
+        alternation and a line every few seconds from the steps of each phase (selection,
+        hyperparameter search, refinement, noise calibration); with 2, a line per step.
     n_jobs : int, default=None
         Threads for the passes over the training rows during basis selection (kernel
         columns, residual and state updates, chunk by chunk; BLAS runs on one thread per
@@ -320,6 +320,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     def _fit(self, X, y):
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
+        check_vector_input(self)  # structured inputs: a clear error (docs: compared)
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(
             self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]

@@ -135,7 +135,9 @@ def _vertex(x, f):
     return float(np.clip(b / denominator / (-2.0 * a), x[0], x[2]))
 
 
-def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scale_bounds=None):
+def loo_noise_variance(
+    kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scale_bounds=None, progress=None
+):
     """The noise variance (and kernel scale) minimising the leave-one-out predictive NLPD.
 
     Parameters
@@ -158,6 +160,8 @@ def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scal
     scale_bounds : pair of floats or None, default=None
         Bounds of the factor ``c`` the kernel is scaled by (module docstring, "The amplitude
         with the noise"); ``None`` keeps the kernel (``c = 1``).
+    progress : Progress, default=None
+        Reports each pass over the rows (the fit's ``verbose``).
 
     Returns
     -------
@@ -177,13 +181,15 @@ def loo_noise_variance(kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scal
     if isinstance(X, RowStore):
         count = X.n * TY.shape[1]
 
-        def sums(grid):
+        def row_sums(grid):
             return X.sum(_partition_sums, kernel, X_basis, W, lam, TY, grid) / count
     else:
         Y = Y.reshape(X.shape[0], -1)
 
-        def sums(grid):
+        def row_sums(grid):
             return _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid) / Y.size
+
+    sums = row_sums if progress is None else progress.counting("noise calibration", row_sums)
 
     def nlpd(grid, mean_log, mean_z2):
         """The NLPD at noise ``c r`` for every ``r`` of ``grid`` from the rows' means of

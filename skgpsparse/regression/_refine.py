@@ -270,6 +270,7 @@ def refine_basis(
             return np.inf, np.zeros_like(params)
         if not np.isfinite(value):
             return np.inf, np.zeros_like(params)
+        progress.step(lambda: f"refine_basis: {objective} {value:.6g}")
         grad = np.concatenate([g_theta, [g_noise] if learn_noise else [], g_Z.ravel()])
         return -value, -grad
 

@@ -315,9 +315,9 @@ class RegressionState(_CandidateScoring):
     def append(self, j):
         """Add training point ``j`` to the basis: O(n p). Returns False if it is redundant.
 
-        A point is redundant when its conditional prior variance given the basis,
-        ``k_jj + jitter - |L^-1 k_uj|^2``, is below half the jitter (it is at least the jitter
-        in exact arithmetic): it is then marked and never offered again.
+        A point is redundant, marked and never offered again, when its conditional prior
+        variance ``k_jj + jitter - |L^-1 k_uj|^2`` is below half the jitter (exactly, >= jitter)
+        or what it adds to ``V V^T``, ``|v|^2 - |R^-1 V v|^2``, is round-off (repeated rows).
         """
         j = int(j)
         p = self.p
@@ -341,7 +341,12 @@ class RegressionState(_CandidateScoring):
         lpp = self._L[p, p]
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
+        q = self.q.copy() if hasattr(self, "q") else None  # restored if j is redundant; O(n)
         Vv, vv, vy = self._append_pass(z_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
+        rv = _solve_lower(self.R, Vv) if p else Vv
+        if q is not None and not vv - float(rv @ rv) > 1e-10 * vv:  # R's pivot is round-off
+            self.q[:], self.redundant[j] = q, True
+            return False
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
         rpp = self._R[p, p]

@@ -81,6 +81,9 @@ def test_no_baseline_and_explicit_task(regression_csv):
         ("a,b,y\n1,x,0\n4,5,1\n", "y", "non-numeric value 'x'"),
         ("a,b,y\n1,nan,0\n4,5,1\n", "y", "missing or infinite"),
         ("a,b,y\n", "y", "needs a header row and at least one data row"),
+        ("", "y", "needs a header row and at least one data row"),
+        ("a,b,y\n1,2,1\n3,4,1\n5,6,1\n", "y", "target column 'y' holds a single class (1.0)"),
+        ("a,y\n1,spam\n2,spam\n", "y", "holds a single class ('spam'); classification needs"),
         ("y\n1\n2\n", "y", "no feature columns"),
     ],
 )
@@ -108,3 +111,30 @@ def test_help_and_argument_errors():
     result = subprocess.run([sys.executable, "-m", "skgpsparse", "--csv", "x.csv"],
                             capture_output=True, text=True)
     assert result.returncode == 2 and "--csv and --target go together" in result.stderr
+
+
+def test_bad_file_exits_with_status_2_and_no_traceback(tmp_path):
+    # The command as a user runs it: a single-class target used to end in the estimator's
+    # ValueError traceback and status 1.
+    path = _write_csv(tmp_path / "one.csv", ["a", "b", "y"], [[i, -i, 1] for i in range(30)])
+    result = subprocess.run([sys.executable, "-m", "skgpsparse", "--csv", path, "--target", "y"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "single class" in result.stderr
+
+
+def test_estimator_refusal_is_one_line(monkeypatch, capsys, regression_csv):
+    # Whatever else an estimator's input checks refuse is reported as a problem with the file.
+    import skgpsparse._cli._demo as demo
+
+    class Refuses:
+        def fit(self, X, y):
+            raise ValueError("Input y has\na problem.")
+
+    monkeypatch.setattr(demo, "_models", lambda *args: [("skgpsparse", Refuses())])
+    code, report = _run(["--csv", regression_csv, "--target", "target"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and report.endswith("skgpsparse            \n")
+    assert err == ("python -m skgpsparse: error: skgpsparse cannot fit "
+                   f"{regression_csv!r}: Input y has a problem.")

@@ -316,6 +316,27 @@ def test_delete_bad_arguments_raise():
         rot.apply(np.ones((3, 2)))
 
 
+def test_delete_singular_factor_raises_linalgerror():
+    # A zero on the diagonal (A = diag(1, 0, 1)): the rotation of columns (0, 1) divides 0 by 0.
+    # The contract is a LinAlgError naming the problem, never a NaN factor, and L left unchanged.
+    L = np.diag([1.0, 0.0, 1.0])
+    for j in range(3):
+        for overwrite in (False, True):
+            S = L.copy()
+            with pytest.raises(np.linalg.LinAlgError, match=r"cholesky_delete.*singular.*L\[1, 1\]"):
+                cholesky_delete(S, j, overwrite_L=overwrite)
+            np.testing.assert_array_equal(S, L)
+    # A non-finite diagonal inside a preallocated storage's active block is refused alike; the
+    # spare capacity beyond ``size`` is not read.
+    S = np.full((5, 5), np.nan)
+    S[:3, :3] = np.diag([2.0, np.inf, 1.0])
+    with pytest.raises(np.linalg.LinAlgError, match=r"L\[1, 1\] = inf"):
+        cholesky_delete(S, 0, size=3)
+    S[:3, :3] = np.linalg.cholesky(spd(3, np.random.default_rng(8)))
+    L_new, _ = cholesky_delete(S, 0, size=3)
+    assert np.all(np.isfinite(L_new))
+
+
 def test_rotations_apply_variants():
     rng = np.random.default_rng(7)
     p, n = 9, 5

@@ -1,0 +1,163 @@
+"""Drop-in for scikit-learn's GPs on awkward inputs: repeated rows (a singular kernel matrix),
+with every row in the basis and scikit-learn's own GaussianProcessRegressor as the reference,
+and structured inputs (a kernel over strings), which the sparse models refuse by name."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    DotProduct,
+    GenericKernelMixin,
+    Hyperparameter,
+    Kernel,
+)
+
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+
+def _fixed(kernel, noise, max_basis):
+    return SparseGPRegressor(kernel, noise_variance=noise, noise_variance_bounds="fixed",
+                             optimizer=None, max_basis=max_basis, random_state=0)
+
+
+# ---------------------------------------------------------------- singular kernel matrices
+def _repeated_rows(seed, repeats=5):
+    rng = np.random.RandomState(seed)
+    X0 = rng.uniform(-3, 3, size=(12, 1))
+    X = np.repeat(X0, repeats, axis=0)
+    return X0, X, np.sin(X[:, 0]) + 0.1 * rng.randn(len(X))
+
+
+def test_low_rank_kernel_on_repeated_rows_predicts_as_the_exact_gp():
+    # A linear kernel (rank 2) on 60 rows, each repeated 5 times, noise 1e-10: K + s2 I is
+    # singular up to the noise. scikit-learn's GPR predicts; ours raised a LinAlgError from
+    # cholesky_append (the factor of V V^T + s2 I lost its pivot to round-off).
+    amplitude, s2 = 1e4, 1e-10
+    X0, X, y = _repeated_rows(1)
+    kernel = ConstantKernel(amplitude, "fixed") * DotProduct(1.0, sigma_0_bounds="fixed")
+    X_test = np.linspace(-3, 3, 9)[:, None]
+    model = _fixed(kernel, s2, len(X)).fit(X, y)
+    mean, std = model.predict(X_test, return_std=True)
+    full = GaussianProcessRegressor(kernel, alpha=s2, optimizer=None).fit(X, y)
+    mean_sk, std_sk = full.predict(X_test, return_std=True)
+    # The exact posterior, independently: Bayesian linear regression on the features
+    # phi(x) = sqrt(amplitude) [1, x] (weight space, a well-conditioned 2 x 2 system).
+    Phi = np.sqrt(amplitude) * np.column_stack([np.ones(len(X)), X])
+    Phi_test = np.sqrt(amplitude) * np.column_stack([np.ones(len(X_test)), X_test])
+    A = Phi.T @ Phi + s2 * np.eye(2)
+    exact_mean = Phi_test @ np.linalg.solve(A, Phi.T @ y)
+    exact_std = np.sqrt(s2 * np.einsum("ij,ji->i", Phi_test, np.linalg.solve(A, Phi_test.T)))
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+    np.testing.assert_allclose(mean, exact_mean, atol=1e-6)
+    # scikit-learn's own answer is off by its round-off (a Cholesky of a matrix whose
+    # condition is ~1e16); ours agrees with it to within that.
+    sk_error = np.max(np.abs(mean_sk - exact_mean))
+    assert np.max(np.abs(mean - mean_sk)) <= sk_error + 1e-6
+    # The predictive std is exact up to round-off amplified by the conditioning: well
+    # below the prior's std (~300) and of the order of the exact (~1e-5) one.
+    assert np.max(np.abs(std - exact_std)) < 1e-4 * np.sqrt(kernel.diag(X_test)).max()
+    assert np.max(np.abs(std_sk - exact_std)) < 1e-4
+
+
+def test_rbf_on_repeated_rows_with_tiny_noise_interpolates_the_duplicates_mean():
+    # The same with an RBF kernel of amplitude 1e6 and noise 1e-9: scikit-learn predicts,
+    # ours raised. With the noise 1e-15 of the prior variance the exact GP interpolates the
+    # mean of each input's repeated targets; ours does up to the effect of its jitter (1e-8
+    # of the prior variance, here 1e7 times the noise: the basis' K_uu + jitter I).
+    X0, X, y = _repeated_rows(0)
+    kernel = ConstantKernel(1e6, "fixed") * RBF(1.0, "fixed")
+    model = _fixed(kernel, 1e-9, len(X)).fit(X, y)
+    full = GaussianProcessRegressor(kernel, alpha=1e-9, optimizer=None).fit(X, y)
+    duplicates_mean = y.reshape(12, 5).mean(axis=1)
+    error = np.max(np.abs(model.predict(X0) - duplicates_mean))
+    # scikit-learn's Cholesky of K + 1e-9 I (condition ~1e16) rounds its predictions to
+    # multiples of 1/64 here: ours is the closer of the two to the exact answer.
+    error_sk = np.max(np.abs(full.predict(X0) - duplicates_mean))
+    assert error < 1e-2 and error < error_sk
+    mean, std = model.predict(np.linspace(-3, 3, 25)[:, None], return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_repeated_rows_keep_the_exact_gp_where_k_is_positive_definite(repeats):
+    # With a noise that keeps K + s2 I well conditioned the held pivot is inactive: the
+    # predictions are scikit-learn's to round-off, repeated rows or not.
+    X0, X, y = _repeated_rows(2, repeats)
+    kernel = ConstantKernel(2.0, "fixed") * RBF(0.8, "fixed")
+    X_test = np.linspace(-3.5, 3.5, 15)[:, None]
+    mean, std = _fixed(kernel, 1e-2, len(X)).fit(X, y).predict(X_test, return_std=True)
+    full = GaussianProcessRegressor(kernel, alpha=1e-2, optimizer=None).fit(X, y)
+    mean_sk, std_sk = full.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean, mean_sk, atol=1e-7)
+    np.testing.assert_allclose(std, std_sk, atol=1e-7)
+
+
+# ---------------------------------------------------------------- structured inputs
+class SequenceKernel(GenericKernelMixin, Kernel):
+    """A convolution kernel over strings, as in scikit-learn's gallery example
+    plot_gpr_on_structured_data.py: 1 per pair of equal letters, ``baseline_similarity``
+    per pair of different ones."""
+
+    def __init__(self, baseline_similarity=0.5, baseline_similarity_bounds=(1e-5, 1)):
+        self.baseline_similarity = baseline_similarity
+        self.baseline_similarity_bounds = baseline_similarity_bounds
+
+    @property
+    def hyperparameter_baseline_similarity(self):
+        return Hyperparameter("baseline_similarity", "numeric", self.baseline_similarity_bounds)
+
+    def _f(self, s1, s2):
+        return sum(1.0 if c1 == c2 else self.baseline_similarity for c1 in s1 for c2 in s2)
+
+    def _g(self, s1, s2):
+        return sum(0.0 if c1 == c2 else 1.0 for c1 in s1 for c2 in s2)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        K = np.array([[self._f(x, y) for y in Y] for x in X])
+        if eval_gradient:
+            return K, np.array([[[self._g(x, y)] for y in Y] for x in X])
+        return K
+
+    def diag(self, X):
+        return np.array([self._f(x, x) for x in X])
+
+    def is_stationary(self):
+        return False
+
+    def clone_with_theta(self, theta):
+        cloned = clone(self)
+        cloned.theta = theta
+        return cloned
+
+
+_SEQUENCES = ["AGCTAG", "AGCTAA", "TTCAGG", "TTCAGA", "CGCGCG", "CGCGTA", "GATTAC", "GATCAC"]
+
+
+@pytest.mark.parametrize(
+    "estimator, reference, y",
+    [
+        (SparseGPRegressor, GaussianProcessRegressor, np.arange(8.0)),
+        (SparseGPClassifier, GaussianProcessClassifier, np.array([0, 0, 1, 1, 0, 0, 1, 1])),
+    ],
+)
+def test_kernel_on_strings_is_refused_by_name(estimator, reference, y):
+    # scikit-learn's GPs fit and predict a list of strings with such a kernel; ours failed
+    # in validation with "could not convert string to float". The sparse models evaluate
+    # kernel columns in blocks of a float array (and scale and move basis inputs), so they
+    # refuse the kernel with an error that names it and the way out.
+    kernel = SequenceKernel()
+    assert not kernel.requires_vector_input
+    fitted = reference(kernel=kernel, optimizer=None).fit(_SEQUENCES, y)
+    assert fitted.predict(["AGCTAG", "CCCCCC"]).shape == (2,)
+    with pytest.raises(ValueError, match=(
+        rf"{estimator.__name__} needs numeric feature vectors, but `kernel` "
+        r"SequenceKernel\(.*\) has requires_vector_input=False.*map the inputs to feature "
+        r"vectors, or use scikit-learn's GaussianProcessRegressor")):
+        estimator(kernel=kernel, max_basis=8).fit(_SEQUENCES, y)
+    # A kernel on vectors is unaffected.
+    X = np.arange(8.0)[:, None]
+    assert estimator(kernel=RBF(2.0), max_basis=8).fit(X, y).predict(X).shape == (8,)
