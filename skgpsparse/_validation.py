@@ -7,13 +7,11 @@ of a caller scoring a few rows at a time, a small finite float ``ndarray`` of th
 width, for which ``validate_data(estimator, X, reset=False, dtype=np.float64)`` would return
 ``X`` itself (``float64``) or its ``float64`` cast (``float32``) and neither warn nor raise.
 Every other input goes to ``validate_data``, so errors and warnings stay scikit-learn's.
-:func:`check_vector_input` refuses, by name, a kernel on structured inputs before ``fit``
-validates ``X`` (which would fail with "could not convert string to float").
 """
 
 import numpy as np
 
-__all__ = ["SMALL_ROWS", "check_vector_input", "plain_float_rows"]
+__all__ = ["SMALL_ROWS", "plain_float_rows"]
 
 # Inputs up to this many rows take the cheap check; beyond, validation's fixed cost is small
 # against the prediction itself.
@@ -57,26 +55,3 @@ def plain_float_rows(estimator, X):
         return None
     return X if X.dtype == np.float64 else X.astype(np.float64)
 
-
-def check_vector_input(estimator):
-    """Refuse a kernel on structured inputs (``requires_vector_input = False``) by name.
-
-    scikit-learn's GPs fit such a kernel on a list of strings or sequences; the sparse models
-    evaluate kernel columns in blocks of a float array, scale and (``refine_basis``) move the
-    basis inputs, which structured inputs do not allow.
-
-    Examples
-    --------
-    >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse import SparseGPRegressor
-    >>> check_vector_input(SparseGPRegressor(RBF()))  # feature vectors: nothing to say
-    """
-    kernel = getattr(estimator, "kernel", None)
-    if kernel is not None and not getattr(kernel, "requires_vector_input", True):
-        raise ValueError(
-            f"{type(estimator).__name__} needs numeric feature vectors, but `kernel` "
-            f"{kernel} has requires_vector_input=False (inputs such as strings or sequences). "
-            "Its sparse basis is selected from, and predicts through, kernel columns computed "
-            "in blocks of a float array: map the inputs to feature vectors, or use "
-            "scikit-learn's GaussianProcessRegressor / GaussianProcessClassifier."
-        )

@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._validation import check_vector_input, plain_float_rows
+from .._validation import plain_float_rows
+from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
@@ -171,9 +172,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Randomness of the working sets and random selection (the default all-rows fit with
         ``selection="auto"`` draws nothing).
     verbose : int, default=0
-        Print one line per outer iteration (NLP, basis size, bias, kernel, time); with 1
-        also a line every few seconds from the steps of each phase (selection,
-        hyperparameter search, EP sweeps), with 2 a line per step.
+        Print one line per outer iteration (NLP, basis size, bias, kernel, time), and every
+        few seconds one from each phase's steps (selection, hyperparameters, EP; 2: all).
 
     Attributes
     ----------
@@ -311,7 +311,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         reset_fitted_state(self, _PRIVATE_STATE)
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
-        check_vector_input(self)  # structured inputs: a clear error (docs: compared)
+        if is_structured(self):  # strings, sequences...: fitted on their row numbers
+            return fit_indexed(self, X, y, self.fit)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder()
@@ -395,7 +396,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             if X_plain is not None:
                 return X_plain, predictors
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=np.float64), self._predictors
+        return query_rows(self, X, self._predictors)
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at ``X``.

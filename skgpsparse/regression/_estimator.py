@@ -13,7 +13,10 @@ from threadpoolctl import threadpool_limits
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
-from .._validation import check_vector_input, plain_float_rows
+from .._validation import plain_float_rows
+from ..kernels._structured import (
+    fit_indexed, indexed_predictors, is_structured, refuse_structured
+)
 from ..selection import BaseSelector
 from ._design import alternate
 from ._fitting import prepare_fit, store_fit
@@ -320,7 +323,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     def _fit(self, X, y):
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
-        check_vector_input(self)  # structured inputs: a clear error (docs: compared)
+        if is_structured(self):  # strings, sequences...: fitted on their row numbers
+            return fit_indexed(self, X, y, self._fit)
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(
             self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
@@ -426,6 +430,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             return predict_dask(self, X, return_std, return_cov)
         # A few finite float rows skip validate_data's fixed cost (single-row callers); the
         # array is the one validate_data would return, and every other input goes through it.
+        if is_structured(self):  # strings, sequences...: their row numbers, looked up
+            fitted = getattr(self, "_predictor", None)
+            X_rows, (predictor,) = indexed_predictors(self, X, [fitted])
+            return predictor.predict(
+                X_rows, return_std, return_cov, self._y_train_mean, self._y_train_std
+            )
         X_plain = plain_float_rows(self, X) if hasattr(self, "_predictor") else None
         if X_plain is None:
             X_plain = validate_data(self, X, reset=False, dtype=np.float64)
@@ -464,6 +474,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
                 (n_samples_X, n_targets, n_samples)
             The draws, in the units of the targets.
         """
+        refuse_structured(self, "sample_y")
         rng = check_random_state(random_state)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if X.shape[0] <= EXACT_ROWS or not hasattr(self, "_predictor"):
