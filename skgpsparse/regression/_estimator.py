@@ -158,7 +158,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     normalize_y : bool, default=False
         Centre and scale the targets before fitting (as scikit-learn's GP regressor).
     random_state : int, RandomState instance or None, default=None
-        Randomness of the working sets and of random selection.
+        Randomness of the working sets, of random selection and of the ``learning_rows`` subsample.
     verbose : int, default=0
         Print progress: with 1, a first line (rows, basis size, memory), a line per
         alternation and a line on the greedy steps at least every few seconds; with 2, a line
