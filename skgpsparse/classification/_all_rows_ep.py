@@ -41,9 +41,13 @@ the cavity. The ``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
 """
 
+import threading
+from contextlib import contextmanager
+
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.special import log_ndtr
+from sklearn.gaussian_process.kernels import Kernel
 
 from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
@@ -59,7 +63,14 @@ from ._all_rows_passes import (
 )
 from ._probit import inverse_mills
 
-__all__ = ["SparsePrior", "all_rows_ep", "marginals", "negative_log_evidence_all_rows"]
+__all__ = [
+    "SparsePrior",
+    "all_rows_ep",
+    "marginals",
+    "negative_log_evidence_all_rows",
+    "reusing_priors",
+    "weight_posterior_of",
+]
 
 PRIORS = ("fitc", "dtc")
 # Jitter of K_uu relative to its mean diagonal, raised tenfold while the factor fails.
@@ -68,6 +79,59 @@ _EP_TOL = 1e-6
 _EP_MAX_SWEEPS = 200
 # Smallest damping of the parallel site updates.
 _MIN_DAMPING = 0.05
+
+
+_REUSE = threading.local()
+
+
+@contextmanager
+def reusing_priors():
+    """Within it (a context manager or a decorator), a :class:`SparsePrior` of the same kernel,
+    rows and basis as the last one built in this thread is that one, not built again.
+
+    A fit builds the prior of its final kernel for its last evidence evaluation, again for the
+    predictor and again for the fitted evidence; each is one pass over the kernel block. The
+    last prior is released when the outermost block ends.
+    """
+    outermost = not getattr(_REUSE, "enabled", False)
+    _REUSE.enabled = True
+    try:
+        yield
+    finally:
+        if outermost:
+            _REUSE.enabled, _REUSE.last = False, None
+
+
+def _same_kernel(a, b):
+    """Same kernel class and parameters (floats to rounding: ``exp(log(x))`` may differ from x)."""
+    pa, pb = a.get_params(), b.get_params()
+    if type(a) is not type(b) or pa.keys() != pb.keys():
+        return False
+    for key, va in pa.items():
+        vb = pb[key]
+        if isinstance(va, (str, Kernel)) or isinstance(vb, (str, Kernel)):
+            if isinstance(va, str) != isinstance(vb, str) or (isinstance(va, str) and va != vb):
+                return False
+            continue
+        try:
+            va, vb = np.asarray(va, dtype=float), np.asarray(vb, dtype=float)
+        except (TypeError, ValueError):
+            if va is not vb:
+                return False
+            continue
+        if va.shape != vb.shape or not np.allclose(va, vb, rtol=1e-12, atol=0.0):
+            return False
+    return True
+
+
+def _reusable(kernel, X, X_u, prior):
+    """The last prior built in this thread if reuse is on and it has these arguments."""
+    last = getattr(_REUSE, "last", None) if getattr(_REUSE, "enabled", False) else None
+    if last is None or last.X is not X or last.prior != prior:
+        return None
+    if last.X_u.shape != X_u.shape or not np.array_equal(last.X_u, X_u):
+        return None
+    return last if _same_kernel(last.kernel, kernel) else None
 
 
 class SparsePrior:
@@ -87,7 +151,17 @@ class SparsePrior:
     def __init__(self, kernel, X, X_u, prior="fitc"):
         if prior not in PRIORS:
             raise ValueError(f"`prior` must be one of {PRIORS}, got {prior!r}.")
+        reused = _reusable(kernel, X, X_u, prior)
+        if reused is not None:
+            self.__dict__.update(reused.__dict__)
+            self.kernel = kernel
+            return
         self.kernel, self.X, self.X_u, self.prior = kernel, X, X_u, prior
+        self._factor(kernel, X, X_u, prior)
+        if getattr(_REUSE, "enabled", False):
+            _REUSE.last = self
+
+    def _factor(self, kernel, X, X_u, prior):
         K_uu = kernel(X_u)
         scale = max(float(np.mean(np.diag(K_uu))), np.finfo(float).tiny)
         jitter = _JITTER * scale
@@ -102,10 +176,10 @@ class SparsePrior:
                 "The kernel matrix of the basis is not positive definite even with a jitter of "
                 f"{jitter:.3g}: the kernel is degenerate on the basis."
             )
-        K_uf = np.empty((X_u.shape[0], X.shape[0]))
+        # V = L^-1 K_uf chunk by chunk (Fortran order: a block of rows is contiguous)
+        self.V = np.empty((X_u.shape[0], X.shape[0]), order="F")
         for rows, K in iter_cross_kernel(kernel, X, X_u):
-            K_uf[:, rows] = K.T
-        self.V = solve_triangular(self.L, K_uf, lower=True, check_finite=False)
+            self.V[:, rows] = solve_triangular(self.L, K.T, lower=True, check_finite=False)
         if prior == "fitc":
             self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)
         else:
@@ -153,6 +227,9 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
         ``(mu, s2, factors)`` of the final sites (:func:`marginals`).
     converged : bool
     """
+    memo = _converged_run(prior, y, bias, tau, nu, tol)
+    if memo is not None:
+        return memo
     if tau is None:
         tau, nu, post = adf_sites(prior, y, bias)
     else:
@@ -183,7 +260,45 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
         post = system(prior, tau, nu) if next_system is None else weight_posterior(*next_system)
     else:
         mu, s2, uu = marginal_pass(prior, tau, nu, post)
-    return tau, nu, (mu, s2, _factors(prior, tau, nu, uu, post)), converged
+    out = tau, nu, (mu, s2, _factors(prior, tau, nu, uu, post)), converged
+    if converged:
+        prior._converged = (y, bias, tol, out)
+    return out
+
+
+def _converged_run(prior, y, bias, tau, nu, tol):
+    """The last converged EP run on ``prior`` if it was for these labels and bias, to at least
+    ``tol``, and ``(tau, nu)`` are its sites (to rounding): EP would stop after one sweep there.
+
+    The fitted model's evidence and predictor start at the fit's final sites (``site_mean_ *
+    site_precision_`` is ``nu~`` to rounding).
+    """
+    memo = getattr(prior, "_converged", None)
+    if memo is None or tau is None:
+        return None
+    y_memo, bias_memo, tol_memo, out = memo
+    tau_memo, nu_memo = out[0], out[1]
+    same = (
+        bias == bias_memo
+        and tol_memo <= tol
+        and np.shape(tau) == tau_memo.shape
+        and np.array_equal(y, y_memo)
+        and np.allclose(tau, tau_memo, rtol=1e-12, atol=0.0)
+        and np.allclose(nu, nu_memo, rtol=1e-12, atol=1e-300)
+    )
+    return out if same else None
+
+
+def weight_posterior_of(prior, tau, nu):
+    """``(L_B, Ua, mean_w)`` of the sites, from the last converged EP run if it had them."""
+    memo = getattr(prior, "_converged", None)
+    if memo is not None:
+        out = memo[3]
+        if np.shape(tau) == out[0].shape and np.allclose(tau, out[0], rtol=1e-12, atol=0.0):
+            if np.allclose(nu, out[1], rtol=1e-12, atol=1e-300):
+                factors = out[2][2]
+                return factors[3], factors[5], factors[6]
+    return system(prior, tau, nu)
 
 
 def negative_log_evidence_all_rows(

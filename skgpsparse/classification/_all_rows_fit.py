@@ -20,7 +20,13 @@ from sklearn.base import clone
 
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import data_scaled_start, per_feature_length_scales
-from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
+from ._all_rows_ep import (
+    _EP_TOL,
+    SparsePrior,
+    negative_log_evidence_all_rows,
+    reusing_priors,
+    weight_posterior_of,
+)
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
 from ._prediction import BinaryPredictor
@@ -78,7 +84,7 @@ class AllRowsPredictor(BinaryPredictor):
 
     def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR):
         sparse = SparsePrior(kernel, X, basis_vectors, prior)
-        _, _, (_, _, _, L_B, _, _, mean_w) = marginals(sparse, tau, nu)
+        L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
         L = sparse.L
         p = L.shape[0]
         w = solve_triangular(L, mean_w, lower=True, trans="T")
@@ -96,8 +102,7 @@ def _start_evidence(model, kernel, X, y, rng):
     """``-log Z_EP / n`` at ``kernel`` and its class-balance bias, on a basis selected there."""
     bias = initial_bias(kernel, X, y) + model.bias_offset
     basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
-    n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], (np.zeros(n), np.zeros(n)))
+    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None))  # EP from ADF
     return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
 
 
@@ -207,6 +212,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds):
     return (candidate if keep else best), rounds
 
 
+@reusing_priors()
 def fit_all_rows(model, X, y, rng):
     """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
 
@@ -220,7 +226,7 @@ def fit_all_rows(model, X, y, rng):
     """
     kernel = clone(model.kernel)
     n = y.size
-    sites = (np.zeros(n), np.zeros(n))
+    sites = (None, None)  # EP's first run starts from one ADF pass
     if model.optimizer is not None:
         kernel = _better_start(model, kernel, X, y, rng)
     bias = initial_bias(kernel, X, y) + model.bias_offset
