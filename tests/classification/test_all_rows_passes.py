@@ -1,4 +1,5 @@
-"""Tests of the all-rows EP's passes over row blocks: the ADF start and the fused EP sweep."""
+"""Tests of the all-rows EP's passes over row blocks (the ADF start, the fused EP sweep) and of
+the reuse of a fit's prior and converged EP run."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ from skgpsparse.classification._all_rows_ep import (
     SparsePrior,
     all_rows_ep,
     negative_log_evidence_all_rows,
+    reusing_priors,
+    weight_posterior_of,
 )
 
 
@@ -183,3 +186,50 @@ def test_passes_read_either_layout_of_v():
     post_c = passes.system(sparse, tau, nu)
     np.testing.assert_allclose(post_c.L_B, post_f.L_B, rtol=1e-12)
     np.testing.assert_allclose(post_c.mean_w, post_f.mean_w, rtol=1e-12)
+
+
+def test_a_prior_is_reused_only_inside_reusing_priors_and_for_the_same_arguments():
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 2)
+    kernel = C(1.3) * RBF(0.9)
+    first = SparsePrior(kernel, X, X[::5])
+    assert SparsePrior(kernel, X, X[::5]).V is not first.V  # outside: built again
+    with reusing_priors():
+        inside = SparsePrior(kernel, X, X[::5])
+        # the same kernel through log space (exp(log(x)) may differ from x), basis by value
+        again = SparsePrior(kernel.clone_with_theta(kernel.theta), X, X[::5].copy())
+        assert again.V is inside.V
+        np.testing.assert_array_equal(inside.V, first.V)
+        for other in (
+            SparsePrior(kernel.clone_with_theta(kernel.theta + 1e-6), X, X[::5]),
+            SparsePrior(kernel, X.copy(), X[::5]),
+            SparsePrior(kernel, X, X[1::5]),
+            SparsePrior(C(1.3) * RBF(0.9, length_scale_bounds="fixed"), X, X[::5]),
+            SparsePrior(kernel, X, X[::5], "dtc"),
+        ):
+            assert other.V is not inside.V
+    assert SparsePrior(kernel, X, X[::5]).V is not inside.V  # released at the end
+
+
+def test_a_converged_run_is_read_back_only_for_its_own_sites_labels_and_bias():
+    sparse, y = _problem(seed=5)
+    value, (tau, nu) = negative_log_evidence_all_rows(sparse, y, 0.2)
+    fresh = SparsePrior(sparse.kernel, sparse.X, sparse.X_u)  # no converged run on it
+    # the fitted model's route: the sites through site_mean_ = nu / tau
+    site_mean = np.divide(nu, tau, out=np.zeros_like(nu), where=tau > 0)
+    for start in [(tau, nu), (tau, tau * site_mean)]:
+        again, _ = negative_log_evidence_all_rows(sparse, y, 0.2, *start)
+        np.testing.assert_allclose(again, value, rtol=1e-12)
+        np.testing.assert_allclose(
+            again, negative_log_evidence_all_rows(fresh, y, 0.2, *start)[0], rtol=1e-9
+        )
+    post = weight_posterior_of(sparse, tau, tau * site_mean)
+    direct = passes.system(sparse, tau, nu)
+    np.testing.assert_allclose(post[0], direct.L_B, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(post[2], direct.mean_w, rtol=1e-9, atol=1e-12)
+    # another bias, other labels or other sites run EP again
+    for labels, bias in [(y, 0.3), (-y, 0.2)]:
+        other = all_rows_ep(sparse, labels, bias, tau, nu)
+        assert other[3] and not np.allclose(other[0], tau, rtol=1e-3)
+    value_other, _ = negative_log_evidence_all_rows(sparse, y, 0.2, tau * 0.5, nu * 0.5)
+    np.testing.assert_allclose(value_other, value, rtol=1e-6)  # EP from there: same point
