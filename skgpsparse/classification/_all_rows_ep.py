@@ -52,8 +52,10 @@ from sklearn.gaussian_process.kernels import Kernel
 from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
+from ..kernels._gradients import row_blocks
 from ._all_rows_passes import (
     adf_sites,
+    block_rows,
     cavities,
     effective_sites,
     ep_sweep,
@@ -355,23 +357,39 @@ def negative_log_evidence_all_rows(
 
 
 def _theta_gradient(prior, g, a, L_B, uu, mean_w):
-    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2)."""
+    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2).
+
+    ``M P^T`` (``n x p``) is formed a block of rows at a time with ``P^T = V^T L^-1`` and
+    ``V G P^T = (B - I) L^-1`` (``B = I + V G V^T``), so ``V^T B^-1 V G P^T = V^T W`` with
+    ``W = (I - B^-1) L^-1``, a ``p x p`` matrix: one product per block and no ``p x n`` ``P``.
+    """
     kernel, X, X_u, L, V = prior.kernel, prior.X, prior.X_u, prior.L, prior.V
+    p, n = V.shape
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
     alpha = a - g * (V.T @ mean_w)
-    P = solve_triangular(L, V, lower=True, trans="T", check_finite=False)  # K_uu^-1 K_uf
+    L_inv = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
+    P_alpha = L_inv.T @ (V @ alpha)
+    W = L_inv - cho_solve((L_B, True), L_inv, check_finite=False)
+    right = np.hstack([W, L_inv])
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
     diag_M = alpha**2 - g + g**2 * uu  # uu = diag(V^T B^-1 V)
-    GPt = g[:, None] * P.T
-    B_inv_VGPt = cho_solve((L_B, True), V @ GPt, check_finite=False)
-    MPt = np.outer(alpha, P @ alpha) - GPt + g[:, None] * (V.T @ B_inv_VGPt)
     grad = np.zeros(kernel.n_dims)
+    shift = g
     if prior.prior == "fitc":
-        MPt -= diag_M[:, None] * P.T  # M' = M - diag(M): dLambda takes the diagonal
+        shift = g + diag_M  # M' = M - diag(M): dLambda takes the diagonal
         _, d_diag = kernel_diag_gradient(kernel, X)
         grad += 0.5 * diag_M @ d_diag
+    MPt = np.empty((n, p))
+    VMPt = np.zeros((p, p))
+    for J in row_blocks(X, block_rows(p)):
+        both = V[:, J].T @ right  # [V^T W, P^T] of the block
+        block = MPt[J]
+        np.multiply(both[:, :p], g[J, None], out=block)
+        block -= shift[J, None] * both[:, p:]
+        block += np.outer(alpha[J], P_alpha)
+        VMPt += V[:, J] @ block
     _, dK_uu = kernel(X_u, eval_gradient=True)
-    PMPt = P @ MPt
+    PMPt = L_inv.T @ VMPt  # P M P^T
     grad -= 0.5 * np.einsum("jk,jkt->t", PMPt, dK_uu)
     for rows, _, contract in iter_kernel_contractions(kernel, X, X_u):
         grad += contract(MPt[rows])

@@ -233,3 +233,18 @@ def test_a_converged_run_is_read_back_only_for_its_own_sites_labels_and_bias():
         assert other[3] and not np.allclose(other[0], tau, rtol=1e-3)
     value_other, _ = negative_log_evidence_all_rows(sparse, y, 0.2, tau * 0.5, nu * 0.5)
     np.testing.assert_allclose(value_other, value, rtol=1e-6)  # EP from there: same point
+
+
+@pytest.mark.parametrize("prior", ["fitc", "dtc"])
+def test_evidence_gradient_by_row_blocks_is_the_one_block_gradient(prior, monkeypatch):
+    # the gradient forms M P^T a block of rows at a time; its finite-difference check runs
+    # on one block (tests/classification/test_all_rows_ep.py)
+    from skgpsparse.classification import _all_rows_ep
+
+    sparse, y = _problem(prior=prior)
+    one = negative_log_evidence_all_rows(sparse, y, 0.1, eval_gradient=True, tol=1e-10)
+    monkeypatch.setattr(_all_rows_ep, "block_rows", lambda p: 7)
+    monkeypatch.setattr(passes, "block_rows", lambda p: 7)
+    blocks = negative_log_evidence_all_rows(sparse, y, 0.1, eval_gradient=True, tol=1e-10)
+    np.testing.assert_allclose(blocks[0], one[0], rtol=1e-12)
+    np.testing.assert_allclose(blocks[1], one[1], rtol=1e-9, atol=1e-12)
