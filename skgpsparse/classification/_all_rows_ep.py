@@ -18,6 +18,10 @@ marginals of the latents are
 
 O(n p^2) for all rows, no ``n x n`` array. EP updates all sites in parallel from these
 marginals (GPML eqs. (3.56)-(3.59) for each row), damped when the site changes stop shrinking.
+Without starting sites, EP starts from one ADF pass over all rows (Csato and Opper's sparse
+online GP by blocks of rows); each sweep is one pass over row blocks of ``V`` that gives the
+marginals, the new sites and the next ``B`` (:mod:`._all_rows_passes`). From the ADF start
+EP needs about two sweeps fewer than from zero sites to reach the same fixed point.
 
 The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
 ``Q + Lambda + S~^-1`` (``Q = V^T V``), written without ``1 / tau~`` (the terms in ``1/tau~``

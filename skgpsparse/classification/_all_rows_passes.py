@@ -205,6 +205,18 @@ def adf_sites(prior, y, bias, rows=None):
         The ADF sites.
     post : WeightPosterior
         The posterior of ``w`` under them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.classification._all_rows_ep import SparsePrior
+    >>> from skgpsparse.classification._all_rows_passes import adf_sites
+    >>> X = np.linspace(-2.0, 2.0, 40)[:, None]
+    >>> y = np.where(X[:, 0] > 0.0, 1.0, -1.0)
+    >>> tau, nu, post = adf_sites(SparsePrior(RBF(), X, X[::8]), y, 0.0, rows=10)
+    >>> bool(np.all(tau > 0.0)), post.L_B.shape
+    (True, (5, 5))
     """
     V, lam = prior.V, prior.lam
     p, n = V.shape
