@@ -12,6 +12,7 @@ from .._progress import Progress
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
 from ._all_rows_fit import AllRowsObjective, AllRowsPredictor, fit_all_rows
+from ._drawn_basis import DrawnBasis, draws_only
 from ._evidence import fit_evidence, negative_log_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
@@ -141,6 +142,8 @@ class _BinarySparseGPClassifier:
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
+        if self.posterior == "all_rows" and draws_only(self.selector, self.n_exchange):
+            return self._select_into(DrawnBasis(X.shape[0], self.max_basis), rng)
         return self._select_into(
             ADFState(
                 kernel,
