@@ -32,7 +32,15 @@ from scipy.linalg.blas import dsyrk
 
 from ._probit import moment_matching
 
-__all__ = ["WeightPosterior", "adf_sites", "ep_sweep", "marginal_pass", "system", "weight_posterior"]
+__all__ = [
+    "WeightPosterior",
+    "adf_sites",
+    "cavities",
+    "ep_sweep",
+    "marginal_pass",
+    "system",
+    "weight_posterior",
+]
 
 # Entries of one p x rows block of V (4 MiB): a block stays in the cache between its solve and
 # its SYRK.

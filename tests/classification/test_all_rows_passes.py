@@ -31,7 +31,8 @@ def _dense(sparse):
 
 
 def _dense_marginals(K, tau, nu):
-    """``Sigma = (K^-1 + T)^-1`` (as ``K - K S (I + S K S)^-1 S K``, ``S = T^1/2``) and ``Sigma nu``."""
+    """``Sigma = (K^-1 + T)^-1``, as ``K - K S (I + S K S)^-1 S K`` with ``S = T^1/2``, and
+    ``Sigma nu``."""
     s = np.sqrt(tau)
     inner = np.eye(tau.size) + s[:, None] * K * s[None, :]
     Sigma = K - K @ (s[:, None] * np.linalg.solve(inner, s[:, None] * K))
