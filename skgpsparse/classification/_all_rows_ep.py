@@ -18,6 +18,10 @@ marginals of the latents are
 
 O(n p^2) for all rows, no ``n x n`` array. EP updates all sites in parallel from these
 marginals (GPML eqs. (3.56)-(3.59) for each row), damped when the site changes stop shrinking.
+Without starting sites, EP starts from one ADF pass over all rows (Csato and Opper's sparse
+online GP by blocks of rows); each sweep is one pass over row blocks of ``V`` that gives the
+marginals, the new sites and the next ``B`` (:mod:`._all_rows_passes`). From the ADF start
+EP needs about two sweeps fewer than from zero sites to reach the same fixed point.
 
 The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
 ``Q + Lambda + S~^-1`` (``Q = V^T V``), written without ``1 / tau~`` (the terms in ``1/tau~``
@@ -41,17 +45,38 @@ the cavity. The ``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
 """
 
+import threading
+from contextlib import contextmanager
+
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dsyrk as _dsyrk
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.special import log_ndtr
+from sklearn.gaussian_process.kernels import Kernel
 
 from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
+from ..kernels._gradients import row_blocks
+from ._all_rows_passes import (
+    adf_sites,
+    block_rows,
+    cavities,
+    effective_sites,
+    ep_sweep,
+    marginal_pass,
+    system,
+    weight_posterior,
+)
 from ._probit import inverse_mills
 
-__all__ = ["SparsePrior", "all_rows_ep", "marginals", "negative_log_evidence_all_rows"]
+__all__ = [
+    "SparsePrior",
+    "all_rows_ep",
+    "marginals",
+    "negative_log_evidence_all_rows",
+    "reusing_priors",
+    "weight_posterior_of",
+]
 
 PRIORS = ("fitc", "dtc")
 # Jitter of K_uu relative to its mean diagonal, raised tenfold while the factor fails.
@@ -60,6 +85,59 @@ _EP_TOL = 1e-6
 _EP_MAX_SWEEPS = 200
 # Smallest damping of the parallel site updates.
 _MIN_DAMPING = 0.05
+
+
+_REUSE = threading.local()
+
+
+@contextmanager
+def reusing_priors():
+    """Within it (a context manager or a decorator), a :class:`SparsePrior` of the same kernel,
+    rows and basis as the last one built in this thread is that one, not built again.
+
+    A fit builds the prior of its final kernel for its last evidence evaluation, again for the
+    predictor and again for the fitted evidence; each is one pass over the kernel block. The
+    last prior is released when the outermost block ends.
+    """
+    outermost = not getattr(_REUSE, "enabled", False)
+    _REUSE.enabled = True
+    try:
+        yield
+    finally:
+        if outermost:
+            _REUSE.enabled, _REUSE.last = False, None
+
+
+def _same_kernel(a, b):
+    """Same kernel class and parameters (floats to rounding: ``exp(log(x))`` may differ from x)."""
+    pa, pb = a.get_params(), b.get_params()
+    if type(a) is not type(b) or pa.keys() != pb.keys():
+        return False
+    for key, va in pa.items():
+        vb = pb[key]
+        if isinstance(va, (str, Kernel)) or isinstance(vb, (str, Kernel)):
+            if isinstance(va, str) != isinstance(vb, str) or (isinstance(va, str) and va != vb):
+                return False
+            continue
+        try:
+            va, vb = np.asarray(va, dtype=float), np.asarray(vb, dtype=float)
+        except (TypeError, ValueError):
+            if va is not vb:
+                return False
+            continue
+        if va.shape != vb.shape or not np.allclose(va, vb, rtol=1e-12, atol=0.0):
+            return False
+    return True
+
+
+def _reusable(kernel, X, X_u, prior):
+    """The last prior built in this thread if reuse is on and it has these arguments."""
+    last = getattr(_REUSE, "last", None) if getattr(_REUSE, "enabled", False) else None
+    if last is None or last.X is not X or last.prior != prior:
+        return None
+    if last.X_u.shape != X_u.shape or not np.array_equal(last.X_u, X_u):
+        return None
+    return last if _same_kernel(last.kernel, kernel) else None
 
 
 class SparsePrior:
@@ -79,7 +157,17 @@ class SparsePrior:
     def __init__(self, kernel, X, X_u, prior="fitc"):
         if prior not in PRIORS:
             raise ValueError(f"`prior` must be one of {PRIORS}, got {prior!r}.")
+        reused = _reusable(kernel, X, X_u, prior)
+        if reused is not None:
+            self.__dict__.update(reused.__dict__)
+            self.kernel = kernel
+            return
         self.kernel, self.X, self.X_u, self.prior = kernel, X, X_u, prior
+        self._factor(kernel, X, X_u, prior)
+        if getattr(_REUSE, "enabled", False):
+            _REUSE.last = self
+
+    def _factor(self, kernel, X, X_u, prior):
         K_uu = kernel(X_u)
         scale = max(float(np.mean(np.diag(K_uu))), np.finfo(float).tiny)
         jitter = _JITTER * scale
@@ -94,10 +182,10 @@ class SparsePrior:
                 "The kernel matrix of the basis is not positive definite even with a jitter of "
                 f"{jitter:.3g}: the kernel is degenerate on the basis."
             )
-        K_uf = np.empty((X_u.shape[0], X.shape[0]))
+        # V = L^-1 K_uf chunk by chunk (Fortran order: a block of rows is contiguous)
+        self.V = np.empty((X_u.shape[0], X.shape[0]), order="F")
         for rows, K in iter_cross_kernel(kernel, X, X_u):
-            K_uf[:, rows] = K.T
-        self.V = solve_triangular(self.L, K_uf, lower=True, check_finite=False)
+            self.V[:, rows] = solve_triangular(self.L, K.T, lower=True, check_finite=False)
         if prior == "fitc":
             self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)
         else:
@@ -105,30 +193,19 @@ class SparsePrior:
 
 
 def marginals(prior, tau, nu):
-    """Posterior marginals ``(mu, s2)`` and the factors the evidence reuses (module docstring)."""
-    V, lam = prior.V, prior.lam
-    h = 1.0 + lam * tau
-    g = tau / h
-    a = nu / h
-    # B = I + V G V^T, its lower triangle by one SYRK (potrf reads only that triangle)
-    B = _dsyrk(1.0, V * np.sqrt(g), lower=1)
-    B[np.diag_indices_from(B)] += 1.0
-    L_B = cholesky(B, lower=True, check_finite=False)
-    U = solve_triangular(L_B, V, lower=True, check_finite=False)  # L_B^-1 V
-    Ua = U @ a
-    mean_w = solve_triangular(L_B, Ua, lower=True, trans="T", check_finite=False)  # B^-1 V a
-    mu = (V.T @ mean_w + lam * nu) / h
-    s2 = lam / h + np.einsum("ij,ij->j", U, U) / h**2
-    return mu, np.maximum(s2, 1e-300), (h, g, a, L_B, U, Ua, mean_w)
+    """Posterior marginals ``(mu, s2)`` and the factors the evidence reuses (module docstring).
+
+    The factors are ``(h, g, a, L_B, uu, Ua, mean_w)`` with ``uu_i = |L_B^-1 V_i|^2``; two passes
+    over ``V`` (the system, then the marginals).
+    """
+    post = system(prior, tau, nu)
+    mu, s2, uu = marginal_pass(prior, tau, nu, post)
+    return mu, s2, _factors(prior, tau, nu, uu, post)
 
 
-def _cavities(mu, s2, tau, nu):
-    """Cavity means and variances, GPML eq. (3.56); rows without a cavity get ``s2_- = inf``."""
-    denominator = 1.0 - tau * s2
-    ok = denominator > 1e-12
-    s2c = np.where(ok, s2 / np.where(ok, denominator, 1.0), np.inf)
-    mc = np.where(ok, s2c * (mu / s2 - nu), mu)
-    return mc, s2c, ok
+def _factors(prior, tau, nu, uu, post):
+    h, g, a = effective_sites(prior.lam, tau, nu)
+    return h, g, a, post.L_B, uu, post.Ua, post.mean_w
 
 
 def all_rows_ep(
@@ -144,7 +221,8 @@ def all_rows_ep(
     bias : float
         Bias ``b`` of ``Phi(y (f + b))``.
     tau, nu : ndarray of shape (n,), default=None
-        Starting sites (natural parameters ``tau~``, ``nu~``); zeros if None.
+        Starting sites (natural parameters ``tau~``, ``nu~``, a warm start); if None, the sites
+        of one ADF pass over all rows (:func:`~._all_rows_passes.adf_sites`).
     tol, max_sweeps : float, int
         EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
         ``max_sweeps`` sweeps.
@@ -156,28 +234,30 @@ def all_rows_ep(
     tau, nu : ndarray of shape (n,)
         The sites.
     marginals : tuple
-        ``(mu, s2, factors)`` of the final sites.
+        ``(mu, s2, factors)`` of the final sites (:func:`marginals`).
     converged : bool
     """
-    n = y.size
-    tau = np.zeros(n) if tau is None else np.maximum(np.asarray(tau, dtype=float), 0.0)
-    nu = np.zeros(n) if nu is None else np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
-    damping, last_change = 1.0, np.inf
-    mu, s2, factors = marginals(prior, tau, nu)
+    memo = _converged_run(prior, y, bias, tau, nu, tol)
+    if memo is not None:
+        return memo
+    if tau is None:
+        tau, nu, post = adf_sites(prior, y, bias)
+    else:
+        tau = np.maximum(np.asarray(tau, dtype=float), 0.0)
+        nu = np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
+        post = system(prior, tau, nu)
+    damping, last_change, previous_change = 1.0, np.inf, np.inf
     converged = False
     for sweep in range(max_sweeps):
-        mc, s2c, ok = _cavities(mu, s2, tau, nu)
-        s2c_ok = np.where(ok, s2c, 1.0)
-        q = 1.0 + s2c_ok
-        z = y * (mc + bias) / np.sqrt(q)
-        r, r_plus_z = inverse_mills(z)
-        # GPML eq. (3.58): moments of the tilted distributions; eq. (3.59): the new sites
-        mh = mc + y * s2c_ok * r / np.sqrt(q)
-        s2h = s2c_ok - s2c_ok**2 * r * r_plus_z / q
-        new_tau = np.maximum(1.0 / s2h - 1.0 / s2c_ok, 0.0)
-        new_nu = np.where(new_tau > 0.0, mh / s2h - mc / s2c_ok, 0.0)
-        new_tau = np.where(ok, new_tau, tau)  # round-off left no cavity: keep the site
-        new_nu = np.where(ok, new_nu, nu)
+        # the sweep that will find convergence need not form the next system: skip it when
+        # the geometric decrease of the changes predicts that, and form it after if wrong
+        # (a SYRK pass on its own costs about what it adds to the sweep)
+        expect_last = np.isfinite(previous_change) and (
+            last_change * min(last_change / previous_change, 1.0) < tol
+        )
+        (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
+            prior, y, bias, tau, nu, post, damping, accumulate=not expect_last
+        )
         change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
         if progress is not None:
             progress.step(lambda: f"EP sweep {sweep + 1}: largest site change {change:.3g}")
@@ -186,11 +266,52 @@ def all_rows_ep(
             break
         if change > last_change:  # oscillation of the parallel updates: damp them more
             damping = max(0.5 * damping, _MIN_DAMPING)
-        last_change = change
+            next_system = None  # formed with the previous damping
+        previous_change, last_change = last_change, change
         tau = tau + damping * (new_tau - tau)
         nu = nu + damping * (new_nu - nu)
-        mu, s2, factors = marginals(prior, tau, nu)
-    return tau, nu, (mu, s2, factors), converged
+        post = system(prior, tau, nu) if next_system is None else weight_posterior(*next_system)
+    else:
+        mu, s2, uu = marginal_pass(prior, tau, nu, post)
+    out = tau, nu, (mu, s2, _factors(prior, tau, nu, uu, post)), converged
+    if converged:
+        prior._converged = (y, bias, tol, out)
+    return out
+
+
+def _converged_run(prior, y, bias, tau, nu, tol):
+    """The last converged EP run on ``prior`` if it was for these labels and bias, to at least
+    ``tol``, and ``(tau, nu)`` are its sites (to rounding): EP would stop after one sweep there.
+
+    The fitted model's evidence and predictor start at the fit's final sites (``site_mean_ *
+    site_precision_`` is ``nu~`` to rounding).
+    """
+    memo = getattr(prior, "_converged", None)
+    if memo is None or tau is None:
+        return None
+    y_memo, bias_memo, tol_memo, out = memo
+    tau_memo, nu_memo = out[0], out[1]
+    same = (
+        bias == bias_memo
+        and tol_memo <= tol
+        and np.shape(tau) == tau_memo.shape
+        and np.array_equal(y, y_memo)
+        and np.allclose(tau, tau_memo, rtol=1e-12, atol=0.0)
+        and np.allclose(nu, nu_memo, rtol=1e-12, atol=1e-300)
+    )
+    return out if same else None
+
+
+def weight_posterior_of(prior, tau, nu):
+    """``(L_B, Ua, mean_w)`` of the sites, from the last converged EP run if it had them."""
+    memo = getattr(prior, "_converged", None)
+    if memo is not None:
+        out = memo[3]
+        if np.shape(tau) == out[0].shape and np.allclose(tau, out[0], rtol=1e-12, atol=0.0):
+            if np.allclose(nu, out[1], rtol=1e-12, atol=1e-300):
+                factors = out[2][2]
+                return factors[3], factors[5], factors[6]
+    return system(prior, tau, nu)
 
 
 def negative_log_evidence_all_rows(
@@ -226,9 +347,9 @@ def negative_log_evidence_all_rows(
     tau, nu, (mu, s2, factors), _ = all_rows_ep(
         prior, y, bias, tau, nu, tol=tol, progress=progress
     )
-    h, g, a, L_B, U, Ua, mean_w = factors
+    h, g, a, L_B, uu, Ua, mean_w = factors
     lam = prior.lam
-    mc, s2c, ok = _cavities(mu, s2, tau, nu)
+    mc, s2c, ok = cavities(mu, s2, tau, nu)
     s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
     q = 1.0 + s2c
     z = y * (mc + bias) / np.sqrt(q)
@@ -245,27 +366,44 @@ def negative_log_evidence_all_rows(
         return float(-log_z), (tau, nu)
     r, _ = inverse_mills(z)
     grad_b = np.sum(y * r / np.sqrt(q))
-    grad_theta = _theta_gradient(prior, g, a, U, mean_w)
+    grad_theta = _theta_gradient(prior, g, a, L_B, uu, mean_w)
     return float(-log_z), -np.append(grad_theta, grad_b), (tau, nu)
 
 
-def _theta_gradient(prior, g, a, U, mean_w):
-    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2)."""
+def _theta_gradient(prior, g, a, L_B, uu, mean_w):
+    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2).
+
+    ``M P^T`` (``n x p``) is formed a block of rows at a time with ``P^T = V^T L^-1`` and
+    ``V G P^T = (B - I) L^-1`` (``B = I + V G V^T``), so ``V^T B^-1 V G P^T = V^T W`` with
+    ``W = (I - B^-1) L^-1``, a ``p x p`` matrix: one product per block and no ``p x n`` ``P``.
+    """
     kernel, X, X_u, L, V = prior.kernel, prior.X, prior.X_u, prior.L, prior.V
+    p, n = V.shape
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
     alpha = a - g * (V.T @ mean_w)
-    P = solve_triangular(L, V, lower=True, trans="T", check_finite=False)  # K_uu^-1 K_uf
+    L_inv = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
+    P_alpha = L_inv.T @ (V @ alpha)
+    W = L_inv - cho_solve((L_B, True), L_inv, check_finite=False)
+    right = np.hstack([W, L_inv])
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
-    diag_M = alpha**2 - g + g**2 * np.einsum("ij,ij->j", U, U)
-    GPt = g[:, None] * P.T
-    MPt = np.outer(alpha, P @ alpha) - GPt + g[:, None] * (U.T @ (U @ GPt))  # V^T B^-1 V = U^T U
+    diag_M = alpha**2 - g + g**2 * uu  # uu = diag(V^T B^-1 V)
     grad = np.zeros(kernel.n_dims)
+    shift = g
     if prior.prior == "fitc":
-        MPt -= diag_M[:, None] * P.T  # M' = M - diag(M): dLambda takes the diagonal
+        shift = g + diag_M  # M' = M - diag(M): dLambda takes the diagonal
         _, d_diag = kernel_diag_gradient(kernel, X)
         grad += 0.5 * diag_M @ d_diag
+    MPt = np.empty((n, p))
+    VMPt = np.zeros((p, p))
+    for J in row_blocks(X, block_rows(p)):
+        both = V[:, J].T @ right  # [V^T W, P^T] of the block
+        block = MPt[J]
+        np.multiply(both[:, :p], g[J, None], out=block)
+        block -= shift[J, None] * both[:, p:]
+        block += np.outer(alpha[J], P_alpha)
+        VMPt += V[:, J] @ block
     _, dK_uu = kernel(X_u, eval_gradient=True)
-    PMPt = P @ MPt
+    PMPt = L_inv.T @ VMPt  # P M P^T
     grad -= 0.5 * np.einsum("jk,jkt->t", PMPt, dK_uu)
     for rows, _, contract in iter_kernel_contractions(kernel, X, X_u):
         grad += contract(MPt[rows])

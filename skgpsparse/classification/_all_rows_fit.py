@@ -21,7 +21,13 @@ from sklearn.base import clone
 from .._learning_rows import learning_subsample
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import data_scaled_start, per_feature_length_scales
-from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
+from ._all_rows_ep import (
+    _EP_TOL,
+    SparsePrior,
+    negative_log_evidence_all_rows,
+    reusing_priors,
+    weight_posterior_of,
+)
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
 from ._prediction import BinaryPredictor
@@ -80,7 +86,7 @@ class AllRowsPredictor(BinaryPredictor):
 
     def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR):
         sparse = SparsePrior(kernel, X, basis_vectors, prior)
-        _, _, (_, _, _, L_B, _, _, mean_w) = marginals(sparse, tau, nu)
+        L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
         L = sparse.L
         p = L.shape[0]
         w = solve_triangular(L, mean_w, lower=True, trans="T")
@@ -98,8 +104,7 @@ def _start_evidence(model, kernel, X, y, rng):
     """``-log Z_EP / n`` at ``kernel`` and its class-balance bias, on a basis selected there."""
     bias = initial_bias(kernel, X, y) + model.bias_offset
     basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
-    n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], (np.zeros(n), np.zeros(n)))
+    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None))  # EP from ADF
     return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
 
 
@@ -216,7 +221,7 @@ def _learn_rounds(model, X, y, rng):
     """The kept round of :func:`fit_all_rows` on the rows ``X, y`` and the rounds run."""
     kernel = clone(model.kernel)
     n = y.size
-    sites = (np.zeros(n), np.zeros(n))
+    sites = (None, None)  # EP's first run starts from one ADF pass
     if model.optimizer is not None:
         kernel = _better_start(model, kernel, X, y, rng)
     bias = initial_bias(kernel, X, y) + model.bias_offset
@@ -233,18 +238,19 @@ def _round_on_all_rows(model, best, X, y, rows):
     """The round ``best`` learned on ``X[rows]``, with EP over every row of ``X``.
 
     ``(theta, b)`` and the basis stay (its indices mapped to the training set's); EP runs
-    on all rows to the full tolerance, its sites started afresh (one site per row).
+    on all rows to the full tolerance, its sites started by one ADF pass over them.
     """
     loss, kernel, bias, basis, _, curve = best
     basis = rows[basis]
     n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], (np.zeros(n), np.zeros(n)))
+    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None))  # EP from an ADF pass
     target = with_length_scale_prior(objective, kernel, n)
     loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
     return loss, kernel, bias, basis, objective.sites, curve
 
 
+@reusing_priors()
 def fit_all_rows(model, X, y, rng):
     """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
 

@@ -12,6 +12,7 @@ from .._progress import Progress
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
 from ._all_rows_fit import AllRowsObjective, AllRowsPredictor, fit_all_rows
+from ._drawn_basis import DrawnBasis, draws_only
 from ._evidence import fit_evidence, negative_log_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
@@ -52,8 +53,8 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     n_theta``) and the NLP gradient's row block (four ``rows x p`` arrays of about 32 MB).
     ``n_parallel`` binary fits (one-vs-rest with
     ``n_jobs``) run at the same time. ``all_rows`` (``posterior="all_rows"``) adds the EP's
-    three ``p x n`` arrays (:mod:`._all_rows_ep`: ``K_uf``, ``V = L^-1 K_uf`` and
-    ``U = L_B^-1 V``).
+    ``p x n`` array ``V = L^-1 K_uf`` (:mod:`._all_rows_ep`; its passes read it by row blocks)
+    and, when learning, the evidence gradient's ``n x p`` ``M P^T``.
     """
     kept = working_set if working_set <= 64 else 0
     lower_p = f"lower `max_basis` (now {p})"
@@ -73,8 +74,8 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     ]
     if all_rows:
         parts.append((
-            "the all-rows EP's three max_basis x n arrays",
-            3 * 8.0 * p * n,
+            "the all-rows EP's max_basis x n arrays",
+            (2 if learn else 1) * 8.0 * p * n,
             (lower_p, "pass posterior='basis' (the basis rows' likelihoods only)"),
         ))
     if n_parallel > 1:
@@ -144,6 +145,8 @@ class _BinarySparseGPClassifier:
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
+        if self.posterior == "all_rows" and draws_only(self.selector, self.n_exchange):
+            return self._select_into(DrawnBasis(X.shape[0], self.max_basis), rng)
         return self._select_into(
             ADFState(
                 kernel,

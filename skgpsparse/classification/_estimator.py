@@ -202,7 +202,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ``posterior="all_rows"`` minus the all-rows log evidence per row) after each iteration.
     exchange_loss_curve_ : list of float, or list of such lists
         NLP_a (eq. (5)) of the kept model's basis before the first exchange step and after each
-        exchange step (just the first value when ``n_exchange=0``).
+        exchange step (just the first value when ``n_exchange=0``; NaN with the all-rows
+        posterior and ``selection="random"``, which form no basis posterior).
     estimators_ : list
         The binary one-vs-rest models (more than two classes).
     n_features_in_ : int
