@@ -19,7 +19,8 @@ from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
 from ._fitting import binary_params, store_binary, store_one_vs_rest
-from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
+from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
+                          proba, proba_of_margins)
 from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
 
@@ -360,7 +361,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             Also return the gradient with respect to ``theta`` (two classes only, as in
             scikit-learn).
         clone_kernel : bool, default=True
-            Kept for scikit-learn compatibility; the fitted kernels are never modified.
+            As scikit-learn's: ``False`` leaves the fitted kernel(s) at ``theta``.
 
         Returns
         -------
@@ -374,7 +375,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             if eval_gradient:
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
-        return models_log_marginal_likelihood(models, theta, eval_gradient)
+        return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
 
     def _models(self):
         check_is_fitted(self)
@@ -397,7 +398,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         The latent function here is the probit's argument ``g(x) = f(x) + b`` (bias included),
         so that ``P(y = classes_[1] | x) = Phi(mean / sqrt(1 + var))`` (validation paper
-        eq. (2.7)). With more than two classes, one column per one-vs-rest model.
+        eq. (2.7)). Two classes only, as scikit-learn's (else a ValueError).
 
         Parameters
         ----------
@@ -406,11 +407,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        latent_mean : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        latent_mean : ndarray of shape (n_samples,)
             ``f_* + b`` with ``f_* = k_*u Pi^1/2 B^-1 Pi^1/2 m_u``.
-        latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        latent_var : ndarray of shape (n_samples,)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
+        check_is_fitted(self)
+        check_binary_latent(self.classes_.size)  # ValueError beyond two, as scikit-learn's
         if is_dask_array(X):  # lazy, row-chunked dask arrays
             return predict_dask(self.latent_mean_and_variance, X)
         return by_row_blocks(latent, *self._validate_X(X))

@@ -357,7 +357,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         eval_gradient : bool, default=False
             Also return the gradient with respect to ``theta`` (the layout of ``theta``).
         clone_kernel : bool, default=True
-            Kept for scikit-learn compatibility; the fitted kernel is never modified.
+            As scikit-learn's: ``False`` sets ``kernel_.theta`` to the kernel's part of
+            ``theta`` (the fitted basis, ``alpha_`` and ``noise_variance_`` stay).
 
         Returns
         -------
@@ -374,7 +375,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             not pickled, so refit the model first.
         """
         check_is_fitted(self)
-        return objective_at(self, theta, eval_gradient)
+        return objective_at(self, theta, eval_gradient, clone_kernel)
 
     # ------------------------------------------------------------------ predict
     def predict(self, X, return_std=False, return_cov=False):

@@ -17,8 +17,10 @@ from ._vfe import OBJECTIVES
 __all__ = ["objective_at"]
 
 
-def objective_at(model, theta, eval_gradient):
-    """``log_marginal_likelihood(theta, eval_gradient)`` of a fitted ``SparseGPRegressor``."""
+def objective_at(model, theta, eval_gradient, clone_kernel=True):
+    """``log_marginal_likelihood(theta, eval_gradient, clone_kernel)`` of a fitted
+    ``SparseGPRegressor``; ``clone_kernel=False`` leaves ``kernel_.theta`` at the kernel's
+    part of ``theta`` (scikit-learn's contract)."""
     if theta is None:
         if eval_gradient:
             raise ValueError("Gradient can only be evaluated for theta!=None")
@@ -38,7 +40,11 @@ def objective_at(model, theta, eval_gradient):
             "model does not keep (it stores only what prediction needs). Refit the model "
             "on (X, y) to evaluate the likelihood at another theta."
         )
-    kernel = model.kernel_.clone_with_theta(theta[:n_dims])
+    if clone_kernel:
+        kernel = model.kernel_.clone_with_theta(theta[:n_dims])
+    else:  # scikit-learn's GPR: `kernel = self.kernel_; kernel.theta = theta`
+        kernel = model.kernel_
+        kernel.theta = theta[:n_dims]
     objective = OBJECTIVES[model.hyperparameter_objective]
     if is_dask_array(model._X_train):  # fitted on dask: a sum over the row chunks
         objective = partial(objective_dask, model.hyperparameter_objective)

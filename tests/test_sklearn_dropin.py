@@ -1,0 +1,153 @@
+"""Code written for scikit-learn's GPs, run on the sparse estimators (issue 37, items 1, 2, 3,
+5 and 7). scikit-learn's own ``GaussianProcessRegressor`` / ``GaussianProcessClassifier`` is
+the reference, in the full-basis limit (every training row in the basis) where it applies.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+
+def _regression(n=30, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 1))
+    return X, 5.0 + 3.0 * np.sin(X[:, 0]) + 0.3 * rng.randn(n)
+
+
+def _moons(n=40):
+    return make_moons(n_samples=n, noise=0.2, random_state=0)
+
+
+# ---------------------------------------------------------------- item 1: clone_kernel=False
+def _fitted_pairs():
+    X, y = _regression()
+    kernel = C(1.0) * RBF(1.0)
+    Xc, yc = _moons()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [
+            (SparseGPRegressor(kernel, max_basis=30, optimizer=None).fit(X, y),
+             GaussianProcessRegressor(kernel, alpha=1e-2, optimizer=None).fit(X, y)),
+            (SparseGPClassifier(kernel, max_basis=40, optimizer=None).fit(Xc, yc),
+             GaussianProcessClassifier(kernel, optimizer=None).fit(Xc, yc)),
+        ]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["regressor", "classifier"])
+def test_clone_kernel_false_leaves_kernel_at_theta_as_scikit_learn(index):
+    ours, theirs = _fitted_pairs()[index]
+    theta = np.log([2.0, 0.7])
+    for model in (ours, theirs):
+        start = model.kernel_.theta.copy()
+        value = model.log_marginal_likelihood(theta)  # clone_kernel=True: kernel_ stays
+        np.testing.assert_array_equal(model.kernel_.theta, start)
+        again = model.log_marginal_likelihood(theta, clone_kernel=False)
+        np.testing.assert_allclose(model.kernel_.theta, theta, rtol=0, atol=1e-12)
+        assert again == pytest.approx(value, rel=1e-10)  # the same evaluation either way
+
+
+def test_clone_kernel_false_sets_every_one_vs_rest_kernel():
+    X, y = _moons(60)
+    y = np.where(X[:, 0] > 1.0, 2, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = SparseGPClassifier(C(1.0) * RBF(1.0), max_basis=60, optimizer=None).fit(X, y)
+        theirs = GaussianProcessClassifier(C(1.0) * RBF(1.0), optimizer=None).fit(X, y)
+    stacked = np.log([2.0, 0.5, 1.0, 0.7, 3.0, 1.5])
+    ours.log_marginal_likelihood(stacked, clone_kernel=False)
+    theirs.log_marginal_likelihood(stacked, clone_kernel=False)
+    expected = stacked.reshape(3, 2)
+    for k, est in enumerate(theirs.base_estimator_.estimators_):
+        np.testing.assert_allclose(est.kernel_.theta, expected[k], atol=1e-12)
+    for k, kernel in enumerate(ours.kernels_):
+        np.testing.assert_allclose(kernel.theta, expected[k], atol=1e-12)
+        assert kernel is ours.estimators_[k].kernel_
+
+
+def test_regressor_clone_kernel_false_with_the_noise_entry_sets_the_kernel_part():
+    ours, _ = _fitted_pairs()[0]
+    theta = np.log([2.0, 0.7, 0.05])  # kernel's theta, then log noise variance
+    ours.log_marginal_likelihood(theta, clone_kernel=False)
+    np.testing.assert_allclose(ours.kernel_.theta, theta[:2], atol=1e-12)
+    assert ours.noise_variance_ == 1e-2  # the fitted noise variance stays
+
+
+# ------------------------------------------------ item 3: normalize_y, fixed hyperparameters
+@pytest.mark.parametrize("max_basis", [40, 12])
+def test_normalize_y_with_fixed_hyperparameters_is_fitting_standardised_targets(max_basis):
+    X, y = _regression(40)
+    y = np.column_stack([y, 100.0 - 20.0 * y]) if max_basis == 12 else y
+    Xt = np.linspace(-4, 4, 9)[:, None]
+    kernel = C(2.0) * RBF(1.5)
+    params = dict(noise_variance=0.1, optimizer=None, max_basis=max_basis, random_state=0)
+    model = SparseGPRegressor(kernel, normalize_y=True, **params).fit(X, y)
+    mean, std = model.predict(Xt, return_std=True)
+    y_mean, y_std = y.mean(axis=0), y.std(axis=0)
+    by_hand = SparseGPRegressor(kernel, **params).fit(X, (y - y_mean) / y_std)
+    mean_h, std_h = by_hand.predict(Xt, return_std=True)
+    std_h = std_h * y_std
+    np.testing.assert_allclose(mean, mean_h * y_std + y_mean, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(std, std_h, rtol=1e-10, atol=1e-12)
+    if max_basis >= len(X):  # the full basis: scikit-learn's GPR itself
+        gpr = GaussianProcessRegressor(kernel, alpha=0.1, optimizer=None, normalize_y=True)
+        mean_s, std_s = gpr.fit(X, y).predict(Xt, return_std=True)
+        np.testing.assert_allclose(mean, mean_s, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(std, std_s, rtol=1e-8, atol=1e-8)
+
+
+# ---------------------------------------------- item 5: scikit-learn's refusals, alpha=0
+def test_classifier_refuses_a_compound_kernel_as_scikit_learn():
+    X, y = _moons()
+    kernel = CompoundKernel([RBF(), RBF()])
+    with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
+        GaussianProcessClassifier(kernel).fit(X, y)
+    with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
+        SparseGPClassifier(kernel, max_basis=10).fit(X, y)
+
+
+def test_latent_mean_and_variance_refuses_more_than_two_classes_as_scikit_learn():
+    X, y = _moons(45)
+    y = np.where(X[:, 0] > 1.0, 2, y)
+    message = "only supported for binary classification, received 3 classes"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = GaussianProcessClassifier(optimizer=None).fit(X, y)
+        ours = SparseGPClassifier(max_basis=10, optimizer=None).fit(X, y)
+    for model in (theirs, ours):
+        with pytest.raises(ValueError, match=message):
+            model.latent_mean_and_variance(X)
+
+
+# ------------------------------------------------- item 7: a GPC-signature user optimizer
+def _list_optimizer(obj_func, initial_theta, bounds):
+    """A gradient-free user optimizer that hands obj_func plain lists (a coordinate search);
+    scikit-learn's GPC runs it."""
+    theta = [float(t) for t in initial_theta]
+    value = obj_func(theta, eval_gradient=False)
+    for _ in range(3):
+        for i in range(len(theta)):
+            for step in (-0.5, 0.5):
+                trial = list(theta)
+                trial[i] = min(max(trial[i] + step, bounds[i][0]), bounds[i][1])
+                trial_value = obj_func(trial, eval_gradient=False)
+                if trial_value < value:
+                    theta, value = trial, trial_value
+    return theta, value
+
+
+@pytest.mark.parametrize("kernel", [None, C(1.0) * RBF(1.0)], ids=["default", "user"])
+def test_classifier_takes_a_gpc_signature_optimizer(kernel):
+    X, y = _moons()
+    for reference in (None, C(1.0) * RBF(1.0)):  # scikit-learn's GPC runs it
+        GaussianProcessClassifier(reference, optimizer=_list_optimizer).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = SparseGPClassifier(kernel, max_basis=40, optimizer=_list_optimizer).fit(X, y)
+    assert model.score(X, y) > 0.8
