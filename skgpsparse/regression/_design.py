@@ -21,7 +21,7 @@ from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
-from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._learning import learn_hyperparameters
 from ._likelihood import dtc_value, sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
@@ -29,6 +29,7 @@ from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective, unexplained_variance, vfe_value
+from ._white import warn_at_bounds
 
 __all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
 
@@ -141,7 +142,7 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             X,
             y,
             X_basis,
-            noise_bounds=check_noise_bounds(model.noise_variance_bounds),
+            noise_bounds=model._noise.bounds,
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
             objective=objective or (
@@ -218,8 +219,8 @@ def alternate(model, X, y, p, rng):
     Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined
     when ``model.refine_basis`` asks for it, and the selection's cost curve.
     """
-    noise_bounds = check_noise_bounds(model.noise_variance_bounds)
-    kernel, s2 = model.kernel_, float(model.noise_variance)
+    noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
+    kernel, s2 = model.kernel_, float(model._noise.noise_variance)
     n = X.shape[0]
     learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
@@ -312,8 +313,7 @@ def alternate(model, X, y, p, rng):
     if learn and noise_bounds is not None and model.noise_calibration is not None and p < n:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
-        fit.kernel._check_bounds_params()
-        warn_at_noise_bound(fit.noise_variance, noise_bounds)
+        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance)
     return fit
 
 
