@@ -208,7 +208,8 @@ def test_classifier_takes_a_gpc_signature_optimizer(kernel):
         GaussianProcessClassifier(reference, optimizer=_list_optimizer).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        model = SparseGPClassifier(kernel, max_basis=40, optimizer=_list_optimizer).fit(X, y)
+        model = SparseGPClassifier(kernel, max_basis=40, optimizer=_list_optimizer, max_iter=2)
+        model.fit(X, y)
     assert model.score(X, y) > 0.8
 
 
@@ -243,9 +244,9 @@ def _free_gradient(model):
     return np.abs(np.where(at_lower | at_upper, 0.0, grad))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_fit_ends_where_the_evidence_gradient_vanishes_as_scikit_learn(seed):
-    X, y = make_moons(n_samples=60, noise=0.3, random_state=seed)
+def test_fit_ends_where_the_evidence_gradient_vanishes_as_scikit_learn():
+    # (on main the fit stopped with the gradient 4e-3 off zero here)
+    X, y = make_moons(n_samples=60, noise=0.3, random_state=1)
     kernel = C(1.0, (1e-3, 1e3)) * RBF(1.0, (1e-2, 1e2))
     theirs = GaussianProcessClassifier(kernel).fit(X, y)
     ours = SparseGPClassifier(kernel, max_basis=60).fit(X, y)  # every row in the basis

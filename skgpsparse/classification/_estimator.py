@@ -151,17 +151,17 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         re-selected basis' training NLP varies by about 1e-3 between iterations); with
         ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
     n_restarts : int, default=0
-        Extra runs of the two-loop design from other starts of the bias ``b``: the
-        class-balance start plus 4, -4, 2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that
-        order, at most 10: the outer loop can settle at different fixed points depending on
-        where ``b`` starts, which the training NLP cannot tell apart. Each start is fitted on
-        ``1 - validation_fraction`` of the rows (stratified) for two outer iterations and
-        judged by the held-out NLP; the class-balance start is kept unless another is lower
-        by more than 2 paired standard errors than it and the class prior; the kept start is
-        refitted on all rows. Costs one fit plus ``2 (n_restarts + 1) (1 -
-        validation_fraction)`` outer iterations. Ignored when ``optimizer=None``.
+        Extra fits from other starts of the bias ``b``: the class-balance start plus 4, -4,
+        2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that order, at most 10. All rows
+        posterior: each start fitted on all rows, the highest evidence kept (scikit-learn's
+        ``n_restarts_optimizer`` rule: never below no restart); ``n_restarts + 1`` fits.
+        ``posterior="basis"``: the training NLP cannot tell the two-loop design's fixed points
+        apart, so each start is fitted on ``1 - validation_fraction`` of the rows
+        (stratified) for two outer iterations and judged by the held-out NLP; the class-balance
+        start is kept unless another is lower by more than 2 paired standard errors than it
+        and the class prior, and refitted on all rows. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
-        Share of each class held out to choose among the restarts' starts.
+        Share of each class held out to choose among the restarts' starts (``"basis"``).
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than

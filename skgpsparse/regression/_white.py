@@ -74,7 +74,7 @@ def fold_white(kernel, noise_variance, noise_variance_bounds):
     bounds = None
     if not white.hyperparameter_noise_level.fixed:
         low, high = np.asarray(white.noise_level_bounds, dtype=float).ravel()
-        bounds = (alpha + low, alpha + high)
+        bounds = (alpha + float(low), alpha + float(high))
     start = alpha + white.noise_level
     return rest, NoiseSpec(start, bounds, alpha, white, first)
 
