@@ -34,8 +34,10 @@ PRIOR = "fitc"
 # EP's tolerance on the sites while the optimiser searches (the evidence is stationary in the
 # sites, so its error is second order in theirs); the kept theta's sites are then refined.
 _SEARCH_TOL = 1e-3
-# Iterations of the final L-BFGS-B run on the kept basis (_converged).
+# The final L-BFGS-B run on the kept basis (_converged): its iterations, and its tolerance on
+# the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
+_POLISH_GTOL = 1e-5
 
 
 class AllRowsObjective:
@@ -216,17 +218,19 @@ def _converged(best, X, y):
 
     The rounds give the optimiser a few iterations each (and EP a loose tolerance) between
     re-selections; the kept round's ``(theta, b)`` then sits near, not at, the optimum of its
-    evidence. As scikit-learn's GPC, the fit ends where the projected gradient of minus the
-    log evidence (in total, not per row) is below L-BFGS-B's ``gtol`` of 1e-5, or at a bound;
-    a ``ConvergenceWarning`` says when the iterations ran out first.
+    evidence. As scikit-learn's GPC, the fit ends where L-BFGS-B converged: the projected
+    gradient of minus the log evidence per row below ``gtol = 1e-5`` (scikit-learn's, there
+    on the total; a per-row tolerance keeps large fits from chasing round-off), or at a
+    bound; a ``ConvergenceWarning`` says when the iterations ran out first.
     """
     loss, kernel, bias, basis, sites, curve = best
     n = y.size
     objective = AllRowsObjective(kernel, X, y, X[basis], sites)
     target = with_length_scale_prior(objective, kernel, n)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+    options = {"gtol": _POLISH_GTOL, "ftol": 1e-15, "maxiter": _POLISH_MAXITER}
     res = minimize(target, np.append(kernel.theta, bias), method="L-BFGS-B", jac=True,
-                   bounds=bounds, options={"gtol": 1e-5 / n, "ftol": 1e-15, "maxiter": _POLISH_MAXITER})
+                   bounds=bounds, options=options)
     if res.status == 1:  # the iterations ran out (scikit-learn's warning)
         _check_optimize_result("lbfgs", res)
     value = float(target(res.x, eval_gradient=False))  # the sites at the kept theta
