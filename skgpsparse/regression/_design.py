@@ -21,7 +21,7 @@ from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
-from ._learning import learn_hyperparameters
+from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import dtc_value, sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
@@ -142,7 +142,7 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             X,
             y,
             X_basis,
-            noise_bounds=model._noise.bounds,
+            noise_bounds=_noise_bounds(model),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
             objective=objective or (
@@ -163,6 +163,12 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
 # Starting noise variances of the subset start besides the model's, as fractions of the
 # targets' variance.
 _NOISE_STARTS = (0.1, 1.0)
+
+
+def _noise_bounds(model):
+    """The fit's noise bounds (a WhiteKernel term folded in: ``_white``), or the parameter's."""
+    noise = getattr(model, "_noise", None)  # set by prepare_fit
+    return check_noise_bounds(model.noise_variance_bounds) if noise is None else noise.bounds
 
 
 def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds):
