@@ -87,7 +87,6 @@ def _methods(models):
         ("gpc3.predict_proba", m["gpc3"].predict_proba),
         ("gpc3.predict_log_proba", m["gpc3"].predict_log_proba),
         ("gpc3.decision_function", m["gpc3"].decision_function),
-        ("gpc3.latent", m["gpc3"].latent_mean_and_variance),
         ("gpc3.predict", m["gpc3"].predict),
     ]
 

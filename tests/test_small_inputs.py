@@ -88,14 +88,14 @@ def _test_rows(n=2 * SMALL_ROWS + 1, seed=1):
 
 
 def _classifier_outputs(model, X):
-    mean, var = model.latent_mean_and_variance(X)
-    return {
+    outputs = {
         "predict_proba": model.predict_proba(X),
         "predict_log_proba": model.predict_log_proba(X),
         "decision_function": model.decision_function(X),
-        "latent_mean": mean,
-        "latent_var": var,
     }
+    if model.classes_.size == 2:  # as scikit-learn's GPC: the latent of binary models only
+        outputs["latent_mean"], outputs["latent_var"] = model.latent_mean_and_variance(X)
+    return outputs
 
 
 def _regressor_outputs(model, X):

@@ -20,7 +20,8 @@ from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, binary_params, store_binary, store_one_vs_rest
-from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
+from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
+                          proba, proba_of_margins)
 from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
 
@@ -154,17 +155,17 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         As the regressor's, for ``posterior="all_rows"``: above it the rounds learn on a random
         subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all.
     n_restarts : int, default=0
-        Extra runs of the two-loop design from other starts of the bias ``b``: the
-        class-balance start plus 4, -4, 2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that
-        order, at most 10: the outer loop can settle at different fixed points depending on
-        where ``b`` starts, which the training NLP cannot tell apart. Each start is fitted on
-        ``1 - validation_fraction`` of the rows (stratified) for two outer iterations and
-        judged by the held-out NLP; the class-balance start is kept unless another is lower
-        by more than 2 paired standard errors than it and the class prior; the kept start is
-        refitted on all rows. Costs one fit plus ``2 (n_restarts + 1) (1 -
-        validation_fraction)`` outer iterations. Ignored when ``optimizer=None``.
+        Extra fits from other starts of the bias ``b``: the class-balance start plus 4, -4,
+        2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that order, at most 10. All rows
+        posterior: each start fitted on all rows, the highest evidence kept (scikit-learn's
+        ``n_restarts_optimizer`` rule: never below no restart); ``n_restarts + 1`` fits.
+        ``posterior="basis"``: the training NLP cannot tell the two-loop design's fixed points
+        apart, so each start is fitted on ``1 - validation_fraction`` of the rows
+        (stratified) for two outer iterations and judged by the held-out NLP; the class-balance
+        start is kept unless another is lower by more than 2 paired standard errors than it
+        and the class prior, and refitted on all rows. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
-        Share of each class held out to choose among the restarts' starts.
+        Share of each class held out to choose among the restarts' starts (``"basis"``).
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
@@ -371,7 +372,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             Also return the gradient with respect to ``theta`` (two classes only, as in
             scikit-learn).
         clone_kernel : bool, default=True
-            Kept for scikit-learn compatibility; the fitted kernels are never modified.
+            As scikit-learn's: ``False`` leaves the fitted kernel(s) at ``theta``.
 
         Returns
         -------
@@ -385,7 +386,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             if eval_gradient:
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
-        return models_log_marginal_likelihood(models, theta, eval_gradient)
+        return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
 
     def _models(self):
         check_is_fitted(self)
@@ -408,7 +409,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         The latent function here is the probit's argument ``g(x) = f(x) + b`` (bias included),
         so that ``P(y = classes_[1] | x) = Phi(mean / sqrt(1 + var))`` (validation paper
-        eq. (2.7)). With more than two classes, one column per one-vs-rest model.
+        eq. (2.7)). Two classes only, as scikit-learn's (else a ValueError).
 
         Parameters
         ----------
@@ -417,11 +418,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        latent_mean : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        latent_mean : ndarray of shape (n_samples,)
             ``f_* + b`` with ``f_* = k_*u Pi^1/2 B^-1 Pi^1/2 m_u``.
-        latent_var : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        latent_var : ndarray of shape (n_samples,)
             ``s2_* = k_** - k_*u Pi^1/2 B^-1 Pi^1/2 k_u*``, clipped at 0.
         """
+        check_is_fitted(self)
+        check_binary_latent(self.classes_.size)  # ValueError beyond two, as scikit-learn's
         if is_dask_array(X):  # lazy, row-chunked dask arrays
             return predict_dask(self.latent_mean_and_variance, X)
         return by_row_blocks(latent, *self._validate_X(X))

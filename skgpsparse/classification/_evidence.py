@@ -316,12 +316,13 @@ def fit_evidence(model, X, y, rng):
     return model
 
 
-def models_log_marginal_likelihood(models, theta, eval_gradient=False):
+def models_log_marginal_likelihood(models, theta, eval_gradient=False, clone_kernel=True):
     """The estimator's ``log_marginal_likelihood(theta)`` over its binary models.
 
     One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest, as
     scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all or every
-    model's stacked; no gradient.
+    model's stacked; no gradient. ``clone_kernel=False`` then sets each model's
+    ``kernel_.theta`` to its ``theta`` (scikit-learn's contract).
     """
     theta = np.asarray(theta, dtype=float)
     n_dims = models[0].kernel_.n_dims
@@ -331,7 +332,9 @@ def models_log_marginal_likelihood(models, theta, eval_gradient=False):
                 f"`theta` must have the kernel's {n_dims} log hyperparameters, got shape "
                 f"{theta.shape}."
             )
-        return models[0].log_marginal_likelihood(theta, eval_gradient)
+        out = models[0].log_marginal_likelihood(theta, eval_gradient)
+        _set_thetas(models, [theta], clone_kernel)
+        return out
     if eval_gradient:
         raise NotImplementedError(
             "Gradient of log-marginal-likelihood not implemented for multi-class GPC."
@@ -348,4 +351,14 @@ def models_log_marginal_likelihood(models, theta, eval_gradient=False):
             f"`theta` must have shape {one}({sum(sizes)},) (every class's, stacked: "
             f"{sizes} log hyperparameters), got {theta.shape}."
         )
-    return float(np.mean([m.log_marginal_likelihood(t) for m, t in zip(models, thetas)]))
+    value = float(np.mean([m.log_marginal_likelihood(t) for m, t in zip(models, thetas)]))
+    _set_thetas(models, thetas, clone_kernel)
+    return value
+
+
+def _set_thetas(models, thetas, clone_kernel):
+    """scikit-learn's ``clone_kernel=False``: the fitted kernels (the estimator's ``kernel_``
+    and ``kernels_`` are the same objects) left at the evaluated ``theta``."""
+    if not clone_kernel:
+        for model, theta in zip(models, thetas):
+            model.kernel_.theta = theta

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from ._binary import _make_selector
@@ -45,6 +45,11 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
     ``posterior`` overrides the one ``clf.posterior`` means (a dask fit: ``"basis"``); the
     selection ``"auto"`` follows it.
     """
+    if isinstance(clf.kernel, CompoundKernel):  # scikit-learn's GPC refuses it alike
+        raise ValueError(
+            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
+            f"(fitted ones in `kernels_`); got kernel={clf.kernel!r}."
+        )
     max_basis = clf.max_basis
     posterior = posterior or ("all_rows" if clf.posterior == "auto" else clf.posterior)
     if max_basis > n and posterior == "all_rows":

@@ -44,13 +44,19 @@ def _lbfgs(obj_func, initial_theta, bounds):
 def minimize_theta(optimizer, obj_func, theta0, bounds):
     """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
 
-    A callable's theta is checked (:func:`~skgpsparse._optimize.check_optimizer_result`:
+    A callable may pass ``obj_func`` any sequence of floats (it sees an array). Its theta is
+    checked (:func:`~skgpsparse._optimize.check_optimizer_result`:
     non-finite raises, outside the bounds is clipped with a warning); one that returns a
     non-finite loss leaves ``theta0`` in place.
     """
     if optimizer == "fmin_l_bfgs_b":
         theta, loss = _lbfgs(obj_func, theta0, bounds)
     else:
+        objective = obj_func
+
+        def obj_func(theta, eval_gradient=True):  # a user's theta may be a list or tuple
+            return objective(np.asarray(theta, dtype=float), eval_gradient)
+
         theta, loss = optimizer(obj_func, theta0, bounds)
         theta, clipped = check_optimizer_result(theta, bounds)
         if clipped:  # the loss at the theta kept

@@ -8,7 +8,10 @@ from scipy.special import log_ndtr, logsumexp, ndtr
 from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
 
-__all__ = ["BinaryPredictor", "by_row_blocks", "latent", "log_proba", "margins", "proba"]
+__all__ = [
+    "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent", "log_proba", "margins",
+    "proba",
+]
 
 
 class BinaryPredictor:
@@ -74,6 +77,16 @@ def by_row_blocks(output, X, predictors):
         return output(X, predictors)
     n_rows = block_rows(max(predictor.cross.Z.shape[0] for predictor in predictors))
     return map_row_blocks(lambda X_block: output(X_block, predictors), X, n_rows)
+
+
+def check_binary_latent(n_classes):
+    """scikit-learn's GPC refuses the latent mean and variance of more than two classes
+    (``decision_function`` gives the one-vs-rest margins)."""
+    if n_classes > 2:
+        raise ValueError(
+            "Returning the mean and variance of the latent function f is only supported for "
+            f"binary classification, received {n_classes} classes."
+        )
 
 
 def latent(X, predictors):

@@ -190,7 +190,9 @@ def class_prior_nlp(y_fit, y_held):
 def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
     """Fit ``_BinarySparseGPClassifier(**params)``, from the best of several bias starts.
 
-    With ``n_restarts = 0`` this is the plain fit. Otherwise every start of
+    With ``n_restarts = 0`` this is the plain fit. With ``posterior="all_rows"`` the fit of
+    every start on all rows, the one of highest evidence kept (:func:`_highest_evidence`).
+    Otherwise every start of
     :func:`bias_offsets` is fitted on the rows :func:`stratified_split` keeps, for at most
     ``_SCREEN_MAX_ITER`` outer iterations, and scored by
     :func:`held_out_nlp` on the rows it holds out; the start :func:`choose_start` keeps (the
@@ -214,10 +216,13 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
     -------
     model : _BinarySparseGPClassifier
         Fitted; with restarts, ``restart_offsets_`` and ``restart_losses_`` (mean held-out
-        NLP per start) record the search and ``bias_offset`` is the chosen offset.
+        NLP per start; with ``posterior="all_rows"``, minus the log evidence per row) record
+        the search and ``bias_offset`` is the chosen offset.
     """
     if n_restarts == 0 or params.get("optimizer") is None:
         return _BinarySparseGPClassifier(**params).fit(X, y, rng)
+    if params.get("posterior") == "all_rows":
+        return _highest_evidence(params, X, y, rng, bias_offsets(n_restarts))
     final_rng = copy.deepcopy(rng)
     fit, held = stratified_split(y, validation_fraction, rng)
     offsets = bias_offsets(n_restarts)
@@ -244,3 +249,23 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
     model = _BinarySparseGPClassifier(**params, bias_offset=best).fit(X, y, final_rng)
     model.restart_offsets_, model.restart_losses_ = offsets, losses.mean(axis=1)
     return model
+
+
+def _highest_evidence(params, X, y, rng, offsets):
+    """The all-rows posterior's restarts: scikit-learn's rule (``n_restarts_optimizer``).
+
+    Every bias start is fitted on all rows, each from the random state the plain fit would
+    use (so the default start is the plain fit), and the fit with the highest
+    ``log_marginal_likelihood_value_`` (the EP evidence of all labels, the objective the fit
+    maximises) is kept, the earlier start on ties: restarts never end at a lower evidence
+    than no restart.
+    """
+    best, values = None, []
+    for offset in offsets:
+        model = _BinarySparseGPClassifier(**params, bias_offset=offset)
+        model.fit(X, y, copy.deepcopy(rng))
+        values.append(model.log_marginal_likelihood_value_)
+        if best is None or values[-1] > best.log_marginal_likelihood_value_:
+            best = model
+    best.restart_offsets_, best.restart_losses_ = offsets, -np.array(values) / y.size
+    return best

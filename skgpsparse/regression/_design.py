@@ -24,7 +24,7 @@ from ..kernels._columns import kernel_diag
 from ._all_rows import factors_objective, posterior_on_all_rows
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
-from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
+from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
@@ -32,6 +32,7 @@ from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
+from ._white import warn_at_bounds
 
 __all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
 
@@ -149,7 +150,7 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
             X,
             y,
             X_basis,
-            noise_bounds=check_noise_bounds(model.noise_variance_bounds),
+            noise_bounds=_noise_bounds(model),
             optimizer=model.optimizer,
             jitter=jitter(kernel, X),
             objective=objective,
@@ -168,6 +169,12 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
 # Starting noise variances of the subset start besides the model's, as fractions of the
 # targets' variance.
 _NOISE_STARTS = (0.1, 1.0)
+
+
+def _noise_bounds(model):
+    """The fit's noise bounds (a WhiteKernel term folded in: ``_white``), or the parameter's."""
+    noise = getattr(model, "_noise", None)  # set by prepare_fit
+    return check_noise_bounds(model.noise_variance_bounds) if noise is None else noise.bounds
 
 
 def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds):
@@ -233,7 +240,7 @@ def alternate(model, X, y, p, rng):
     than ``model.learning_rows`` allows, selection, learning and refinement run on a random
     subsample of them and the posterior and the calibration on all (:mod:`._all_rows`).
     """
-    noise_bounds = check_noise_bounds(model.noise_variance_bounds)
+    noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)
     rows = None
     if learn and not isinstance(X, RowStore):
@@ -259,15 +266,14 @@ def alternate(model, X, y, p, rng):
     if learn and calibrate and p < X.shape[0]:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
-        fit.kernel._check_bounds_params()
-        warn_at_noise_bound(fit.noise_variance, noise_bounds)
+        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance)
     return fit
 
 
 def _learn_basis(model, X, y, p, rng):
     """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
-    noise_bounds = check_noise_bounds(model.noise_variance_bounds)
-    kernel, s2 = model.kernel_, float(model.noise_variance)
+    noise_bounds = model._noise.bounds
+    kernel, s2 = model.kernel_, float(model._noise.noise_variance)
     n = X.shape[0]
     learn = _learns(model, noise_bounds)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis

@@ -32,7 +32,7 @@ __all__ = ["SparseGPRegressor"]
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std", "_progress",
+    "_y_train_mean", "_y_train_std", "_progress", "_noise",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -54,11 +54,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : kernel instance, default=None
-        Covariance function; ``None`` means ``ConstantKernel(1.0) * RBF(1.0)``. Give the noise
-        through ``noise_variance``, not a ``WhiteKernel``.
-    noise_variance : float, default=1e-2
+        Covariance function; ``None`` means ``ConstantKernel(1.0) * RBF(1.0)``. A
+        ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
+        scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
+        a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
+    noise_variance : float >= 0, default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
-        the model is fitted to (the normalised ones with ``normalize_y=True``).
+        the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
+        ``WhiteKernel`` term (scikit-learn's ``alpha=0``).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
         Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
     max_basis : int, default=100
@@ -185,7 +188,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         with ``noise_calibration="loo"``).
     noise_variance_ : float
         The learned (or fixed) noise variance, in the units of the fitted targets (set by
-        leave-one-out unless ``noise_calibration=None``).
+        leave-one-out unless ``noise_calibration=None``); with a ``WhiteKernel`` term, the
+        fixed ``noise_variance`` (the learned noise is in ``kernel_``).
     basis_indices_ : ndarray of shape (n_basis,)
         Training-set indices of the basis vectors; with ``refine_basis``, of the rows they
         were selected from before they moved.
@@ -239,7 +243,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kernel": [None, Kernel],
-        "noise_variance": [Interval(numbers.Real, 0, None, closed="neither")],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="left")],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
@@ -380,7 +384,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         eval_gradient : bool, default=False
             Also return the gradient with respect to ``theta`` (the layout of ``theta``).
         clone_kernel : bool, default=True
-            Kept for scikit-learn compatibility; the fitted kernel is never modified.
+            As scikit-learn's: ``False`` sets ``kernel_.theta`` to the kernel's part of
+            ``theta`` (the fitted basis, ``alpha_`` and ``noise_variance_`` stay).
 
         Returns
         -------
@@ -397,7 +402,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             not pickled, so refit the model first.
         """
         check_is_fitted(self)
-        return objective_at(self, theta, eval_gradient)
+        return objective_at(self, theta, eval_gradient, clone_kernel)
 
     # ------------------------------------------------------------------ predict
     def predict(self, X, return_std=False, return_cov=False):
@@ -427,7 +432,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             Predictive mean ``k_u(x)^T alpha_`` (plus the target mean with ``normalize_y``).
         y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Latent standard deviation (add ``noise_variance_`` to the variance for the noisy
-            targets). Only if ``return_std``.
+            targets; a ``WhiteKernel`` term's level is in it, as in scikit-learn). Only if
+            ``return_std``.
         y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
             Latent covariance. Only if ``return_cov``.
 

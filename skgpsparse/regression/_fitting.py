@@ -18,6 +18,7 @@ from ._basis import make_selector
 from ._learning import check_noise_bounds
 from ._prediction import RegressionPredictor, prediction_factors
 from ._refine import check_refinable
+from ._white import fold_white, unfold_white
 
 __all__ = ["prepare_fit", "store_fit"]
 
@@ -42,6 +43,10 @@ def prepare_fit(model, y, n, scaling):
     # Threads of the state's row passes (joblib's reading of n_jobs: None -> 1, -1 -> all).
     model._n_threads = effective_n_jobs(model.n_jobs)
     check_noise_bounds(model.noise_variance_bounds)  # a clear error before any work
+    # a WhiteKernel term is noise (scikit-learn's alpha beside it): fitted as such (_white)
+    model.kernel_, model._noise = fold_white(
+        model.kernel_, model.noise_variance, model.noise_variance_bounds
+    )
     model._y_train_mean, model._y_train_std = scaling
     y = (y - model._y_train_mean) / model._y_train_std
     p = model.max_basis
@@ -58,7 +63,9 @@ def prepare_fit(model, y, n, scaling):
 
 def store_fit(model, fit):
     """Set the fitted attributes from a :class:`~._design.FittedBasis`."""
-    model.kernel_, model.noise_variance_ = fit.kernel, fit.noise_variance
+    model.kernel_, model.noise_variance_ = unfold_white(
+        model._noise, fit.kernel, fit.noise_variance
+    )
     model.basis_indices_ = fit.basis
     model.basis_vectors_ = np.asarray(fit.basis_vectors, dtype=np.float64)
     model.n_iter_, model.n_refine_iter_ = fit.n_iter, fit.n_refine

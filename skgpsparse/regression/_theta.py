@@ -13,12 +13,15 @@ import numpy as np
 from ..rows._dask import is_dask_array
 from ._rows_fit import objective_dask
 from ._vfe import OBJECTIVES
+from ._white import split_white, white_gradient
 
 __all__ = ["objective_at"]
 
 
-def objective_at(model, theta, eval_gradient):
-    """``log_marginal_likelihood(theta, eval_gradient)`` of a fitted ``SparseGPRegressor``."""
+def objective_at(model, theta, eval_gradient, clone_kernel=True):
+    """``log_marginal_likelihood(theta, eval_gradient, clone_kernel)`` of a fitted
+    ``SparseGPRegressor``; ``clone_kernel=False`` leaves ``kernel_.theta`` at the kernel's
+    part of ``theta`` (scikit-learn's contract)."""
     if theta is None:
         if eval_gradient:
             raise ValueError("Gradient can only be evaluated for theta!=None")
@@ -38,20 +41,32 @@ def objective_at(model, theta, eval_gradient):
             "model does not keep (it stores only what prediction needs). Refit the model "
             "on (X, y) to evaluate the likelihood at another theta."
         )
-    kernel = model.kernel_.clone_with_theta(theta[:n_dims])
+    if clone_kernel:
+        kernel = model.kernel_.clone_with_theta(theta[:n_dims])
+    else:  # scikit-learn's GPR: `kernel = self.kernel_; kernel.theta = theta`
+        kernel = model.kernel_
+        kernel.theta = theta[:n_dims]
+    s2 = float(np.exp(theta[-1])) if with_noise else model.noise_variance_
+    rest, white, _ = split_white(kernel) if model._noise.white is not None else (kernel, None, 0)
+    if white is not None:  # the WhiteKernel term is noise beside noise_variance_ (_white)
+        s2 += white.noise_level
     objective = OBJECTIVES[model.hyperparameter_objective]
     if is_dask_array(model._X_train):  # fitted on dask: a sum over the row chunks
         objective = partial(objective_dask, model.hyperparameter_objective)
     out = objective(
-        kernel,
+        rest,
         model._X_train,
         model._y_train,
         model.basis_vectors_,
-        float(np.exp(theta[-1])) if with_noise else model.noise_variance_,
+        s2,
         eval_gradient=eval_gradient,
         # The fitted model's jitter, constant in theta, so the gradient is the value's.
         jitter=model._jitter_value,
     )
-    if eval_gradient and not with_noise:
-        return out[0], out[1][:n_dims]
-    return out
+    if not eval_gradient:
+        return out
+    grad = out[1]
+    if white is not None:  # d/dlog w = w / s2 d/dlog s2; d/dlog noise_variance likewise
+        grad = np.append(white_gradient(kernel, grad, white.noise_level, s2),
+                         grad[-1] * (s2 - white.noise_level) / s2)
+    return out[0], (grad if with_noise else grad[:n_dims])

@@ -423,8 +423,8 @@ def test_multiclass_string_labels():
     # (explicit inverse of an ill-conditioned B after the hyperparameter step: loose rtol)
     np.testing.assert_allclose(proba, p_k / p_k.sum(axis=1, keepdims=True), rtol=1e-5)
     assert np.mean(clf.predict(X) == labels) > 0.85
-    mean, var = clf.latent_mean_and_variance(X[:7])
-    assert mean.shape == var.shape == (7, 3)
+    with pytest.raises(ValueError, match="only supported for binary classification"):
+        clf.latent_mean_and_variance(X[:7])  # as scikit-learn's GPC
 
 
 def test_duplicates_and_huge_scale_never_nan():
