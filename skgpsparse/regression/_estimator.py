@@ -365,7 +365,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         ``log_marginal_likelihood(theta)`` on an unpickled model raises and asks for a refit.
         """
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: the live model keeps its data
         state.pop("_X_train", None)
         state.pop("_y_train", None)
         return state

@@ -438,6 +438,8 @@ def test_pickle_drops_training_data_and_lml_theta_asks_for_refit():
     assert restored.log_marginal_likelihood() == model.log_marginal_likelihood_value_
     with pytest.raises(ValueError, match="Refit"):
         restored.log_marginal_likelihood(theta)
+    # Pickling leaves the live model whole: it still evaluates theta on its data.
+    assert model.log_marginal_likelihood(theta) == expected
     # The unpickled model can be refitted and then evaluates theta again.
     assert restored.fit(X, y).log_marginal_likelihood(theta) == pytest.approx(expected)
 
