@@ -3,7 +3,7 @@
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
@@ -19,6 +19,7 @@ from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
 from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._multiclass import one_vs_rest
 from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
 from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
@@ -161,6 +162,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction)`` outer iterations. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts.
+    multi_class : {"independent", "shared"}, default="independent"
+        More than two classes, one vs rest: a whole binary fit per class, or ``"shared"`` (the
+        all-rows posterior): one kernel and length-scale decision learned on the classes'
+        summed evidence, then a basis, bias and EP per class (``_multiclass``; no restarts).
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
@@ -243,6 +248,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "multi_class": [StrOptions({"independent", "shared"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -264,6 +270,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         tol=1e-3,
         n_restarts=0,
         validation_fraction=0.2,
+        multi_class="independent",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -281,6 +288,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.n_restarts = n_restarts
         self.validation_fraction = validation_fraction
+        self.multi_class = multi_class
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -333,12 +341,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if n_classes == 2:
             y_pm = np.where(y_enc == 1, 1.0, -1.0)
             return store_binary(self, _fit_binary(params, restarts, X, y_pm, rng))
-        seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-        models = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_binary)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
-            for k in range(n_classes)
-        )
-        return store_one_vs_rest(self, models)
+        return store_one_vs_rest(self, one_vs_rest(self, params, restarts, X, y_enc, rng))
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.
