@@ -25,6 +25,7 @@ Usage::
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 import warnings
@@ -65,6 +66,19 @@ def make(fit):
     return SparseGPClassifier(random_state=0)
 
 
+def _commit():
+    """The checkout's short commit, ``+`` when it has uncommitted changes."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "skgpsparse"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+" if dirty else "")
+
+
 def run(name, fit, n_train, n_test, seed):
     X, y, X_test, y_test = split(name, n_train, n_test, seed)
     if fit == "binary":
@@ -86,6 +100,7 @@ def run(name, fit, n_train, n_test, seed):
         "accuracy": round(float(np.mean(model.classes_[np.argmax(proba, 1)] == y_test)), 4),
         "classes": int(np.unique(y).size),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+        "commit": _commit(),
     }
     if hasattr(model, "kernels_"):
         row["kernel"] = str(model.kernels_[0])
@@ -107,14 +122,14 @@ def report():
         "shared, so compare fits of one session by their CPU time).",
         "",
         "| data | fit | classes | n train | wall (s) | CPU (s) | test NLP | accuracy | kernel "
-        "(first class) | when |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "(first class) | when | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['data']} | {r['fit']} | {r['classes']} | {r['n_train']} | {r['wall_s']} | "
             f"{r['cpu_s']} | {r['nlp']} | {r['accuracy']} | {r.get('kernel', '')} | "
-            f"{r['when']} |"
+            f"{r['when']} | {r.get('commit', '')} |"
         )
     (RESULTS / "multiclass.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

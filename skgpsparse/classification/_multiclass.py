@@ -197,15 +197,14 @@ def _select(model, kernel, X, Y, biases, rng):
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
 
 
-def _rounds(model, kernel, biases, sites, X, Y, learn, rng, max_rounds):
-    """Rounds of shared basis selection (all rows) and learning (the rows ``learn``), as the
-    binary fit's :func:`~._all_rows_fit._rounds`; ``((loss, kernel, biases, basis, sites,
-    exchange_curve), rounds run)``."""
+def _rounds(model, kernel, biases, sites, X, Y, rng, max_rounds):
+    """Rounds of shared basis selection and learning on the rows ``X`` (the learning rows),
+    as the binary fit's :func:`~._all_rows_fit._rounds`; ``((loss, kernel, biases, basis,
+    sites, exchange_curve), rounds run)``."""
     best = None
     for it in range(max_rounds):
         basis = _select(model, kernel, X, Y, biases, rng)
-        loss, kernel, biases, sites = _learn(model, kernel, biases, sites, X[learn],
-                                             Y[:, learn], X[basis])
+        loss, kernel, biases, sites = _learn(model, kernel, biases, sites, X, Y, X[basis])
         model.loss_curve_.append(loss)
         improved = best is None or loss < best[0] - model.tol
         if best is None or loss < best[0]:
@@ -219,7 +218,7 @@ def _rounds(model, kernel, biases, sites, X, Y, learn, rng, max_rounds):
     return best, it + 1
 
 
-def _per_feature_choice(model, best, X, Y, learn, rng, max_rounds, n):
+def _per_feature_choice(model, best, X, Y, rng, max_rounds, n):
     """The binary fit's per-feature trial (:func:`~._all_rows_fit._per_feature_choice`) on the
     summed evidence: kept if ``n`` times the gain in mean log evidence per row and class
     (measured on the learning rows) pays the BIC charge for ``n`` rows."""
@@ -228,11 +227,11 @@ def _per_feature_choice(model, best, X, Y, learn, rng, max_rounds, n):
     if ard is None or max_rounds < 1:
         return best, 0
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    first = _learn(model, ard, biases, sites, X[learn], Y[:, learn], X[basis])
+    first = _learn(model, ard, biases, sites, X, Y, X[basis])
     model.loss_curve_.append(first[0])
     candidate, rounds = (first[0], first[1], first[2], basis, first[3], curve), 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
-        more_best, more = _rounds(model, first[1], first[2], first[3], X, Y, learn, rng,
+        more_best, more = _rounds(model, first[1], first[2], first[3], X, Y, rng,
                                   max_rounds - 1)
         rounds += more
         if more_best[0] < candidate[0]:
@@ -295,9 +294,14 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
-    best, n_iter = _rounds(model, kernel, biases, sites, X, Y, learn, rng, model.max_iter)
+    # the shared rounds on the learning rows (a basis of at most max_basis of them)
+    learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
+                                                                     learn.size)))
+    learner.loss_curve_ = model.loss_curve_
+    X_l, Y_l = X[learn], Y[:, learn]
+    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter)
     if model.per_feature_choice:
-        best, more = _per_feature_choice(model, best, X, Y, learn, rng,
+        best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
                                          model.max_iter - n_iter, n)
         n_iter += more
     _, kernel, biases, _, _, _ = best
