@@ -49,7 +49,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
     training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
     costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
-    classes are handled one vs rest, each binary model with its own hyperparameters.
+    classes are handled one vs rest (``multi_class``: a whole fit each, or a shared kernel).
 
     Parameters
     ----------

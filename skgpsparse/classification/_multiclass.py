@@ -333,8 +333,8 @@ def one_vs_rest(clf, params, restarts, X, y_enc, rng):
     """The binary models of ``clf``'s one-vs-rest fit (more than two classes).
 
     ``clf.multi_class``: ``"shared"`` by :func:`fit_shared` (the all-rows posterior only);
-    ``"independent"``, a whole binary fit per class (:func:`~._restarts.fit_binary`, with ``restarts``), in parallel over
-    ``clf.n_jobs``, each from its own seed drawn from ``rng``.
+    ``"independent"``, a whole binary fit per class (:func:`~._restarts.fit_binary`, with
+    ``restarts``), in parallel over ``clf.n_jobs``, each from its own seed drawn from ``rng``.
     """
     n_classes = int(y_enc.max()) + 1
     if clf.multi_class == "shared":
