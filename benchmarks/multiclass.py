@@ -84,7 +84,7 @@ def run(name, fit, n_train, n_test, seed):
     if fit == "binary":
         first = np.unique(y)[0]
         y, y_test = (y == first).astype(int), (y_test == first).astype(int)
-    model = make(fit)
+    model, commit = make(fit), _commit()  # the code this fit runs
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -100,7 +100,7 @@ def run(name, fit, n_train, n_test, seed):
         "accuracy": round(float(np.mean(model.classes_[np.argmax(proba, 1)] == y_test)), 4),
         "classes": int(np.unique(y).size),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
-        "commit": _commit(),
+        "commit": commit,
     }
     if hasattr(model, "kernels_"):
         row["kernel"] = str(model.kernels_[0])
