@@ -18,6 +18,9 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
   binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
   becomes a binary model as the independent fit's (``estimators_``).
 
+Memory: one binary fit's, plus the ``K`` ADF states of the learning rows (``K max_basis
+learn_rows`` floats); the classes run one after the other (``n_jobs`` is not used).
+
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
 (same kernel, class-balance bias, basis and EP). One basis shared by all classes in the final
 posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows, ``max_basis=100``)
