@@ -23,6 +23,7 @@ def _classifiers():
     yield SparseGPClassifier(hyperparameter_objective="evidence", **common)
     yield SparseGPClassifier(n_exchange=3, **common)
     yield SparseGPClassifier(n_restarts=1, **common)
+    yield SparseGPClassifier(multi_class="shared", **common)  # one kernel for all classes
 
 
 def _regressors():

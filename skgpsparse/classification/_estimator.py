@@ -3,7 +3,7 @@
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
@@ -20,6 +20,7 @@ from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, binary_params, store_binary, store_one_vs_rest
+from ._multiclass import one_vs_rest
 from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
                           proba, proba_of_margins)
 from ._restarts import fit_binary
@@ -50,7 +51,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
     training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
     costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
-    classes are handled one vs rest, each binary model with its own hyperparameters.
+    classes are handled one vs rest (``multi_class``: a whole fit each, or a shared kernel).
 
     Parameters
     ----------
@@ -166,6 +167,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         and the class prior, and refitted on all rows. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts (``"basis"``).
+    multi_class : {"independent", "shared"}, default="independent"
+        More than two classes, one vs rest: a whole binary fit per class, or ``"shared"`` (the
+        all-rows posterior): one kernel and length-scale decision learned on the classes'
+        summed evidence, then a basis, bias and EP per class (``_multiclass``; no restarts).
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
@@ -249,6 +254,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "learning_rows": LEARNING_ROWS_OPTIONS,
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "multi_class": [StrOptions({"independent", "shared"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -271,6 +277,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         learning_rows="auto",
         n_restarts=0,
         validation_fraction=0.2,
+        multi_class="independent",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -289,6 +296,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.learning_rows = learning_rows
         self.n_restarts = n_restarts
         self.validation_fraction = validation_fraction
+        self.multi_class = multi_class
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -345,12 +353,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if n_classes == 2:
             y_pm = np.where(y_enc == 1, 1.0, -1.0)
             return store_binary(self, _fit_binary(params, restarts, X, y_pm, rng))
-        seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-        models = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_binary)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
-            for k in range(n_classes)
-        )
-        return store_one_vs_rest(self, models)
+        return store_one_vs_rest(self, one_vs_rest(self, params, restarts, X, y_enc, rng))
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.

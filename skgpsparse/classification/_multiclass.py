@@ -1,0 +1,355 @@
+"""``multi_class="shared"``: the one-vs-rest models share their kernel and length-scale
+decision; each class keeps its own basis, bias and EP sites.
+
+One-vs-rest with ``K`` classes fits ``K`` binary problems ``y_k = +1`` (class ``k``) against
+``-1`` (the rest). Fitted independently (``multi_class="independent"``), each has its own basis
+selection, kernel learning and per-feature trial: ``K`` times one binary fit, most of it in the
+kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
+
+- one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
+  bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
+  factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
+  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis shared by the
+  classes, chosen greedily on the criteria of their ``K`` ADF states summed
+  (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
+- one decision for one length scale per feature (the default kernel), by the binary fit's BIC
+  rule applied to the average class;
+- then each class selects its own basis on all rows under the shared kernel and its bias (the
+  binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
+  becomes a binary model as the independent fit's (``estimators_``).
+
+Memory: one binary fit's, plus the ``K`` ADF states of the learning rows (``K max_basis
+learn_rows`` floats); the classes run one after the other (``n_jobs`` is not used).
+
+With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
+(same kernel, class-balance bias, basis and EP). One basis shared by all classes in the final
+posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows, ``max_basis=100``)
+test NLP 0.68 against 0.48 with a basis per class (benchmarks/RESULTS.md, "Many classes").
+"""
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from ..kernels._scales import per_feature_length_scales
+from ._adf import ADFState
+from ._all_rows_ep import _EP_TOL, SparsePrior, all_rows_ep, negative_log_evidence_all_rows
+from ._all_rows_fit import PRIOR, bic_charge
+from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
+from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
+from ._hyperprior import with_length_scale_prior
+from ._restarts import fit_binary
+
+__all__ = ["SharedObjective", "SummedStates", "fit_shared", "one_vs_rest"]
+
+# Rows of the stratified subsample on which the shared kernel and the biases are learned
+# (each evaluation is one EP run per class on them); all rows when there are fewer.
+LEARN_ROWS = 1000
+# EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
+_SEARCH_TOL = 1e-3
+
+
+class SummedStates:
+    """The selection protocol over ``K`` ADF states that share one basis.
+
+    A selector sees one state whose score of a candidate is the sum of the ``K`` states'
+    scores (lower is better; a candidate with no variance left in any state scores ``inf``),
+    whose sampling weights are their mean, and whose :meth:`add` and :meth:`remove` change
+    every state alike; :meth:`nlp` and :meth:`deletion_scores` are the mean and the sum over
+    the states (the exchange steps of :meth:`_BinarySparseGPClassifier._exchange`).
+
+    Parameters
+    ----------
+    states : list of ADFState
+        One per class, over the same rows, empty or with the same basis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.classification._adf import ADFState
+    >>> from skgpsparse.classification._multiclass import SummedStates
+    >>> X = np.linspace(-2, 2, 12)[:, None]; labels = np.arange(12) % 3
+    >>> states = [ADFState(RBF(1.0), X, np.where(labels == k, 1.0, -1.0), -0.5, 4)
+    ...           for k in range(3)]
+    >>> summed = SummedStates(states)
+    >>> summed.add(int(np.argmin(summed.score("entropy", summed.candidates()))))
+    >>> summed.size, [s.basis_indices.tolist() == summed.basis_indices.tolist() for s in states]
+    (1, [True, True, True])
+    """
+
+    def __init__(self, states):
+        self.states = list(states)
+
+    @property
+    def size(self):
+        return self.states[0].size
+
+    @property
+    def basis_indices(self):
+        return self.states[0].basis_indices
+
+    @property
+    def n_samples(self):
+        return self.states[0].n_samples
+
+    def candidates(self):
+        """Rows that are candidates of every state (sorted)."""
+        out = self.states[0].candidates()
+        for state in self.states[1:]:
+            out = np.intersect1d(out, state.candidates(), assume_unique=True)
+        return out
+
+    def score(self, criterion, J):
+        """Sum over the states of their scores of ``J``."""
+        return sum(np.asarray(state.score(criterion, J), dtype=float) for state in self.states)
+
+    def sampling_weights(self, J):
+        """Mean over the states of their sampling weights at ``J``."""
+        return sum(state.sampling_weights(J) for state in self.states) / len(self.states)
+
+    def add(self, j):
+        for state in self.states:
+            state.add(j)
+
+    def remove(self, k):
+        for state in self.states:
+            state.remove(k)
+
+    def deletion_scores(self):
+        return sum(state.deletion_scores() for state in self.states)
+
+    def nlp(self, *, all_points=False):
+        return float(np.mean([state.nlp(all_points=all_points) for state in self.states]))
+
+
+class SharedObjective:
+    """``obj_func([theta..., b_1..b_K], eval_gradient=True)``: the mean over the ``K`` classes
+    of ``-log Z_EP,k`` per row, all under one kernel.
+
+    The sparse prior (:class:`~._all_rows_ep.SparsePrior`) is formed once per evaluation; each
+    class's EP is warm-started from its sites of the previous finite evaluation. The gradient
+    with respect to ``theta`` is the mean of the classes', and each bias's is its own class's.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Its ``theta`` is replaced by the first ``kernel.n_dims`` entries of each evaluation's.
+    X : ndarray of shape (n, n_features)
+    Y : ndarray of shape (K, n)
+        The one-vs-rest labels in {-1, +1}, a row per class.
+    X_u : ndarray of shape (p, n_features)
+        The shared basis.
+    sites : list of (tau, nu)
+        Starting sites of each class.
+    tol : float
+        EP's tolerance on the site parameters.
+    """
+
+    def __init__(self, kernel, X, Y, X_u, sites, tol=_EP_TOL):
+        self.kernel, self.X, self.Y, self.X_u = kernel, X, Y, X_u
+        self.sites, self.tol = list(sites), tol
+
+    def __call__(self, theta, eval_gradient=True):
+        n_theta = self.kernel.n_dims
+        K, n = self.Y.shape
+        failed = np.finfo(float).max / 1e10  # keep the line search away, never a NaN
+        try:
+            prior = SparsePrior(self.kernel.clone_with_theta(theta[:n_theta]), self.X, self.X_u,
+                                PRIOR)
+            outs = [
+                negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
+                                               *self.sites[k], eval_gradient=eval_gradient,
+                                               tol=self.tol)
+                for k in range(K)
+            ]
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            outs = None
+        value = None if outs is None else sum(out[0] for out in outs) / (K * n)
+        grad = np.zeros(theta.shape)
+        if eval_gradient and outs is not None:
+            grad[:n_theta] = sum(out[1][:-1] for out in outs) / (K * n)
+            grad[n_theta:] = [out[1][-1] / (K * n) for out in outs]
+        if value is None or not np.isfinite(value) or not np.all(np.isfinite(grad)):
+            return (failed, np.zeros(theta.shape)) if eval_gradient else failed
+        self.sites = [out[-1] for out in outs]
+        return (value, grad) if eval_gradient else value
+
+
+def _learn(model, kernel, biases, sites, X, Y, X_u):
+    """``(theta, b_1..b_K)`` by the summed evidence on a fixed basis:
+    ``(loss, kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP)."""
+    objective = SharedObjective(kernel, X, Y, X_u, sites, tol=_SEARCH_TOL)
+    target = with_length_scale_prior(objective, kernel, Y.shape[1])
+    if model.optimizer is not None:
+        theta0 = np.concatenate([kernel.theta, biases])
+        bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(BIAS_BOUNDS, (len(biases), 1))])
+        theta, _ = minimize_theta(model.optimizer, target, theta0, bounds)
+        kernel, biases = kernel.clone_with_theta(theta[: kernel.n_dims]), theta[kernel.n_dims:]
+    objective.tol = _EP_TOL
+    loss = float(target(np.concatenate([kernel.theta, biases]), eval_gradient=False))
+    return loss, kernel, np.array(biases, dtype=float), objective.sites
+
+
+def _select(model, kernel, X, Y, biases, rng):
+    """A basis of ``model.max_basis`` rows chosen on the summed criteria of the ``K`` states."""
+    states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update)
+              for k in range(Y.shape[0])]
+    return model._select_into(SummedStates(states), rng).basis_indices.copy()
+
+
+def _rounds(model, kernel, biases, sites, X, Y, rng, max_rounds):
+    """Rounds of shared basis selection and learning on the rows ``X`` (the learning rows),
+    as the binary fit's :func:`~._all_rows_fit._rounds`; ``((loss, kernel, biases, basis,
+    sites, exchange_curve), rounds run)``."""
+    best = None
+    for it in range(max_rounds):
+        basis = _select(model, kernel, X, Y, biases, rng)
+        loss, kernel, biases, sites = _learn(model, kernel, biases, sites, X, Y, X[basis])
+        model.loss_curve_.append(loss)
+        improved = best is None or loss < best[0] - model.tol
+        if best is None or loss < best[0]:
+            best = (loss, kernel, biases, basis, sites, model._last_exchange_curve)
+        model._progress.line(
+            f"iter {len(model.loss_curve_):3d}  mean -logZ/n {loss:.6f}  basis {basis.size}  "
+            f"kernel {kernel}"
+        )
+        if model.optimizer is None or not improved:
+            break
+    return best, it + 1
+
+
+def _per_feature_choice(model, best, X, Y, rng, max_rounds, n):
+    """The binary fit's per-feature trial (:func:`~._all_rows_fit._per_feature_choice`) on the
+    summed evidence: kept if ``n`` times the gain in mean log evidence per row and class
+    (measured on the learning rows) pays the BIC charge for ``n`` rows."""
+    loss, kernel, biases, basis, sites, curve = best
+    ard = per_feature_length_scales(kernel, X.shape[1])
+    if ard is None or max_rounds < 1:
+        return best, 0
+    charge = bic_charge(ard.n_dims - kernel.n_dims, n)
+    first = _learn(model, ard, biases, sites, X, Y, X[basis])
+    model.loss_curve_.append(first[0])
+    candidate, rounds = (first[0], first[1], first[2], basis, first[3], curve), 1
+    if n * (loss - first[0]) > charge and max_rounds > 1:
+        more_best, more = _rounds(model, first[1], first[2], first[3], X, Y, rng,
+                                  max_rounds - 1)
+        rounds += more
+        if more_best[0] < candidate[0]:
+            candidate = more_best
+    gain = n * (loss - candidate[0])
+    keep = gain > charge
+    model._progress.line(
+        f"one length scale per feature: mean log evidence and prior {gain:+.2f} nats, BIC "
+        f"charge {charge:.2f}: {'kept' if keep else 'not kept'}"
+    )
+    return (candidate if keep else best), rounds
+
+
+def _learning_rows(y_enc, n_rows, rng):
+    """Sorted indices of a class-stratified subsample of about ``n_rows`` rows (all if fewer)."""
+    n = y_enc.size
+    if n <= n_rows:
+        return np.arange(n)
+    keep = []
+    for label in np.unique(y_enc):
+        rows = np.flatnonzero(y_enc == label)
+        size = max(1, int(round(n_rows * rows.size / n)))
+        keep.append(rng.permutation(rows)[:size])
+    return np.sort(np.concatenate(keep))
+
+
+def fit_shared(params, X, y_enc, n_classes, rng, learn_rows=LEARN_ROWS):
+    """The one-vs-rest binary models of a shared fit (module docstring).
+
+    Parameters
+    ----------
+    params : dict
+        Arguments of ``_BinarySparseGPClassifier`` (:func:`~._fitting.binary_params`), with
+        ``posterior="all_rows"``.
+    X : ndarray of shape (n, n_features)
+    y_enc : ndarray of shape (n,)
+        Class indices ``0..n_classes-1``.
+    n_classes : int
+    rng : numpy.random.RandomState
+        Draws the learning subsample (and the selector's working sets, if it draws).
+    learn_rows : int, default=LEARN_ROWS
+        Rows of the subsample the kernel and biases are learned on.
+
+    Returns
+    -------
+    models : list of _BinarySparseGPClassifier
+        One per class, fitted: the shared kernel and basis, their own bias and EP sites on all
+        rows; the shared fit's ``loss_curve_``, ``n_iter_`` and exchange curve.
+    """
+    with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+        return _fit_shared(params, X, y_enc, n_classes, rng, learn_rows)
+
+
+def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
+    model = _BinarySparseGPClassifier(**params)
+    Y = np.where(y_enc[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
+    n = y_enc.size
+    learn = _learning_rows(y_enc, learn_rows, rng)
+    kernel = clone(model.kernel)
+    biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
+    sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
+    model.loss_curve_ = []
+    # the shared rounds on the learning rows (a basis of at most max_basis of them)
+    learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
+                                                                     learn.size)))
+    learner.loss_curve_ = model.loss_curve_
+    X_l, Y_l = X[learn], Y[:, learn]
+    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter)
+    if model.per_feature_choice:
+        best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
+                                         model.max_iter - n_iter, n)
+        n_iter += more
+    _, kernel, biases, _, _, _ = best
+    if model.optimizer is not None:
+        kernel._check_bounds_params()
+    models = []
+    for k in range(n_classes):
+        # the class's own basis under the shared kernel and its bias, EP over all rows
+        basis = model._select(kernel, X, Y[k], biases[k], rng).basis_indices.copy()
+        prior = SparsePrior(kernel, X, X[basis], PRIOR)
+        tau, nu, _, _ = all_rows_ep(prior, Y[k], biases[k])
+        binary = _BinarySparseGPClassifier(**params)
+        binary.loss_curve_, binary.n_iter_ = list(model.loss_curve_), n_iter
+        binary.exchange_loss_curve_ = [float(v) for v in model._last_exchange_curve]
+        binary.kernel_, binary.bias_, binary.basis_indices_ = kernel, float(biases[k]), basis
+        binary.site_precision_ = tau
+        binary.site_mean_ = np.divide(nu, tau, out=np.zeros(n), where=tau > 0)
+        binary._train = (X, Y[k])
+        binary._set_fitted_basis(X, Y[k])
+        models.append(binary)
+    return models
+
+
+def _fit_independent(params, restarts, X, y, seed):
+    return fit_binary(params, X, y, check_random_state(seed), *restarts)
+
+
+def one_vs_rest(clf, params, restarts, X, y_enc, rng):
+    """The binary models of ``clf``'s one-vs-rest fit (more than two classes).
+
+    ``clf.multi_class``: ``"shared"`` by :func:`fit_shared` (the all-rows posterior only);
+    ``"independent"``, a whole binary fit per class (:func:`~._restarts.fit_binary`, with
+    ``restarts``), in parallel over ``clf.n_jobs``, each from its own seed drawn from ``rng``.
+    """
+    n_classes = int(y_enc.max()) + 1
+    if clf.multi_class == "shared":
+        if params["posterior"] != "all_rows":
+            raise ValueError(
+                "multi_class='shared' needs the all-rows posterior (posterior='auto' or "
+                f"'all_rows'); got posterior={clf.posterior!r}. Use "
+                "multi_class='independent'."
+            )
+        return fit_shared(params, X, y_enc, n_classes, rng)
+    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
+    return Parallel(n_jobs=clf.n_jobs)(
+        delayed(_fit_independent)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
+        for k in range(n_classes)
+    )

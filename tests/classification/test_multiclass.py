@@ -1,0 +1,136 @@
+"""Tests of the shared one-vs-rest fit (``multi_class="shared"``, classification/_multiclass)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from sklearn.datasets import make_blobs
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPClassifier
+from skgpsparse.classification._adf import ADFState
+from skgpsparse.classification._all_rows_fit import AllRowsObjective
+from skgpsparse.classification._multiclass import SharedObjective, SummedStates
+from skgpsparse.selection import GreedySelector
+
+
+def _blobs(n=120, n_classes=4, seed=0):
+    X, y = make_blobs(n_samples=n, centers=n_classes, n_features=3, cluster_std=2.0,
+                      random_state=seed)
+    return X, y
+
+
+def _one_vs_rest(y):
+    classes = np.unique(y)
+    return np.where(y[None, :] == classes[:, None], 1.0, -1.0)
+
+
+def _fit(multi_class, X, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SparseGPClassifier(multi_class=multi_class, random_state=0, **params).fit(X, y)
+
+
+def test_with_the_hyperparameters_fixed_the_shared_fit_is_the_independent_one():
+    # nothing is learned, so nothing is shared: each class's basis (entropy, deterministic),
+    # class-balance bias and all-rows EP must be the independent binary fit's
+    X, y = _blobs()
+    params = dict(kernel=C(2.0) * RBF(1.5), optimizer=None, max_basis=12)
+    shared, independent = _fit("shared", X, y, **params), _fit("independent", X, y, **params)
+    for a, b in zip(shared.estimators_, independent.estimators_, strict=True):
+        np.testing.assert_array_equal(a.basis_indices_, b.basis_indices_)
+        assert a.bias_ == pytest.approx(b.bias_, abs=1e-12)
+        np.testing.assert_allclose(a.site_precision_, b.site_precision_, rtol=1e-9, atol=1e-12)
+    X_test = _blobs(seed=1)[0]
+    np.testing.assert_allclose(
+        shared.predict_proba(X_test), independent.predict_proba(X_test), rtol=1e-9, atol=1e-12
+    )
+    assert shared.log_marginal_likelihood_value_ == pytest.approx(
+        independent.log_marginal_likelihood_value_, rel=1e-9
+    )
+
+
+def test_with_two_classes_the_parameter_keeps_the_binary_fit():
+    X, y = _blobs(n=60, n_classes=2)
+    shared = _fit("shared", X, y, max_basis=8, max_iter=2)
+    independent = _fit("independent", X, y, max_basis=8, max_iter=2)
+    np.testing.assert_array_equal(shared.predict_proba(X), independent.predict_proba(X))
+    assert not hasattr(shared, "estimators_")
+
+
+def test_shared_objective_is_the_mean_of_the_binary_objectives_and_its_gradient():
+    X, y = _blobs(n=60, n_classes=3)
+    Y = _one_vs_rest(y)
+    kernel = C(1.5) * RBF(2.0)
+    X_u = X[::6]
+    biases = np.array([-0.6, -0.4, -0.7])
+    zeros = (np.zeros(y.size), np.zeros(y.size))
+    theta = np.concatenate([kernel.theta, biases])
+    shared = SharedObjective(kernel, X, Y, X_u, [zeros] * 3, tol=1e-12)
+    value, grad = shared(theta)
+    singles = [
+        AllRowsObjective(kernel, X, Y[k], X_u, zeros, tol=1e-12)(
+            np.append(kernel.theta, biases[k])
+        )
+        for k in range(3)
+    ]
+    assert value == pytest.approx(np.mean([v for v, _ in singles]), rel=1e-10)
+    np.testing.assert_allclose(grad[:2], np.mean([g[:-1] for _, g in singles], axis=0),
+                               rtol=1e-8)
+    np.testing.assert_allclose(grad[2:], [g[-1] / 3 for _, g in singles], rtol=1e-8)
+    # and against finite differences of the value (EP converged tightly at every point)
+    numeric = approx_fprime(theta, lambda t: shared(t, eval_gradient=False), 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-6)
+
+
+def test_summed_states_choose_the_least_summed_score_and_grow_together():
+    X, y = _blobs(n=50, n_classes=3)
+    Y = _one_vs_rest(y)
+    kernel = RBF(2.0)
+    states = [ADFState(kernel, X, Y[k], -0.5, 5) for k in range(3)]
+    summed = SummedStates(states)
+    # independent computation of the first choice: each state's own entropy scores, summed
+    alone = [ADFState(kernel, X, Y[k], -0.5, 5) for k in range(3)]
+    J = np.arange(y.size)
+    expected = int(np.argmin(sum(s.score("entropy", J) for s in alone)))
+    chosen = GreedySelector("entropy").select(summed, np.random.RandomState(0))
+    assert chosen == expected
+    summed.add(chosen)
+    summed.add(GreedySelector("entropy").select(summed, np.random.RandomState(0)))
+    for state in states:
+        np.testing.assert_array_equal(state.basis_indices, summed.basis_indices)
+    assert summed.size == 2 and chosen not in summed.candidates()
+    assert summed.nlp(all_points=True) == pytest.approx(
+        np.mean([s.nlp(all_points=True) for s in states])
+    )
+
+
+def test_shared_fit_probabilities_classes_and_estimators():
+    X, y_int = _blobs(n=150, n_classes=4, seed=2)
+    names = np.array(["delta", "alpha", "charlie", "bravo"])
+    y = names[y_int]
+    clf = _fit("shared", X, y, max_basis=10, max_iter=2)
+    np.testing.assert_array_equal(clf.classes_, np.sort(names))
+    proba = clf.predict_proba(X)
+    assert proba.shape == (150, 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[np.argmax(proba, axis=1)])
+    assert clf.score(X, y) > 0.7  # four separated blobs, far above chance (0.25)
+    # each column is the one-vs-rest model of classes_[k]: its training rows score highest there
+    for k, label in enumerate(clf.classes_):
+        assert proba[y == label, k].mean() > proba[y != label, k].mean()
+    # one shared kernel, a bias and a basis per class
+    assert len(clf.estimators_) == 4
+    assert all(str(est.kernel_) == str(clf.kernels_[0]) for est in clf.estimators_)
+    assert len({float(b) for b in clf.bias_}) == 4
+    assert all(len(idx) == 10 for idx in clf.basis_indices_)
+
+
+def test_shared_needs_the_all_rows_posterior():
+    X, y = _blobs(n=60, n_classes=3)
+    with pytest.raises(ValueError, match="multi_class='shared' needs the all-rows posterior"):
+        _fit("shared", X, y, posterior="basis", max_basis=5)
+    with pytest.raises(ValueError, match="multi_class"):
+        _fit("both", X, y)
