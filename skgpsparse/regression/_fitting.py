@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from .._progress import Progress
 from ._basis import make_selector
 from ._learning import check_noise_bounds
+from ._posterior import FitStatistics
 from ._prediction import RegressionPredictor, prediction_factors
 from ._refine import check_refinable
 
@@ -56,8 +57,8 @@ def prepare_fit(model, y, n, scaling):
     return y, p, rng
 
 
-def store_fit(model, fit):
-    """Set the fitted attributes from a :class:`~._design.FittedBasis`."""
+def store_fit(model, fit, n_rows):
+    """Set the fitted attributes from a :class:`~._design.FittedBasis` of ``n_rows`` rows."""
     model.kernel_, model.noise_variance_ = fit.kernel, fit.noise_variance
     model.basis_indices_ = fit.basis
     model.basis_vectors_ = np.asarray(fit.basis_vectors, dtype=np.float64)
@@ -72,3 +73,5 @@ def store_fit(model, fit):
     model.log_marginal_likelihood_value_ = float(fit.objective)
     model.cost_curve_ = fit.cost_curve
     model._jitter_value = fit.jitter
+    # the p x p statistics that partial_fit updates (._posterior)
+    model._stream = FitStatistics(fit.L, fit.R, fit.Vy, fit.jitter, int(n_rows))
