@@ -341,8 +341,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         -------
         self : SparseGPRegressor
         """
-        with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):  # as fit
-            return partial_fit(self, X, y)
+        return partial_fit(self, X, y)
 
     def _fit(self, X, y):
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])

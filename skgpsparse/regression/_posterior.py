@@ -143,7 +143,7 @@ class StreamingPosterior:
         """Add a batch's likelihood terms: ``V_b`` (``p x b``), normalised ``y_b``, and
         ``k(x, x)`` of its rows (the VFE trace). Woodbury updates, or a refresh."""
         b = V_b.shape[1]
-        self.VVt += V_b @ V_b.T
+        _add_outer(self.VVt, V_b, 1.0)
         self.Vy += V_b @ y_b
         self.n_rows += b
         s2, m = self.s2, self.m
@@ -173,6 +173,9 @@ class StreamingPosterior:
     def _woodbury_factor(P, V_b):
         """``(U, log|C|)`` with ``U U^T = W C^-1 W^T``, ``W = P V_b``, ``C = I + V_b^T W``."""
         W = P @ V_b
+        if W.shape[1] == 1:  # one row: C is a number
+            c = 1.0 + float(V_b[:, 0] @ W[:, 0])
+            return W / np.sqrt(c), float(np.log(c))
         C = V_b.T @ W
         C[np.diag_indices_from(C)] += 1.0
         F = cholesky(C, lower=True, check_finite=False)

@@ -31,7 +31,9 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
+from threadpoolctl import ThreadpoolController
 
+from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..rows._dask import is_dask_array
 from ._posterior import StreamingPosterior
@@ -40,6 +42,7 @@ from ._prediction import RegressionPredictor
 __all__ = ["partial_fit", "stream_nbytes"]
 
 _DEFAULT_WORKING_SET = 59
+_CONTROLLER = None  # threadpoolctl's, made on first use
 
 
 def _batch_targets(model, y, target_shape):
@@ -55,6 +58,20 @@ def _batch_targets(model, y, target_shape):
     return (y - model._y_train_mean) / model._y_train_std
 
 
+def _validated(model, X, y):
+    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for a few plain
+    float rows (one observation at a time: scikit-learn's checks cost more than the update)."""
+    X_plain = plain_float_rows(model, X)
+    if (
+        X_plain is not None and type(y) is np.ndarray and y.dtype.kind == "f"
+        and y.ndim in (1, 2) and len(y) == len(X_plain) and np.isfinite(y).all()
+    ):
+        return X_plain, y
+    return validate_data(
+        model, X, y, reset=False, y_numeric=True, multi_output=True, dtype=np.float64
+    )
+
+
 def _posterior(model):
     """The model's :class:`StreamingPosterior`, made from the fit's factors on first use."""
     stream = model._stream
@@ -67,8 +84,24 @@ def _posterior(model):
     return stream
 
 
+def _one_blas_thread():
+    """A context with one BLAS thread, as ``fit``'s: threadpoolctl's controller is made once
+    (``threadpool_limits`` scans the loaded libraries at every call, ~10 ms, more than a
+    one-row update; with several BLAS threads on a busy machine a ``p x p`` triangular solve
+    took milliseconds instead of tens of microseconds)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
 def partial_fit(model, X, y):
     """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring)."""
+    with _one_blas_thread():
+        return _partial_fit(model, X, y)
+
+
+def _partial_fit(model, X, y):
     if is_dask_array(X) or is_dask_array(y):
         raise TypeError(
             "partial_fit takes in-memory batches (numpy arrays); compute a dask chunk first "
@@ -82,9 +115,7 @@ def partial_fit(model, X, y):
             model.fit(X, y)
         model._X_train = model._y_train = None  # the rows are not kept
         return model
-    X, y = validate_data(
-        model, X, y, reset=False, y_numeric=True, multi_output=True, dtype=np.float64
-    )
+    X, y = _validated(model, X, y)
     stream = _posterior(model)
     y = _batch_targets(model, y, stream.Vy.shape[1:])
     predictor = model._predictor
