@@ -103,13 +103,14 @@ def test_partial_fit_after_fit_continues_it():
 
 
 def test_one_observation_at_a_time_equals_the_refit():
-    # Woodbury updates of one row (and the refresh every 4 p rows) against the dense posterior
-    X, y = _data(160)
+    # Woodbury updates of one row (and the refresh every 32 p rows) against the dense posterior
+    X, y = _data(440)
     X_test, _ = _data(20, seed=1)
     model = _model(max_basis=10).partial_fit(X[:100], y[:100])
-    for i in range(100, 160):
+    for i in range(100, 440):
         model.partial_fit(X[i : i + 1], y[i : i + 1])
-        if i in (100, 139, 159):  # after one row, before and after a refresh
+        if i in (100, 419, 439):  # after one row, before and after a refresh
+            assert model._stream.since_refresh == {100: 1, 419: 320, 439: 19}[i]
             mean, var = _dense_posterior(model, X[: i + 1], y[: i + 1], X_test)
             got_mean, got_std = model.predict(X_test, return_std=True)
             np.testing.assert_allclose(got_mean, mean, rtol=0, atol=1e-10)
