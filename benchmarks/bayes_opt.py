@@ -235,6 +235,7 @@ def main(argv=None):
                         help="ours: a warm_start fit every this many steps")
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
     parser.add_argument("--quick", action="store_true", help="30 iterations, 2 seeds, no files")
+    parser.add_argument("--name", default="bayes_opt", help="stem of the files in results/")
     args = parser.parse_args(argv)
     if args.quick:
         args.iterations, args.seeds = 30, 2
@@ -297,12 +298,12 @@ def main(argv=None):
         "",
         *table,
         "",
-        "![regret and time](bayes_opt.png)",
+        f"![regret and time]({args.name}.png)",
     ]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bayes_opt.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "bayes_opt_runs.json").write_text(json.dumps(runs))
-    plot(runs, args.iterations, RESULTS / "bayes_opt.png")
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.name}_runs.json").write_text(json.dumps(runs))
+    plot(runs, args.iterations, RESULTS / f"{args.name}.png")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,19 @@ def _add_outer(P, U, scale):
     dgemm(scale, U, U, beta=1.0, c=P.T, trans_b=1, overwrite_c=1)
 
 
+def _border_inverse(P, c, d):
+    """``(P_new, P c, s)``: the inverse of ``[[A, c], [c^T, d]]`` from ``P = A^-1``, with the
+    Schur complement ``s = d - c^T P c`` (O(p^2))."""
+    p = P.shape[0]
+    x = P @ c
+    s = d - c @ x
+    out = np.empty((p + 1, p + 1))
+    out[:p, :p] = P + np.outer(x, x) / s
+    out[p, :p] = out[:p, p] = -x / s
+    out[p, p] = 1.0 / s
+    return out, x, s
+
+
 def _sqnorm(a):
     return float(np.sum(a * a))
 
@@ -134,7 +147,13 @@ class StreamingPosterior:
             A = self.VVt + s2 * (eye - (j - self.delta) * (L_inv.T @ L_inv))
             F = cholesky(0.5 * (A + A.T), lower=True, check_finite=False)
             self.P = np.ascontiguousarray(cho_solve((F, True), eye, check_finite=False))
-        self.since_refresh = 0
+        self.since_refresh, self.stale = 0, False
+
+    def refresh_if_due(self):
+        """:meth:`refresh` once the updates since the last one exceed ``32 p``, or when a
+        new basis vector left the prediction's quantities stale (:meth:`border`)."""
+        if self.stale or self.since_refresh > _REFRESH_BASIS_MULTIPLE * self.p:
+            self.refresh()
 
     # ------------------------------------------------------------------ new rows
     def whiten(self, K_ub):
@@ -192,29 +211,52 @@ class StreamingPosterior:
 
     # ------------------------------------------------------------------ a new basis vector
     def border(self, k_u, k_jj, Vv, vv, vy):
-        """Append a basis vector: ``L`` bordered with ``k_u = K(X_u, x_j)`` and
+        """Append a basis vector in O(p^2): ``L`` bordered with ``k_u = K(X_u, x_j)`` and
         ``k_jj + j``; ``V V^T`` with ``V v`` and ``|v|^2``, ``V y`` with ``v^T y`` (the rows
-        whose ``v`` is known). ``P_j`` is bordered by the block inverse (O(p^2)); the
-        prediction's quantities wait for :meth:`refresh`."""
-        p = self.p
+        whose ``v`` is known; see :mod:`._streaming`).
+
+        The inverses follow by block inversion (Schur complements). With ``e = j - delta``
+        and ``G = L^-1 L^-T``, bordering ``L`` by ``(l, l_pp)`` borders ``G`` with
+        ``-G l / l_pp`` and ``(|L^-T l|^2 + 1) / l_pp^2`` and leaves its old block, so
+        ``M = I - e G`` and ``A' = V V^T + s2 M`` are bordered too; ``M^-1 = S + s2 P``.
+        """
+        p, s2, e = self.p, self.s2, self.jitter - self.delta
         l = _solve_lower(self.L, k_u)
         lpp = np.sqrt(k_jj + self.jitter - l @ l)
         L = np.zeros((p + 1, p + 1))
         L[:p, :p], L[p, :p], L[p, p] = self.L, l, lpp
         VVt = np.zeros((p + 1, p + 1))
         VVt[:p, :p], VVt[p, :p], VVt[:p, p], VVt[p, p] = self.VVt, Vv, Vv, vv
-        Vy = np.concatenate([self.Vy, np.reshape(vy, (1,) + self.Vy.shape[1:])])
-        # block inverse of [[A, c], [c^T, d]]: Schur complement s = d - c^T P_j c
-        c, d = Vv, vv + self.s2
-        Pc = self.P_j @ c
-        s = d - c @ Pc
-        P_j = np.empty((p + 1, p + 1))
-        P_j[:p, :p] = self.P_j + np.outer(Pc, Pc) / s
-        P_j[p, :p] = P_j[:p, p] = -Pc / s
-        P_j[p, p] = 1.0 / s
-        self.L, self.VVt, self.Vy, self.P_j = L, VVt, Vy, P_j
-        self.log_det += np.log(s)
+        self.Vy = np.concatenate([self.Vy, np.reshape(vy, (1,) + self.Vy.shape[1:])])
+        self.since_refresh += 1
+        P_j, x_j, s_j = _border_inverse(self.P_j, Vv, vv + s2)
+        self.log_det += np.log(s_j)
+        self.L, self.VVt, self.P_j = L, VVt, P_j
         self.beta2 = float(np.sum(self.Vy * (self.P_j @ self.Vy)))
+        if self.stale:
+            return
+        if e == 0.0:  # M = I: S = I - s2 P, P = P_j
+            P, x, s, Mm, sigma = P_j, x_j, s_j, np.zeros(p), 1.0
+        else:
+            t = _solve_lower(self.L[:p, :p], l, trans=1)
+            m = (e / lpp) * _solve_lower(self.L[:p, :p], t)  # M's new column
+            mu = 1.0 - e * (t @ t + 1.0) / lpp**2
+            Mm = self.S @ m + s2 * (self.P @ m)  # M^-1 m
+            sigma = mu - m @ Mm
+            P, x, s = _border_inverse(self.P, Vv + s2 * m, vv + s2 * mu)
+        # The new pivots of M's and A''s factors must stand clear of rounding, as
+        # prediction_factors asks of delta; else refresh() chooses delta anew.
+        floor = (p + 1) * np.finfo(float).eps
+        if not (sigma > floor and s > floor * (float(np.max(np.diag(VVt))) + s2)):
+            self.stale = True
+            return
+        # S = M^-1 - s2 P, bordered as the two inverses are
+        S = np.empty((p + 1, p + 1))
+        S[:p, :p] = self.S + np.outer(Mm, Mm) / sigma - (s2 / s) * np.outer(x, x)
+        S[p, :p] = S[:p, p] = -Mm / sigma + (s2 / s) * x
+        S[p, p] = 1.0 / sigma - s2 / s
+        self.P, self.S = P, S
+        self.alpha = _solve_lower(self.L, self.P @ self.Vy, trans=1)
 
     def nbytes(self):
         """Bytes held by the statistics' arrays."""

@@ -125,8 +125,8 @@ def _partial_fit(model, X, y):
         # growth needs the batch's V_b whole (b x p): while the basis is not full
         V_b = stream.whiten(predictor.cross.block(X))
         stream.add_rows(V_b, y, kdiag)
-        if _grow(model, stream, X, y, V_b, kdiag):
-            stream.refresh()
+        _grow(model, stream, X, y, V_b, kdiag)
+        stream.refresh_if_due()
     else:
         # row blocks of the kernel (about 32 MB each); the statistics are exact sums
         for rows, K_bu in predictor.cross.blocks(X):
