@@ -117,9 +117,11 @@ class SklearnModel:
 
 
 class PartialFitModel:
-    """SparseGPRegressor: partial_fit every step, a warm_start fit every ``relearn`` steps."""
+    """SparseGPRegressor: partial_fit every step; a warm_start fit after ``relearn`` steps,
+    or once the evaluations have grown by the factor ``growth`` since the last fit."""
 
     name = "ours"
+    growth = None
 
     def __init__(self, d, seed, relearn):
         from skgpsparse import SparseGPRegressor
@@ -129,14 +131,17 @@ class PartialFitModel:
             max_basis=512, normalize_y=True, max_iter=1, refine_basis=0,
             noise_calibration=None, warm_start=True, random_state=seed,
         )
-        self.relearn, self.steps = relearn, 0
+        self.relearn, self.steps, self.n_fit = relearn, 0, 0
 
     def start(self, X, y):
         self.model.fit(X, y)
+        self.n_fit = len(y)
 
     def add(self, X, y, x_new, y_new):
         self.steps += 1
-        if self.steps % self.relearn == 0:
+        grown = self.growth is not None and len(y) >= self.growth * self.n_fit
+        if self.steps % self.relearn == 0 or grown:
+            self.steps, self.n_fit = 0, len(y)
             self.model.fit(X, y)  # warm start: from the previous hyperparameters and basis
         else:
             self.model.partial_fit(x_new, y_new)
@@ -206,16 +211,17 @@ def plot(runs, iterations, path):
     names = list(runs)
     fig, axes = plt.subplots(2, len(names), figsize=(5.5 * len(names), 7), squeeze=False)
     for col, fname in enumerate(names):
-        for model, style in (("sklearn", "C0"), ("ours", "C3")):
+        for i, model in enumerate(runs[fname]):
+            style = f"C{[0, 3, 2, 1][i % 4]}"
             curves = np.log10(np.maximum([r["regret"] for r in runs[fname][model]], 1e-12))
             x = np.arange(curves.shape[1])
             q = np.percentile(curves, [25, 50, 75], axis=0)
             label = ("scikit-learn GPR, refit every step" if model == "sklearn"
-                     else "SparseGPRegressor.partial_fit")
+                     else "partial_fit, warm_start fit: " + model.split(", ", 1)[-1])
             axes[0, col].plot(x, q[1], color=style, label=label)
             axes[0, col].fill_between(x, q[0], q[2], color=style, alpha=0.2)
             times = [r["model_cpu"] for r in runs[fname][model]]
-            axes[1, col].bar(label.split(",")[0].split(".")[0], np.median(times), color=style)
+            axes[1, col].bar(model, np.median(times), color=style)
         axes[0, col].set(title=f"{fname}: simple regret (median, quartiles)",
                          xlabel="iteration", ylabel="log10(min f - f*)")
         axes[0, col].legend(fontsize=8)
@@ -233,24 +239,45 @@ def main(argv=None):
                         help="uniform candidates per step (and as many local ones)")
     parser.add_argument("--relearn", type=int, default=20,
                         help="ours: a warm_start fit every this many steps")
+    parser.add_argument("--growth", type=float, default=None,
+                        help="ours: also a warm_start fit once the evaluations have grown by "
+                        "this factor since the last fit (e.g. 1.5)")
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
     parser.add_argument("--quick", action="store_true", help="30 iterations, 2 seeds, no files")
     parser.add_argument("--name", default="bayes_opt", help="stem of the files in results/")
+    parser.add_argument("--models", nargs="+", default=["sklearn", "ours"],
+                        choices=["sklearn", "ours"], help="which loops to run")
+    parser.add_argument("--load", nargs="+", default=None, metavar="NAME",
+                        help="no runs: merge results/NAME_runs.json files (e.g. one per "
+                        "function run in parallel) into the table and plot of --name")
     args = parser.parse_args(argv)
     if args.quick:
         args.iterations, args.seeds = 30, 2
     from threadpoolctl import threadpool_limits
 
     runs = {}
+    for name in args.load or ():
+        for fname, by_model in json.loads((RESULTS / f"{name}_runs.json").read_text()).items():
+            for model, model_runs in by_model.items():
+                model = "ours, k=20" if model == "ours" else model  # files of the first runs
+                runs.setdefault(fname, {})[model] = model_runs
+    if args.load:
+        any_runs = next(iter(runs.values()))["sklearn"]
+        args.iterations, args.seeds = len(any_runs[0]["regret"]) - 1, len(any_runs)
+        args.functions = []
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # hyperparameters at their bounds, max_basis clipped
+        classes = [c for c in (SklearnModel, PartialFitModel) if c.name in args.models]
         for fname in args.functions:
-            runs[fname] = {"sklearn": [], "ours": []}
+            PartialFitModel.growth = args.growth
+            label = {"sklearn": "sklearn", "ours": f"ours, k={args.relearn}" + (
+                f", x{args.growth:g}" if args.growth else "")}
+            runs[fname] = {label[c.name]: [] for c in classes}
             for seed in range(args.seeds):
-                for model_class in (SklearnModel, PartialFitModel):  # back to back per seed
+                for model_class in classes:  # back to back per seed
                     r = run(model_class, fname, seed, args.iterations, args.candidates,
                             args.relearn)
-                    runs[fname][model_class.name].append(r)
+                    runs[fname][label[model_class.name]].append(r)
                     print(
                         f"{fname} seed {seed} {model_class.name:8s} regret "
                         f"{r['regret'][-1]:.3g}, model {r['model_wall']:.2f} s wall "
@@ -262,9 +289,9 @@ def main(argv=None):
         med = {m: {k: float(np.median([r[k] for r in rs])) for k in
                    ("model_wall", "model_cpu", "loop_wall", "loop_cpu")}
                for m, rs in by_model.items()}
-        for m in ("sklearn", "ours"):
+        for m in by_model:
             regrets = [quartiles([r["regret"][i] for r in by_model[m]]) for i in checkpoints]
-            ratio = ("" if m == "sklearn" else
+            ratio = ("" if m == "sklearn" or "sklearn" not in med else
                      f"{med[m]['model_cpu'] / med['sklearn']['model_cpu']:.3f} / "
                      f"{med[m]['loop_cpu'] / med['sklearn']['loop_cpu']:.3f}")
             rows.append(
