@@ -314,12 +314,16 @@ def main(argv=None):
         "# Bayesian optimisation: scikit-learn's GPR refitted every step against partial_fit",
         "",
         f"Machine: {machine()}; {date}; one BLAS thread; load average {load} at the end "
-        "(a shared machine: wall times are inflated; the two models of a seed ran back to "
-        "back).",
+        "(a shared machine: wall times are inflated; " + (
+            f"merged from the runs of results/{{{','.join(args.load)}}}_runs.json, each "
+            "function in its own process; sklearn and 'ours, k=20' back to back per seed, "
+            "the other schedule run alone later, against the same seeds' sklearn runs)."
+            if args.load else "the two models of a seed ran back to back)."),
         f"`python benchmarks/bayes_opt.py{' ' + shlex.join(argv) if argv else ''}`: "
         f"{args.iterations} iterations after 2d + 1 uniform points, {args.seeds} seeds, "
         f"{args.candidates} uniform + {args.candidates} local candidates per step, ours "
-        f"re-learning its hyperparameters (warm_start fit) every {args.relearn} steps. Times "
+        "re-learning its hyperparameters by a warm_start fit on the schedule in its label "
+        "(every k steps, and with xg once the evaluations grew g-fold since the last). Times "
         "are medians over seeds of the sums over the run; regret is min f - f* (median "
         "[quartiles] over seeds).",
         "",
