@@ -13,7 +13,8 @@ same candidate points at every step:
   :meth:`~skgpsparse.SparseGPRegressor.partial_fit` (an :math:`O(p^2)` update of the
   posterior; the basis grows by the new point, so with ``max_basis`` above the number of
   evaluations the model is the full GP), and refitted with ``warm_start=True`` every 10
-  steps, which re-learns the hyperparameters starting from the previous ones.
+  steps or when the evaluations have grown 1.5-fold since the last fit, which re-learns
+  the hyperparameters starting from the previous ones.
 
 The left panel shows the simple regret :math:`\\min_i f(x_i) - f^*` against the iteration,
 the right one the time spent in the models' fits and updates (CPU seconds, cumulative).
@@ -56,7 +57,7 @@ def optimise(update):
     y = branin(X)
     model, seconds = update(None, X, y, None, None, 0), [0.0]
     for step in range(1, N_ITER + 1):
-        candidates = LOW + WIDTH * rng.rand(2000, 2)
+        candidates = LOW + WIDTH * rng.rand(1000, 2)
         mean, std = model.predict(candidates, return_std=True)
         x_new = candidates[np.argmax(expected_improvement(mean, std, y.min()))][None]
         X, y = np.vstack([X, x_new]), np.append(y, branin(x_new))
@@ -70,12 +71,18 @@ def refit_sklearn(model, X, y, x_new, y_new, step):
     return GaussianProcessRegressor(kernel, alpha=1e-8, normalize_y=True).fit(X, y)
 
 
+last_fit = {"rows": 0}
+
+
 def stream_ours(model, X, y, x_new, y_new, step):
-    if model is None or step % RELEARN == 0:
+    # re-learn every RELEARN steps, and whenever the evaluations grew 1.5-fold since the
+    # last fit (often while they are few and the hyperparameters still move)
+    if model is None or step % RELEARN == 0 or len(y) >= 1.5 * last_fit["rows"]:
         model = model or SparseGPRegressor(
             kernel, noise_variance=1e-6, noise_variance_bounds="fixed", max_basis=100,
             normalize_y=True, max_iter=1, refine_basis=0, warm_start=True, random_state=0,
         )
+        last_fit["rows"] = len(y)
         return model.fit(X, y)  # warm start after the first fit
     return model.partial_fit(x_new, y_new)
 
