@@ -25,6 +25,11 @@ instead: one Cholesky factor of ``V V^T + s2 I`` and the fit's own
 :func:`~._prediction.prediction_factors`, O(p^3), so a model streamed in batches predicts
 as the fit's code does from the same statistics.
 
+A new basis vector (:meth:`StreamingPosterior.border`, see :mod:`._streaming` for what the
+forgotten rows contribute to it) borders ``L``, ``V V^T`` and ``V y`` and both inverses and
+``S`` by block inversion, O(p^2); a refresh follows only when a new pivot is at the level of
+rounding.
+
 The objective (DTC, GPML eq. (8.17), or the VFE bound, Titsias 2009 eq. (9)) is tracked as
 its part that depends only on the rows (``-|y|^2 / (2 s2) - m n/2 log(2 pi s2)`` and VFE's
 ``-m tr(K_ff - Q_ff) / (2 s2)``, sums over the batches) plus
