@@ -48,6 +48,14 @@ def basis_rows(X, basis_vectors):
 
     A basis vector that is not a row of ``X`` (moved by ``refine_basis``, or from other
     data) is skipped. One pass over the rows, hashing each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.regression._warm import basis_rows
+    >>> X = np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+    >>> basis_rows(X, np.array([[4.0, 5.0], [9.0, 9.0], [0.0, 1.0]])).tolist()
+    [2, 0]
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     wanted = {np.asarray(z, dtype=np.float64).tobytes(): k for k, z in enumerate(basis_vectors)}
