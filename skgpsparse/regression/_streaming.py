@@ -96,7 +96,20 @@ def _one_blas_thread():
 
 
 def partial_fit(model, X, y):
-    """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring)."""
+    """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (400, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(400)
+    >>> model = SparseGPRegressor(max_basis=15, optimizer=None, random_state=0)
+    >>> for start in range(0, 400, 100):  # four chunks; the rows are not kept
+    ...     model = model.partial_fit(X[start : start + 100], y[start : start + 100])
+    >>> model.basis_vectors_.shape, bool(model.score(X, y) > 0.9)
+    ((15, 1), True)
+    """
     with _one_blas_thread():
         return _partial_fit(model, X, y)
 
