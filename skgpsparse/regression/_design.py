@@ -32,6 +32,7 @@ from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
+from ._warm import basis_rows
 from ._white import warn_at_bounds
 
 __all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
@@ -115,9 +116,12 @@ def _take(X, y, indices):
     return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
 
 
-def _select(model, kernel, X, y, s2, p, rng):
-    """Forward selection to ``p`` basis vectors, then ``n_exchange`` exchange steps."""
+def _select(model, kernel, X, y, s2, p, rng, seeds=()):
+    """Forward selection to ``p`` basis vectors (after the rows ``seeds``, a warm start's
+    basis), then ``n_exchange`` exchange steps."""
     state = _new_state(model, kernel, X, y, s2, p)
+    for j in seeds[:p]:
+        state.append(j)
     # Exchange steps are judged by the objective in force: cost (2) for the DTC evidence (the
     # exchange paper's rule), the bound itself for VFE, whose trace term cost (2) ignores.
     objective = None
@@ -274,6 +278,12 @@ def _learn_basis(model, X, y, p, rng):
     """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
     noise_bounds = model._noise.bounds
     kernel, s2 = model.kernel_, float(model._noise.noise_variance)
+    warm = model.__dict__.pop("_warm", None)  # warm_start: the previous fit's solution
+    seeds = ()
+    if warm is not None:
+        kernel = warm.kernel
+        s2 = s2 if noise_bounds is None else warm.noise_variance
+        seeds = () if isinstance(X, RowStore) else basis_rows(X, warm.basis_vectors)
     n = X.shape[0]
     learn = _learns(model, noise_bounds)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
@@ -313,7 +323,7 @@ def _learn_basis(model, X, y, p, rng):
         f"{'learning the hyperparameters' if learn else 'fixed hyperparameters'}; the fit "
         f"{needs}"
     )
-    if learn:
+    if learn and warm is None:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
         # the exact GP likelihood), so the first selection does not use a poor kernel.
@@ -324,7 +334,7 @@ def _learn_basis(model, X, y, p, rng):
     previous = None
     n_iter = 0
     for it in range(model.max_iter if learn_on_basis else 1):
-        state, curve = _select(model, kernel, X, y, s2, p, rng)
+        state, curve = _select(model, kernel, X, y, s2, p, rng, seeds if it == 0 else ())
         if learn_on_basis and refine:
             # The refinement learns the hyperparameters with the basis inputs, from the
             # starting ones: learning them first on the fixed basis can end in the noise-only

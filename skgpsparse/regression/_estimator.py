@@ -22,17 +22,19 @@ from ..selection import BaseSelector
 from ._design import alternate
 from ._fitting import prepare_fit, store_fit
 from ._rows_fit import fit_dask, predict_dask
-from ._sampling import EXACT_ROWS, low_rank_sample_y
+from ._sampling import sample_y
+from ._streaming import partial_fit
 from ._targets import prior_prediction, target_scaling
 from ._theta import objective_at
 from ._vfe import OBJECTIVES
+from ._warm import warm_start_from
 
 __all__ = ["SparseGPRegressor"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std", "_progress", "_noise",
+    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -180,6 +182,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         Number of targets, for ``predict`` and ``sample_y`` before ``fit`` (the prior); a
         fit checks that ``y`` has that many columns. ``None`` means one, or whatever ``y``
         has.
+    warm_start : bool, default=False
+        ``fit`` starts from the previous fit's hyperparameters (not from the exact GP on a
+        random subset) and basis vectors that are rows of the new ``X``: the way to re-learn
+        the hyperparameters of a model updated by :meth:`partial_fit`.
 
     Attributes
     ----------
@@ -264,6 +270,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "verbose": ["verbose"],
         "n_jobs": [numbers.Integral, None],
         "n_targets": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "warm_start": ["boolean"],
     }
 
     def __init__(
@@ -288,6 +295,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         verbose=0,
         n_jobs=None,
         n_targets=None,
+        warm_start=False,
     ):
         self.kernel = kernel
         self.noise_variance = noise_variance
@@ -308,6 +316,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.n_targets = n_targets
+        self.warm_start = warm_start
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -336,9 +345,28 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
+        self._warm = warm_start_from(self, X)  # taken by _design.alternate (warm_start)
         reset_fitted_state(self, _PRIVATE_STATE)
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             return self._fit(X, y)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Add rows: the first call fits, later ones update the posterior exactly (O(p^2)).
+
+        Rows are not kept; below ``max_basis`` the basis grows from them; hyperparameters
+        and target scaling stay (see the user guide's "Streaming and incremental fits").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : SparseGPRegressor
+        """
+        return partial_fit(self, X, y)
 
     def _fit(self, X, y):
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
@@ -353,7 +381,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
         y, p, rng = prepare_fit(self, y, X.shape[0], target_scaling(y, self.normalize_y))
-        store_fit(self, alternate(self, X, y, p, rng))
+        store_fit(self, alternate(self, X, y, p, rng), X.shape[0])
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
@@ -497,19 +525,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             The draws, in the units of the targets.
         """
         refuse_structured(self, "sample_y")
-        rng = check_random_state(random_state)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        if X.shape[0] <= EXACT_ROWS or not hasattr(self, "_predictor"):
-            y_mean, y_cov = self._predict_validated(X, return_cov=True)  # X is validated
-            means, covs = y_mean.reshape(len(X), -1), y_cov.reshape(len(X), len(X), -1)
-            draws = [rng.multivariate_normal(means[:, t], covs[..., t], n_samples).T
-                     for t in range(means.shape[1])]
-            return draws[0] if y_mean.ndim == 1 else np.stack(draws, axis=1)
-        # independent latent draws per target, each in its target's units
-        return low_rank_sample_y(
-            self.kernel_, X, self.basis_vectors_, self._predictor.L, self._predictor.S,
-            self._predict_validated(X), self._y_train_std, n_samples, rng,
-        )
+        return sample_y(self, X, n_samples, check_random_state(random_state))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

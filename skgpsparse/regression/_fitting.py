@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from .._progress import Progress
 from ._basis import make_selector
 from ._learning import check_noise_bounds
+from ._posterior import FitStatistics
 from ._prediction import RegressionPredictor, prediction_factors
 from ._refine import check_refinable
 from ._white import fold_white, unfold_white
@@ -61,8 +62,8 @@ def prepare_fit(model, y, n, scaling):
     return y, p, rng
 
 
-def store_fit(model, fit):
-    """Set the fitted attributes from a :class:`~._design.FittedBasis`."""
+def store_fit(model, fit, n_rows):
+    """Set the fitted attributes from a :class:`~._design.FittedBasis` of ``n_rows`` rows."""
     model.kernel_, model.noise_variance_ = unfold_white(
         model._noise, fit.kernel, fit.noise_variance
     )
@@ -79,3 +80,5 @@ def store_fit(model, fit):
     model.log_marginal_likelihood_value_ = float(fit.objective)
     model.cost_curve_ = fit.cost_curve
     model._jitter_value = fit.jitter
+    # the p x p statistics that partial_fit updates (._posterior)
+    model._stream = FitStatistics(fit.L, fit.R, fit.Vy, fit.jitter, int(n_rows))

@@ -26,7 +26,7 @@ def fit_rows(model, rows, p, rng):
     """Select (and learn) on the partitions of the row store ``rows``; store the model."""
     model._row_centre = row_centre(rows)
     try:
-        store_fit(model, alternate(model, rows, None, p, rng))
+        store_fit(model, alternate(model, rows, None, p, rng), rows.n)
     finally:
         del model._row_centre
     return model

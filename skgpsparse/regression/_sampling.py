@@ -17,7 +17,7 @@ from scipy.linalg import eigh, solve_triangular
 
 from ..kernels._columns import iter_cross_kernel
 
-__all__ = ["EXACT_ROWS", "low_rank_draws", "low_rank_sample_y"]
+__all__ = ["EXACT_ROWS", "low_rank_draws", "low_rank_sample_y", "sample_y"]
 
 # Up to this many query rows, draws use the whole n x n predictive covariance.
 EXACT_ROWS = 2000
@@ -77,3 +77,18 @@ def low_rank_sample_y(kernel, X, basis_vectors, L, S, mean, scales, n_samples, r
         draws *= scale
         draws += mean_t[:, None]
     return out[:, 0] if mean.ndim == 1 else out
+
+
+def sample_y(model, X, n_samples, rng):
+    """``model.sample_y`` on a validated ``X`` (``SparseGPRegressor.sample_y``)."""
+    if X.shape[0] <= EXACT_ROWS or not hasattr(model, "_predictor"):
+        y_mean, y_cov = model._predict_validated(X, return_cov=True)  # X is validated
+        means, covs = y_mean.reshape(len(X), -1), y_cov.reshape(len(X), len(X), -1)
+        draws = [rng.multivariate_normal(means[:, t], covs[..., t], n_samples).T
+                 for t in range(means.shape[1])]
+        return draws[0] if y_mean.ndim == 1 else np.stack(draws, axis=1)
+    # independent latent draws per target, each in its target's units
+    return low_rank_sample_y(
+        model.kernel_, X, model.basis_vectors_, model._predictor.L, model._predictor.S,
+        model._predict_validated(X), model._y_train_std, n_samples, rng,
+    )

@@ -38,8 +38,9 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
     if getattr(model, "_X_train", None) is None:
         raise ValueError(
             "log_marginal_likelihood(theta) needs the training data, which a pickled "
-            "model does not keep (it stores only what prediction needs). Refit the model "
-            "on (X, y) to evaluate the likelihood at another theta."
+            "model, or one updated by partial_fit, does not keep (it stores only what "
+            "prediction needs). Refit the model on (X, y) to evaluate the likelihood at "
+            "another theta."
         )
     if clone_kernel:
         kernel = model.kernel_.clone_with_theta(theta[:n_dims])

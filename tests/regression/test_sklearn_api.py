@@ -114,7 +114,6 @@ def test_drawn_rows_keep_the_predictive_variance_at_a_large_amplitude(monkeypatc
     # a large amplitude against a small noise leaves I - S to round-off that, clipped to PSD,
     # was a large share of the predictive variance: each row's variance must stay predict's
     monkeypatch.setattr(_sampling, "EXACT_ROWS", 10)
-    monkeypatch.setattr("skgpsparse.regression._estimator.EXACT_ROWS", 10)
     X, y, _ = _data()
     model = SparseGPRegressor(
         C(147.0**2) * RBF(14.2), max_basis=10, noise_variance=4.7e-3, optimizer=None,
@@ -131,7 +130,6 @@ def test_many_rows_are_drawn_by_blocks_with_the_predictive_variance(monkeypatch)
     # beyond EXACT_ROWS no n x n covariance is formed: the basis part is drawn exactly, the
     # rest per row, so every row keeps its predictive variance and rows covary through the basis
     monkeypatch.setattr(_sampling, "EXACT_ROWS", 10)
-    monkeypatch.setattr("skgpsparse.regression._estimator.EXACT_ROWS", 10)
     X, y, _ = _data()
     model = SparseGPRegressor(max_basis=10, random_state=0).fit(X, y)
     X_test = np.random.RandomState(5).uniform(-3, 3, size=(30, 2))

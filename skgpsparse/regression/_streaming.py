@@ -1,0 +1,225 @@
+"""``SparseGPRegressor.partial_fit``: new rows into a fitted posterior, then forgotten.
+
+The first call on an unfitted model is ``fit``. A later call validates the batch against the
+fitted width and targets, normalises its targets with the first fit's scaling, adds its
+likelihood terms to the ``p x p`` statistics (:class:`~._posterior.StreamingPosterior`:
+exact, the model of a fit on every row seen with this basis, kernel and noise) and, while
+the basis holds fewer than ``max_basis`` vectors, grows it from the batch's rows.
+
+Growing the basis
+-----------------
+A new basis vector ``x_j`` adds a row ``v = (k_j - V^T l) / l_pp`` to ``V = L^-1 K_uf``
+(``l = L^-1 k_u(x_j)``, ``l_pp^2 = k(x_j, x_j) + jitter - |l|^2``, Seeger et al. 2003 eq.
+(6)). For the batch's rows ``v`` is computed; the rows of earlier batches are forgotten, so
+their ``k(x_i, x_j)`` is replaced by its Nystrom projection on the current basis,
+``k_u(x_i)^T K_uu^-1 k_u(x_j) = V_i^T l``, for which their ``v`` is 0: they keep the
+information they gave about the old basis and none about the new direction. This is exact
+when every earlier row is in the basis (the projection is then ``k(x_i, x_j)`` itself, the
+case of a Bayesian-optimisation loop with ``max_basis`` at least the number of
+evaluations) and an approximation otherwise; a ``fit`` (or ``warm_start`` fit) on all rows
+removes it. Candidates are the batch's rows (a random working set of ``working_set_size``,
+59 by default, for a larger batch) scored by the exact decrease of cost (2) under that
+projection (the ``"exact"`` criterion of Smola & Bartlett, which ``"matching_pursuit"``,
+``"vfe"`` and ``"info_gain"`` approximate), ``(v^T mu)^2 / (2 (|v|^2 + s2 - c^T P_j c))``
+with ``mu`` the batch's residual and ``c = V v``; ``selection="random"`` picks uniformly. No
+exchange is made once the basis is full.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
+from threadpoolctl import ThreadpoolController
+
+from .._validation import plain_float_rows
+from ..kernels._columns import kernel_diag
+from ..rows._dask import is_dask_array
+from ._posterior import StreamingPosterior
+from ._prediction import RegressionPredictor
+
+__all__ = ["partial_fit", "stream_nbytes"]
+
+_DEFAULT_WORKING_SET = 59
+_CONTROLLER = None  # threadpoolctl's, made on first use
+
+
+def _batch_targets(model, y, target_shape):
+    """The batch's normalised targets, shaped as the fitted ones (``(b,)`` or ``(b, m)``)."""
+    y = np.asarray(y, dtype=np.float64)
+    got, n_targets = y.size // max(len(y), 1), int(np.prod(target_shape))
+    if got != n_targets:
+        raise ValueError(
+            f"partial_fit got `y` with {got} target(s); the model was fitted with "
+            f"{n_targets}. Every batch must have the targets of the first call."
+        )
+    y = y.reshape((len(y),) + target_shape)
+    return (y - model._y_train_mean) / model._y_train_std
+
+
+def _validated(model, X, y):
+    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for a few plain
+    float rows (one observation at a time: scikit-learn's checks cost more than the update)."""
+    X_plain = plain_float_rows(model, X)
+    if (
+        X_plain is not None and type(y) is np.ndarray and y.dtype.kind == "f"
+        and y.ndim in (1, 2) and len(y) == len(X_plain) and np.isfinite(y).all()
+    ):
+        return X_plain, y
+    return validate_data(
+        model, X, y, reset=False, y_numeric=True, multi_output=True, dtype=np.float64
+    )
+
+
+def _posterior(model):
+    """The model's :class:`StreamingPosterior`, made from the fit's factors on first use."""
+    stream = model._stream
+    if not isinstance(stream, StreamingPosterior):
+        stream = StreamingPosterior(
+            stream, model.noise_variance_, model.log_marginal_likelihood_value_,
+            model.hyperparameter_objective,
+        )
+        model._stream = stream
+    return stream
+
+
+def _one_blas_thread():
+    """A context with one BLAS thread, as ``fit``'s: threadpoolctl's controller is made once
+    (``threadpool_limits`` scans the loaded libraries at every call, ~10 ms, more than a
+    one-row update; with several BLAS threads on a busy machine a ``p x p`` triangular solve
+    took milliseconds instead of tens of microseconds)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def partial_fit(model, X, y):
+    """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (400, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(400)
+    >>> model = SparseGPRegressor(max_basis=15, optimizer=None, random_state=0)
+    >>> for start in range(0, 400, 100):  # four chunks; the rows are not kept
+    ...     model = model.partial_fit(X[start : start + 100], y[start : start + 100])
+    >>> model.basis_vectors_.shape, bool(model.score(X, y) > 0.9)
+    ((15, 1), True)
+    """
+    with _one_blas_thread():
+        return _partial_fit(model, X, y)
+
+
+def _partial_fit(model, X, y):
+    if is_dask_array(X) or is_dask_array(y):
+        raise TypeError(
+            "partial_fit takes in-memory batches (numpy arrays); compute a dask chunk first "
+            "(chunk.compute()), or fit on the whole dask array."
+        )
+    if getattr(model, "_stream", None) is None:
+        # The first call is fit; max_basis above the batch's rows is not clipped for good:
+        # the basis grows from the next batches.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="max_basis=.* exceeds the number")
+            model.fit(X, y)
+        model._X_train = model._y_train = None  # the rows are not kept
+        return model
+    X, y = _validated(model, X, y)
+    stream = _posterior(model)
+    y = _batch_targets(model, y, stream.Vy.shape[1:])
+    predictor = model._predictor
+    kernel = model.kernel_
+    kdiag = kernel_diag(kernel, X)
+    if model.basis_vectors_.shape[0] < model.max_basis:
+        # growth needs the batch's V_b whole (b x p): while the basis is not full
+        V_b = stream.whiten(predictor.cross.block(X))
+        stream.add_rows(V_b, y, kdiag)
+        _grow(model, stream, X, y, V_b, kdiag)
+        stream.refresh_if_due()
+    else:
+        # row blocks of the kernel (about 32 MB each); the statistics are exact sums
+        for rows, K_bu in predictor.cross.blocks(X):
+            stream.add_rows(stream.whiten(K_bu), y[rows], kdiag[rows])
+    _store_prediction(model, stream)
+    model._X_train = model._y_train = None
+    return model
+
+
+def _grow(model, stream, X, y, V_b, kdiag):
+    """Append basis vectors from the batch while the basis is not full; True if any."""
+    rng = check_random_state(model.random_state)
+    kernel, s2, jitter = model.kernel_, stream.s2, stream.jitter
+    b = X.shape[0]
+    offered = np.zeros(b, dtype=bool)
+    kappa = model.working_set_size or _DEFAULT_WORKING_SET
+    grown = False
+    Z, indices = model.basis_vectors_, model.basis_indices_
+    first_row = stream.n_rows - b  # the stream's index of the batch's first row
+    while Z.shape[0] < model.max_basis:
+        candidates = np.flatnonzero(~offered)
+        if not len(candidates):
+            break
+        if model.selection == "random":
+            J = rng.choice(candidates, size=1)
+        elif len(candidates) > kappa:
+            J = rng.choice(candidates, size=kappa, replace=False)
+        else:
+            J = candidates
+        K_uJ = kernel(Z, X[J])  # p x |J|
+        l = solve_triangular(stream.L, K_uJ, lower=True, check_finite=False)
+        d2 = kdiag[J] + jitter - np.sum(l * l, axis=0)
+        ok = np.isfinite(d2) & (d2 >= 0.5 * jitter)
+        offered[J[~ok]] = True  # numerically in the span of the basis: never again
+        if not np.any(ok):
+            continue
+        J, l, lpp = J[ok], l[:, ok], np.sqrt(d2[ok])
+        # v = (k_bj - V_b^T l) / l_pp for the batch's rows; earlier rows: 0 (projection)
+        v = (kernel(X, X[J]) - V_b.T @ l) / lpp
+        mu = y - V_b.T @ (stream.P_j @ stream.Vy)  # the batch's residual
+        c = V_b @ v
+        schur = np.sum(v * v, axis=0) + s2 - np.sum(c * (stream.P_j @ c), axis=0)
+        gain = (v.T @ mu) ** 2
+        gain = gain if gain.ndim == 1 else gain.sum(axis=1)
+        best = int(np.argmax(gain / np.maximum(schur, np.finfo(float).tiny)))
+        j, vj = int(J[best]), v[:, best]
+        offered[j] = True
+        stream.border(K_uJ[:, ok][:, best], kdiag[j], c[:, best], float(vj @ vj), vj @ y)
+        stream.add_vfe_trace(float(vj @ vj))
+        V_b = np.vstack([V_b, vj])
+        Z = np.vstack([Z, X[j]])
+        indices = np.append(indices, first_row + j)
+        grown = True
+    model.basis_vectors_, model.basis_indices_ = Z, indices
+    return grown
+
+
+def _store_prediction(model, stream):
+    """The fitted attributes and the predictor from the statistics."""
+    model.alpha_ = stream.alpha * model._y_train_std
+    predictor = model._predictor
+    if predictor.L.shape[0] == stream.p:
+        predictor.alpha, predictor.S = model.alpha_, stream.S
+    else:  # a grown basis: a new kernel set-up against it
+        model._predictor = RegressionPredictor(
+            model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S
+        )
+    model.log_marginal_likelihood_value_ = float(stream.value)
+
+
+def stream_nbytes(model):
+    """Bytes of the arrays a fitted model holds (the statistics, predictor and attributes)."""
+    total = 0
+    for value in vars(model).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+    stream = getattr(model, "_stream", None)
+    if isinstance(stream, StreamingPosterior):
+        total += stream.nbytes()
+    predictor = getattr(model, "_predictor", None)
+    if predictor is not None:
+        total += predictor.L.nbytes + predictor.S.nbytes
+    return total

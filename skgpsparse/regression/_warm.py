@@ -1,0 +1,67 @@
+"""``warm_start=True``: a fit that starts from the previous fit's hyperparameters and basis.
+
+scikit-learn's convention (``warm_start`` of its iterative estimators): a second ``fit``
+reuses the previous solution as its starting point. Here that is the fitted kernel's
+hyperparameters and noise variance (the learning starts from them instead of the exact GP
+on a random subset of rows) and the basis: the previous basis vectors that are rows of the
+new ``X`` (the case after ``partial_fit`` batches, or on a data set that grew) enter the
+first selection first, and forward selection continues from them to ``max_basis``.
+"""
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.base import clone
+
+__all__ = ["WarmStart", "basis_rows", "warm_start_from"]
+
+
+class WarmStart(NamedTuple):
+    """The previous fit's solution."""
+
+    kernel: object
+    noise_variance: float
+    basis_vectors: np.ndarray
+
+
+def warm_start_from(model, X):
+    """The previous fit of ``model`` to start a fit on ``X`` from, or None (no warm start,
+    unfitted, or with a warning when ``X`` has another number of features)."""
+    if not model.warm_start or not hasattr(model, "basis_vectors_"):
+        return None
+    width, n_features = model.basis_vectors_.shape[1], np.shape(X)[-1]
+    if np.ndim(X) != 2 or n_features != width:
+        warnings.warn(
+            f"warm_start=True ignored: the previous fit had {width} features, X has "
+            f"shape {np.shape(X)}; fitting from scratch.",
+            UserWarning,
+        )
+        return None
+    return WarmStart(
+        clone(model.kernel_), float(model.noise_variance_), model.basis_vectors_.copy()
+    )
+
+
+def basis_rows(X, basis_vectors):
+    """Indices of the rows of ``X`` equal to the previous basis vectors (in their order).
+
+    A basis vector that is not a row of ``X`` (moved by ``refine_basis``, or from other
+    data) is skipped. One pass over the rows, hashing each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse.regression._warm import basis_rows
+    >>> X = np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+    >>> basis_rows(X, np.array([[4.0, 5.0], [9.0, 9.0], [0.0, 1.0]])).tolist()
+    [2, 0]
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    wanted = {np.asarray(z, dtype=np.float64).tobytes(): k for k, z in enumerate(basis_vectors)}
+    found = {}
+    for i, row in enumerate(X):
+        k = wanted.get(row.tobytes())
+        if k is not None and k not in found:
+            found[k] = i
+    return np.array([found[k] for k in sorted(found)], dtype=np.intp)

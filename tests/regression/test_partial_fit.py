@@ -1,0 +1,205 @@
+"""SparseGPRegressor.partial_fit and warm_start: streamed rows give the fit's posterior.
+
+The reference is the projected-process posterior written densely on every row streamed
+(GPML eqs. (8.26)-(8.27), ``Sigma = (K_uf K_fu + s2 K_uu)^-1``) with numpy, on the basis,
+kernel and noise of the streamed model, and the objective functions of the batch fit.
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import cho_factor, cho_solve
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPRegressor
+from skgpsparse.regression._streaming import stream_nbytes
+from skgpsparse.regression._vfe import OBJECTIVES
+
+KERNEL = C(1.0) * RBF(1.0)
+S2 = 0.05
+
+
+def _data(n, seed=0, n_targets=None):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 2))
+    y = np.sin(X[:, 0]) + 0.5 * np.cos(2 * X[:, 1]) + 0.1 * rng.randn(n)
+    if n_targets:
+        y = np.column_stack([y + t * X[:, 0] for t in range(n_targets)])
+    return X, y
+
+
+def _dense_posterior(model, X, y, X_test):
+    """Mean and latent variance of the PP posterior on all of ``X``, from dense matrices."""
+    k, Z, s2 = model.kernel_, model.basis_vectors_, model.noise_variance_
+    y_mean, y_std = model._y_train_mean, model._y_train_std
+    Y = (y - y_mean) / y_std
+    K_uf, K_uu, K_tu = k(Z, X), k(Z), k(X_test, Z)
+    Sigma_inv = cho_factor(K_uf @ K_uf.T + s2 * K_uu)
+    mean = K_tu @ cho_solve(Sigma_inv, K_uf @ Y) * y_std + y_mean
+    var = (
+        k.diag(X_test)
+        - np.einsum("ij,ji->i", K_tu, np.linalg.solve(K_uu, K_tu.T))
+        + s2 * np.einsum("ij,ji->i", K_tu, cho_solve(Sigma_inv, K_tu.T))
+    )
+    return mean, var
+
+
+def _model(**kwargs):
+    params = dict(kernel=KERNEL, noise_variance=S2, optimizer=None, max_basis=15,
+                  random_state=0)
+    params.update(kwargs)
+    return SparseGPRegressor(**params)
+
+
+@pytest.mark.parametrize("objective", ["dtc", "vfe"])
+@pytest.mark.parametrize("n_targets", [None, 3])
+def test_chunks_equal_the_posterior_on_all_rows(objective, n_targets):
+    X, y = _data(600, n_targets=n_targets)
+    X_test, _ = _data(40, seed=1)
+    model = _model(hyperparameter_objective=objective, normalize_y=True)
+    for start in range(0, 600, 100):  # each chunk larger than the basis: fixed after the first
+        model.partial_fit(X[start : start + 100], y[start : start + 100])
+    assert model.basis_vectors_.shape == (15, 2)
+    mean, var = _dense_posterior(model, X, y, X_test)
+    got_mean, got_std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(got_mean, mean, rtol=0, atol=1e-10)
+    std = np.sqrt(var)[:, None] * model._y_train_std if n_targets else np.sqrt(var)
+    np.testing.assert_allclose(got_std, std * (1 if n_targets else model._y_train_std),
+                               rtol=0, atol=1e-10)
+    # the objective is the batch one on every row streamed (normalised targets)
+    Y = (y - model._y_train_mean) / model._y_train_std
+    expected = OBJECTIVES[objective](
+        model.kernel_, X, Y, model.basis_vectors_, S2, jitter=model._jitter_value
+    )
+    np.testing.assert_allclose(model.log_marginal_likelihood_value_, expected, rtol=1e-9)
+
+
+def test_first_call_fits_as_fit_does():
+    X, y = _data(150)
+    X_test, _ = _data(20, seed=1)
+    params = dict(max_basis=12, max_iter=1, refine_basis=0, random_state=0, normalize_y=True)
+    fitted = SparseGPRegressor(**params).fit(X, y)
+    streamed = SparseGPRegressor(**params).partial_fit(X, y)
+    np.testing.assert_array_equal(streamed.basis_vectors_, fitted.basis_vectors_)
+    assert streamed.kernel_.theta.tolist() == fitted.kernel_.theta.tolist()
+    for a, b in zip(streamed.predict(X_test, return_std=True),
+                    fitted.predict(X_test, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    # the rows are not kept, so the likelihood at another theta asks for a refit
+    with pytest.raises(ValueError, match="partial_fit"):
+        streamed.log_marginal_likelihood(streamed.kernel_.theta)
+
+
+def test_partial_fit_after_fit_continues_it():
+    X, y = _data(400)
+    X_test, _ = _data(20, seed=1)
+    model = _model().fit(X[:200], y[:200])
+    model.partial_fit(X[200:], y[200:])
+    mean, _ = _dense_posterior(model, X, y, X_test)
+    np.testing.assert_allclose(model.predict(X_test), mean, rtol=0, atol=1e-10)
+
+
+def test_one_observation_at_a_time_equals_the_refit():
+    # Woodbury updates of one row (and the refresh every 32 p rows) against the dense posterior
+    X, y = _data(440)
+    X_test, _ = _data(20, seed=1)
+    model = _model(max_basis=10).partial_fit(X[:100], y[:100])
+    for i in range(100, 440):
+        model.partial_fit(X[i : i + 1], y[i : i + 1])
+        if i in (100, 419, 439):  # after one row, before and after a refresh
+            assert model._stream.since_refresh == {100: 1, 419: 320, 439: 19}[i]
+            mean, var = _dense_posterior(model, X[: i + 1], y[: i + 1], X_test)
+            got_mean, got_std = model.predict(X_test, return_std=True)
+            np.testing.assert_allclose(got_mean, mean, rtol=0, atol=1e-10)
+            np.testing.assert_allclose(got_std**2, var, rtol=0, atol=1e-10)
+    expected = OBJECTIVES["vfe"](model.kernel_, X, y, model.basis_vectors_, S2,
+                                 jitter=model._jitter_value)
+    np.testing.assert_allclose(model.log_marginal_likelihood_value_, expected, rtol=1e-9)
+
+
+def test_basis_grows_from_new_rows_up_to_max_basis():
+    X, y = _data(120)
+    model = _model(max_basis=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "max_basis exceeds the samples" warning
+        model.partial_fit(X[:10], y[:10])
+    assert model.basis_vectors_.shape[0] == 10
+    for i in range(10, 25):  # one evaluation at a time, as a Bayesian-optimisation loop
+        model.partial_fit(X[i : i + 1], y[i : i + 1])
+    assert model.basis_vectors_.shape[0] == 25
+    np.testing.assert_array_equal(np.sort(model.basis_indices_), np.arange(25))
+    # every row is in the basis: the projection of earlier rows is exact, the full GP's
+    # posterior on them (up to the jitter's effect, ~1e-8 of the prior variance here)
+    X_test, _ = _data(20, seed=1)
+    mean, var = _dense_posterior(model, X[:25], y[:25], X_test)
+    got_mean, got_std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(got_mean, mean, atol=1e-6)
+    np.testing.assert_allclose(got_std**2, var, atol=1e-6)
+    model.partial_fit(X[25:120], y[25:120])  # a batch fills the basis and no more
+    assert model.basis_vectors_.shape[0] == 30
+    np.testing.assert_array_equal(model.basis_vectors_, X[model.basis_indices_])
+
+
+def test_the_fitted_state_does_not_grow_with_the_rows():
+    X, y = _data(4000)
+    model = _model(max_basis=20).partial_fit(X[:200], y[:200])
+    model.partial_fit(X[200:400], y[200:400])
+    size = stream_nbytes(model)
+    pickled = len(pickle.dumps(model))
+    for start in range(400, 4000, 200):
+        model.partial_fit(X[start : start + 200], y[start : start + 200])
+    assert model._stream.n_rows == 4000
+    assert stream_nbytes(model) == size
+    assert len(pickle.dumps(model)) <= pickled + 200  # a few scalars' digits, not rows
+    assert size < 40 * 20 * 20 * 8  # a few p x p arrays, nothing of n
+
+
+def test_changed_number_of_features_or_targets_is_refused():
+    X, y = _data(100)
+    model = _model().partial_fit(X, y)
+    with pytest.raises(ValueError, match="2 features"):
+        model.partial_fit(np.c_[X, X[:, :1]], y)
+    with pytest.raises(ValueError, match="partial_fit got `y` with 2 target"):
+        model.partial_fit(X, np.c_[y, y])
+
+
+def test_user_arrays_are_not_modified():
+    X, y = _data(200)
+    model = _model().partial_fit(X[:100], y[:100])
+    X_b, y_b = X[100:].copy(), y[100:].copy()
+    model.partial_fit(X_b, y_b)
+    np.testing.assert_array_equal(X_b, X[100:])
+    np.testing.assert_array_equal(y_b, y[100:])
+
+
+def test_warm_start_starts_from_the_previous_solution():
+    X, y = _data(300)
+    # fixed hyperparameters: the previous basis (rows of the new X) is the new fit's start
+    warm = _model(max_basis=10, warm_start=True).fit(X[:200], y[:200])
+    first = warm.basis_vectors_.copy()
+    warm.fit(X, y)
+    np.testing.assert_array_equal(warm.basis_vectors_, first)
+    cold = _model(max_basis=10).fit(X, y)
+    assert not np.array_equal(cold.basis_vectors_, first)  # a cold fit selects afresh
+    # with learning, the hyperparameters start from the previous ones, not the subset GP
+    learner = SparseGPRegressor(max_basis=10, max_iter=1, refine_basis=0, random_state=0,
+                                warm_start=True, noise_calibration=None)
+    learner.fit(X[:200], y[:200])
+    previous = learner.kernel_.theta.copy()
+    starts = []
+
+    def record(obj_func, theta, bounds):
+        starts.append(np.array(theta))
+        return theta, float(obj_func(theta, eval_gradient=False))
+
+    learner.set_params(optimizer=record).fit(X, y)
+    assert len(starts) == 1  # no subset start: only the learning on the basis
+    np.testing.assert_allclose(starts[0][:-1], previous)
+    learner.set_params(warm_start=False).fit(X, y)
+    assert len(starts) > 2  # the subset start learns from several noise starts first
+    learner.set_params(warm_start=True)
+    with pytest.warns(UserWarning, match="warm_start=True ignored"):
+        learner.fit(np.c_[X, X[:, 0]], y)
