@@ -6,9 +6,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from ..rows._dask import is_dask_array
@@ -25,7 +24,7 @@ from ._rows_fit import fit_dask, predict_dask
 from ._sampling import sample_y
 from ._streaming import partial_fit
 from ._targets import prior_prediction, target_scaling
-from ._theta import objective_at
+from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
 from ._warm import warm_start_from
 
@@ -398,39 +397,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         state.pop("_y_train", None)
         return state
 
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """The hyperparameter objective on the fitted basis: GPML eq. (8.17) or the VFE bound.
-
-        Parameters
-        ----------
-        theta : array-like of shape (kernel_.n_dims,) or (kernel_.n_dims + 1,), default=None
-            Log hyperparameters at which to evaluate the objective. Of the kernel's length
-            (as scikit-learn passes ``kernel_.theta``), the noise variance is the fitted
-            ``noise_variance_``; one entry longer, the last entry is ``log(noise_variance)``,
-            the layout the fit optimises when the noise is learned. ``None`` returns the
-            stored ``log_marginal_likelihood_value_``.
-        eval_gradient : bool, default=False
-            Also return the gradient with respect to ``theta`` (the layout of ``theta``).
-        clone_kernel : bool, default=True
-            As scikit-learn's: ``False`` sets ``kernel_.theta`` to the kernel's part of
-            ``theta`` (the fitted basis, ``alpha_`` and ``noise_variance_`` stay).
-
-        Returns
-        -------
-        log_likelihood : float
-            The approximate log marginal likelihood (``hyperparameter_objective="dtc"``) or
-            Titsias' bound (``"vfe"``).
-        log_likelihood_gradient : ndarray of the shape of ``theta``
-            Only if ``eval_gradient`` is True.
-
-        Raises
-        ------
-        ValueError
-            If ``theta`` is given on a model restored from a pickle: the training data are
-            not pickled, so refit the model first.
-        """
-        check_is_fitted(self)
-        return objective_at(self, theta, eval_gradient, clone_kernel)
+    log_marginal_likelihood = log_marginal_likelihood
 
     # ------------------------------------------------------------------ predict
     def predict(self, X, return_std=False, return_cov=False):
@@ -501,32 +468,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             X_plain, return_std, return_cov, self._y_train_mean, self._y_train_std
         )
 
-    def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw functions from the predictive distribution at ``X`` (the prior if unfitted).
-
-        As scikit-learn's ``GaussianProcessRegressor.sample_y``: the draws follow the latent
-        predictive mean and covariance of ``predict(X, return_cov=True)``. Beyond a few
-        thousand rows the covariance is not formed: the part of it carried by the basis is
-        drawn exactly and the rest independently per row, with a ``UserWarning``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples_X, n_features)
-            Query points.
-        n_samples : int, default=1
-            Number of draws.
-        random_state : int, RandomState instance or None, default=0
-            Randomness of the draws.
-
-        Returns
-        -------
-        y_samples : ndarray of shape (n_samples_X, n_samples) or \
-                (n_samples_X, n_targets, n_samples)
-            The draws, in the units of the targets.
-        """
-        refuse_structured(self, "sample_y")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return sample_y(self, X, n_samples, check_random_state(random_state))
+    sample_y = sample_y
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

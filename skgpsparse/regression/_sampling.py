@@ -14,8 +14,11 @@ import warnings
 
 import numpy as np
 from scipy.linalg import eigh, solve_triangular
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from ..kernels._columns import iter_cross_kernel
+from ..kernels._structured import refuse_structured
 
 __all__ = ["EXACT_ROWS", "low_rank_draws", "low_rank_sample_y", "sample_y"]
 
@@ -79,7 +82,7 @@ def low_rank_sample_y(kernel, X, basis_vectors, L, S, mean, scales, n_samples, r
     return out[:, 0] if mean.ndim == 1 else out
 
 
-def sample_y(model, X, n_samples, rng):
+def _draws(model, X, n_samples, rng):
     """``model.sample_y`` on a validated ``X`` (``SparseGPRegressor.sample_y``)."""
     if X.shape[0] <= EXACT_ROWS or not hasattr(model, "_predictor"):
         y_mean, y_cov = model._predict_validated(X, return_cov=True)  # X is validated
@@ -92,3 +95,32 @@ def sample_y(model, X, n_samples, rng):
         model.kernel_, X, model.basis_vectors_, model._predictor.L, model._predictor.S,
         model._predict_validated(X), model._y_train_std, n_samples, rng,
     )
+
+
+# SparseGPRegressor.sample_y (assigned in the class body)
+def sample_y(self, X, n_samples=1, random_state=0):
+    """Draw functions from the predictive distribution at ``X`` (the prior if unfitted).
+
+    As scikit-learn's ``GaussianProcessRegressor.sample_y``: the draws follow the latent
+    predictive mean and covariance of ``predict(X, return_cov=True)``. Beyond a few
+    thousand rows the covariance is not formed: the part of it carried by the basis is
+    drawn exactly and the rest independently per row, with a ``UserWarning``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples_X, n_features)
+        Query points.
+    n_samples : int, default=1
+        Number of draws.
+    random_state : int, RandomState instance or None, default=0
+        Randomness of the draws.
+
+    Returns
+    -------
+    y_samples : ndarray of shape (n_samples_X, n_samples) or \
+            (n_samples_X, n_targets, n_samples)
+        The draws, in the units of the targets.
+    """
+    refuse_structured(self, "sample_y")
+    X = validate_data(self, X, reset=False, dtype=np.float64)
+    return _draws(self, X, n_samples, check_random_state(random_state))

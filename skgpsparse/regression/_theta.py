@@ -10,12 +10,14 @@ from functools import partial
 
 import numpy as np
 
+from sklearn.utils.validation import check_is_fitted
+
 from ..rows._dask import is_dask_array
 from ._rows_fit import objective_dask
 from ._vfe import OBJECTIVES
 from ._white import split_white, white_gradient
 
-__all__ = ["objective_at"]
+__all__ = ["log_marginal_likelihood", "objective_at"]
 
 
 def objective_at(model, theta, eval_gradient, clone_kernel=True):
@@ -71,3 +73,39 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
         grad = np.append(white_gradient(kernel, grad, white.noise_level, s2),
                          grad[-1] * (s2 - white.noise_level) / s2)
     return out[0], (grad if with_noise else grad[:n_dims])
+
+
+# SparseGPRegressor.log_marginal_likelihood (assigned in the class body)
+def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+    """The hyperparameter objective on the fitted basis: GPML eq. (8.17) or the VFE bound.
+
+    Parameters
+    ----------
+    theta : array-like of shape (kernel_.n_dims,) or (kernel_.n_dims + 1,), default=None
+        Log hyperparameters at which to evaluate the objective. Of the kernel's length
+        (as scikit-learn passes ``kernel_.theta``), the noise variance is the fitted
+        ``noise_variance_``; one entry longer, the last entry is ``log(noise_variance)``,
+        the layout the fit optimises when the noise is learned. ``None`` returns the
+        stored ``log_marginal_likelihood_value_``.
+    eval_gradient : bool, default=False
+        Also return the gradient with respect to ``theta`` (the layout of ``theta``).
+    clone_kernel : bool, default=True
+        As scikit-learn's: ``False`` sets ``kernel_.theta`` to the kernel's part of
+        ``theta`` (the fitted basis, ``alpha_`` and ``noise_variance_`` stay).
+
+    Returns
+    -------
+    log_likelihood : float
+        The approximate log marginal likelihood (``hyperparameter_objective="dtc"``) or
+        Titsias' bound (``"vfe"``).
+    log_likelihood_gradient : ndarray of the shape of ``theta``
+        Only if ``eval_gradient`` is True.
+
+    Raises
+    ------
+    ValueError
+        If ``theta`` is given on a model restored from a pickle: the training data are
+        not pickled, so refit the model first.
+    """
+    check_is_fitted(self)
+    return objective_at(self, theta, eval_gradient, clone_kernel)
