@@ -1,5 +1,19 @@
-"""Fit and prediction at scale: 1,000,000 rows x 20 features, max_basis=500, fixed hyperparameters.
+"""Fit at scale: the default constructors at 10^4 .. 10^6 rows x 20 features (and fixed mode).
 
+``--mode default`` (the default): ``SparseGPRegressor(random_state=0)`` and
+``SparseGPClassifier(random_state=0)`` as a new user calls them, on the issue-35 data: ``X``
+standard normal (n x 20), ``f = sin(x0) + x1^2 / 2 - x2 x3 / 2``, regression targets ``f +
+0.3 noise`` standardised by the training rows, labels ``f + 0.3 noise > median(f)``; 20,000
+test rows from the same law. Records, per size in ``--sizes`` and estimator, the fit wall and
+CPU time, the BLAS floor at that size (one chunked ``K(X, X_u)`` block and one triangular
+solve with ``p = max_basis`` basis rows, ``floor.py``'s, timed in the same child), their ratio,
+the child's peak resident memory and the test metrics (NMSE, NLPD, mean z^2 with the noise
+included; NLP and error rate). ``--learning-rows auto,none`` fits both ways (``none``: every
+row, as before ``learning_rows``), back to back, to compare learning on a subsample with
+learning on every row; ``--data uci_protein`` / ``pmlb_adult`` uses a real set instead
+(``--sizes`` training rows drawn at random, the other rows the test set).
+
+``--mode fixed`` is the earlier run: max_basis=500, fixed hyperparameters.
 Each estimator runs in its own subprocess (default selection: matching_pursuit for the
 regressor, adaptive for the classifier; ``optimizer=None``) so that its peak resident memory
 (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``) is its own. Records fit and prediction
@@ -17,11 +31,15 @@ Goal of the performance issue: fit in under 2 minutes, peak memory under 8 GB, p
 
 Usage::
 
-    python benchmarks/million.py                       # both estimators, n = 1,000,000
-    python benchmarks/million.py --n 200000 --quick    # smaller
-    python benchmarks/million.py --only regressor --dtype float32 --threads 2
+    python benchmarks/million.py --sizes 10000,100000,1000000        # default constructors
+    python benchmarks/million.py --sizes 100000 --learning-rows auto,none --only regressor
+    python benchmarks/million.py --data uci_protein --sizes 40000 --learning-rows auto,none
+    python benchmarks/million.py --mode fixed                  # fixed hyperparameters, p=500
+    python benchmarks/million.py --mode fixed --n 200000 --quick
+    python benchmarks/million.py --mode fixed --only regressor --dtype float32 --threads 2
 
-Writes ``benchmarks/results/million_run.md`` (``million_keep_run.md`` with
+Writes ``benchmarks/results/million_default[_tag].md`` (and ``.json``) in the default mode,
+``benchmarks/results/million_run.md`` in the fixed one (``million_keep_run.md`` with
 ``--keep-working-set``, ``--tag`` adds a suffix); ``benchmarks/results/million.md`` is the
 commented record of the runs.
 """
@@ -112,6 +130,140 @@ def child(estimator, n, d, p, seed, keep=False, dtype="float64", threads=1):
     out["load_after"] = os.getloadavg()[0]
     print("RESULT " + json.dumps(out), flush=True)
 
+TEST_ROWS = 20_000
+
+
+def synthetic(n, d, seed):
+    """The issue-35 rows: ``X`` standard normal, ``f = sin(x0) + x1^2/2 - x2 x3/2``;
+    returns ``X``, the noisy targets ``f + 0.3 e`` and the labels ``f + 0.3 e' > median(f)``."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    f = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3]
+    y = f + 0.3 * rng.standard_normal(n)
+    labels = (f + 0.3 * rng.standard_normal(n) > 0.5).astype(int)  # 0.5: about median(f)
+    return X, y, labels
+
+
+def default_split(estimator, data, n, d, seed=0):
+    """``X, y, X_test, y_test``: ``n`` training rows (standardised) and the test rows."""
+    from _peers import standardise
+
+    if data == "synthetic":
+        X, y, labels = synthetic(n + TEST_ROWS, d, seed)
+        t = labels if estimator == "classifier" else y
+        X, X_t, t, t_t = X[:n], X[n:], t[:n], t[n:]
+    else:
+        from _data import load_dataset
+
+        z = load_dataset(data)
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(z["y"]))
+        X_all, t_all = np.asarray(z["X"], float), np.asarray(z["y"])
+        X, X_t = X_all[order[:n]], X_all[order[n:]]
+        t, t_t = t_all[order[:n]], t_all[order[n:]]
+    if estimator == "classifier":
+        X, X_t = standardise(X, X_t)
+        return X, t.astype(int), X_t, t_t.astype(int)
+    X, X_t, t, t_t = standardise(X, X_t, t.astype(float), t_t.astype(float))
+    return X, t, X_t, t_t
+
+
+def child_default(estimator, data, n, d, learning_rows, seed=0):
+    """One default-constructor fit (``learning_rows`` "auto" or "none"); prints a JSON line."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _peers import classification_metrics, regression_metrics
+    from floor import floor, kernel_for
+
+    from skgpsparse import SparseGPClassifier, SparseGPRegressor
+
+    X, y, X_t, y_t = default_split(estimator, data, n, d, seed)
+    lr = None if learning_rows == "none" else learning_rows
+    if estimator == "regressor":
+        model = SparseGPRegressor(random_state=0, learning_rows=lr)
+    else:
+        model = SparseGPClassifier(random_state=0, learning_rows=lr)
+    out = {"estimator": estimator, "data": data, "n": n, "d": X.shape[1],
+           "learning_rows": learning_rows, "load_before": os.getloadavg()[0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w, c = time.perf_counter(), time.process_time()
+        model.fit(X, y)
+        out["fit_wall"], out["fit_cpu"] = time.perf_counter() - w, time.process_time() - c
+        if estimator == "regressor":
+            mean, std = model.predict(X_t, return_std=True)
+            out.update(regression_metrics(y_t, mean, std**2 + model.noise_variance_))
+        else:
+            out.update(classification_metrics(y_t, model.predict_proba(X_t)[:, 1]))
+    out["kernel"] = str(model.kernel_)
+    # the BLAS floor at this n: one K(X, X_u) block and one triangular solve, p = max_basis
+    X_u = X[np.random.default_rng(1).choice(n, size=min(n, 100), replace=False)]
+    w, c = time.perf_counter(), time.process_time()
+    floor(kernel_for(X.shape[1]), X, X_u)
+    out["floor_wall"], out["floor_cpu"] = time.perf_counter() - w, time.process_time() - c
+    out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    out["load_after"] = os.getloadavg()[0]
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def main_default(args):
+    """The default-constructor runs: each size, estimator and learning_rows in a child."""
+    rows = []
+    sizes = [int(v) for v in args.sizes.split(",")]
+    estimators = [args.only] if args.only else ["regressor", "classifier"]
+    for n in sizes:
+        for est in estimators:
+            for lr in args.learning_rows.split(","):
+                cmd = [sys.executable, __file__, "--mode", "default", "--child", est,
+                       "--n", str(n), "--d", str(args.d), "--data", args.data,
+                       "--learning-rows", lr]
+                try:
+                    proc = subprocess.run(cmd, capture_output=True, text=True,
+                                          timeout=args.timeout, check=False)
+                    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+                    if line:
+                        r = json.loads(line[0][7:])
+                    else:
+                        print(proc.stdout[-2000:], proc.stderr[-2000:])
+                        r = {"estimator": est, "n": n, "learning_rows": lr, "failed": True}
+                except subprocess.TimeoutExpired:
+                    r = {"estimator": est, "n": n, "learning_rows": lr,
+                         "failed": f"timed out after {args.timeout:.0f} s"}
+                rows.append(r)
+                print(r, flush=True)
+
+    def f(r, key, fmt=".3f"):
+        return format(r[key], fmt) if key in r else "-"
+
+    header = (
+        f"# Default constructors at scale ({args.data})\n\nMachine: {platform.node()} "
+        f"({os.cpu_count()} cores, shared), date "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, BLAS threads "
+        f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}. Each fit in its own process; "
+        "floor = one chunked K(X, X_u) and one triangular solve at p = 100 in that process; "
+        "peak = the child's maximum resident set size.\n\n"
+        "| estimator | n | learning_rows | fit wall (s) | fit CPU (s) | floor wall (s) | "
+        "x floor (wall / CPU) | peak (GB) | NMSE / NLP | NLPD / error | z^2 | load |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    body = ""
+    for r in rows:
+        reg = r["estimator"] == "regressor"
+        ratio = (f"{r['fit_wall'] / r['floor_wall']:.1f} / {r['fit_cpu'] / r['floor_cpu']:.1f}"
+                 if "floor_wall" in r else "-")
+        body += (
+            f"| {r['estimator']} | {r['n']} | {r['learning_rows']} | {f(r, 'fit_wall', '.1f')} | "
+            f"{f(r, 'fit_cpu', '.1f')} | {f(r, 'floor_wall', '.2f')} | {ratio} | "
+            f"{f(r, 'peak_rss_gb', '.2f')} | {f(r, 'nmse' if reg else 'nlp', '.4f')} | "
+            f"{f(r, 'nlpd' if reg else 'error', '.4f')} | {f(r, 'z2', '.3f') if reg else '-'} | "
+            f"{f(r, 'load_before', '.1f')} / {f(r, 'load_after', '.1f')} |\n"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    name = "million_default" + (f"_{args.tag}" if args.tag else "")
+    (RESULTS / f"{name}.md").write_text(header + body)
+    (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    print(f"wrote {RESULTS / name}.md")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -134,7 +286,19 @@ def main():
     parser.add_argument("--tag", default="", help="suffix of the results file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=1500.0)
+    parser.add_argument("--mode", choices=["default", "fixed"], default="default")
+    parser.add_argument("--sizes", default="10000,100000", help="default mode: training rows")
+    parser.add_argument("--learning-rows", default="auto",
+                        help="default mode: comma-separated learning_rows ('none': every row)")
+    parser.add_argument("--data", default="synthetic",
+                        help="default mode: synthetic, uci_protein or pmlb_adult")
     args = parser.parse_args()
+    if args.mode == "default":
+        if args.child:
+            child_default(args.child, args.data, args.n, args.d, args.learning_rows)
+        else:
+            main_default(args)
+        return
     if args.quick:
         args.n = 100_000
     if args.child:

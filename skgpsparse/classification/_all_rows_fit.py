@@ -18,6 +18,7 @@ import numpy as np
 from scipy.linalg import cho_solve, eigh, solve_triangular
 from sklearn.base import clone
 
+from .._learning_rows import learning_subsample
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import _EP_TOL, SparsePrior, marginals, negative_log_evidence_all_rows
@@ -207,17 +208,8 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds):
     return (candidate if keep else best), rounds
 
 
-def fit_all_rows(model, X, y, rng):
-    """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
-
-    Rounds of: greedy basis selection (ADF, the model's selector) under ``(theta, b)``; then
-    ``(theta, b)`` by the all-rows EP evidence with that basis. Stops after ``max_iter`` rounds,
-    or when a round improves the evidence per row by less than ``tol``; keeps the round with
-    the highest evidence. With ``per_feature_choice`` (the package's default kernel) the rounds
-    left then run with one length scale per feature, kept if the evidence pays the BIC charge
-    (:func:`_per_feature_choice`). The sites of the kept round, one per training row, become
-    ``site_precision_`` and ``site_mean_``.
-    """
+def _learn_rounds(model, X, y, rng):
+    """The kept round of :func:`fit_all_rows` on the rows ``X, y`` and the rounds run."""
     kernel = clone(model.kernel)
     n = y.size
     sites = (np.zeros(n), np.zeros(n))
@@ -230,6 +222,51 @@ def fit_all_rows(model, X, y, rng):
         # the rounds of both kernels together are at most max_iter
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
+    return best, n_iter
+
+
+def _round_on_all_rows(model, best, X, y, rows):
+    """The round ``best`` learned on ``X[rows]``, with EP over every row of ``X``.
+
+    ``(theta, b)`` and the basis stay (its indices mapped to the training set's); EP runs
+    on all rows to the full tolerance, its sites started afresh (one site per row).
+    """
+    loss, kernel, bias, basis, _, curve = best
+    basis = rows[basis]
+    n = y.size
+    objective = AllRowsObjective(kernel, X, y, X[basis], (np.zeros(n), np.zeros(n)))
+    target = with_length_scale_prior(objective, kernel, n)
+    loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
+    model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
+    return loss, kernel, bias, basis, objective.sites, curve
+
+
+def fit_all_rows(model, X, y, rng):
+    """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
+
+    Rounds of: greedy basis selection (ADF, the model's selector) under ``(theta, b)``; then
+    ``(theta, b)`` by the all-rows EP evidence with that basis. Stops after ``max_iter`` rounds,
+    or when a round improves the evidence per row by less than ``tol``; keeps the round with
+    the highest evidence. With ``per_feature_choice`` (the package's default kernel) the rounds
+    left then run with one length scale per feature, kept if the evidence pays the BIC charge
+    (:func:`_per_feature_choice`). The sites of the kept round, one per training row, become
+    ``site_precision_`` and ``site_mean_``. With more rows than ``model.learning_rows``
+    allows (:mod:`skgpsparse._learning_rows`) the rounds run on a random subsample of them,
+    and EP under the kept round on all (:func:`_round_on_all_rows`).
+    """
+    n = y.size
+    rows = None
+    if model.optimizer is not None:
+        rows = learning_subsample(model.learning_rows, n, model.max_basis, rng)
+    if rows is None:
+        best, n_iter = _learn_rounds(model, X, y, rng)
+    else:
+        model._progress.line(
+            f"learning on {rows.size} of {n} rows (learning_rows={model.learning_rows!r}); "
+            "EP on all of them"
+        )
+        best, n_iter = _learn_rounds(model, X[rows], y[rows], rng)
+        best = _round_on_all_rows(model, best, X, y, rows)
     model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best
     if model.optimizer is not None:

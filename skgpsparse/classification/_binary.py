@@ -118,8 +118,11 @@ class _BinarySparseGPClassifier:
         n_threads=1,
         posterior="basis",
         per_feature_choice=False,
+        learning_rows=None,
     ):
         self.kernel = kernel
+        # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
+        self.learning_rows = learning_rows
         # the package's default kernel: try one length scale per feature (_all_rows_fit)
         self.per_feature_choice = per_feature_choice
         # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's

@@ -18,7 +18,7 @@ from .._validation import plain_float_rows
 from ..selection import BaseSelector
 from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
-from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._fitting import LEARNING_ROWS_OPTIONS, binary_params, store_binary, store_one_vs_rest
 from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
 from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
@@ -42,7 +42,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     (``posterior="all_rows"``) the basis is the inducing set of a FITC prior and EP matches
     every training row's likelihood; the hyperparameters (kernel ``theta`` and ``b``)
     maximise that EP evidence, alternating with re-selection of the basis (by the IVM's
-    entropy criterion, deterministic: the fit does not depend on ``random_state``). With
+    entropy criterion, deterministic: below ``learning_rows`` it ignores ``random_state``). With
     ``posterior="basis"`` (the papers' method) the posterior is built by assumed density
     filtering on the basis rows only and the hyperparameters minimise the validation NLP over
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
@@ -149,6 +149,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         The outer loop stops when the NLP has not improved by ``tol`` for 5 iterations (a
         re-selected basis' training NLP varies by about 1e-3 between iterations); with
         ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
+    learning_rows : int, "auto" or None, default="auto"
+        As the regressor's, for ``posterior="all_rows"``: above it the rounds learn on a random
+        subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all.
     n_restarts : int, default=0
         Extra runs of the two-loop design from other starts of the bias ``b``: the
         class-balance start plus 4, -4, 2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that
@@ -168,8 +171,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         of each scored working set are spread over threads (BLAS runs on one thread per block
         meanwhile). The fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
-        Randomness of the working sets and random selection (the default all-rows fit with
-        ``selection="auto"`` draws nothing).
+        Randomness of the working sets, random selection and the ``learning_rows`` subsample
+        (below ``learning_rows`` the default fit draws nothing).
     verbose : int, default=0
         Print one line per outer iteration (NLP, basis size, bias, kernel, time).
 
@@ -229,10 +232,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "kernel": [Kernel, None],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
-        "selection": [
-            StrOptions({"auto", "adaptive", "nlp", "entropy", "info_gain", "random"}),
-            BaseSelector,
-        ],
+        "selection": [StrOptions({"auto", "adaptive", "nlp", "entropy", "info_gain", "random"}),
+                      BaseSelector],
         "working_set_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "site_update": [StrOptions({"moment_matching", "optimize"})],
         "n_exchange": [Interval(numbers.Integral, 0, None, closed="left")],
@@ -241,6 +242,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "posterior": [StrOptions({"auto", "all_rows", "basis"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "learning_rows": LEARNING_ROWS_OPTIONS,
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_jobs": [numbers.Integral, None],
@@ -262,6 +264,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         posterior="auto",
         max_iter=20,
         tol=1e-3,
+        learning_rows="auto",
         n_restarts=0,
         validation_fraction=0.2,
         n_jobs=None,
@@ -279,6 +282,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.posterior = posterior
         self.max_iter = max_iter
         self.tol = tol
+        self.learning_rows = learning_rows
         self.n_restarts = n_restarts
         self.validation_fraction = validation_fraction
         self.n_jobs = n_jobs

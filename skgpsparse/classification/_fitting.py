@@ -10,9 +10,14 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+from .._learning_rows import LEARNING_ROWS_OPTIONS
 from ._binary import _make_selector
 
-__all__ = ["binary_params", "default_kernel", "store_binary", "store_one_vs_rest"]
+# re-exported for the estimator's parameter constraints
+__all__ = [
+    "LEARNING_ROWS_OPTIONS", "binary_params", "default_kernel", "store_binary",
+    "store_one_vs_rest",
+]
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
 _MAX_AMPLITUDE = 100.0
@@ -89,6 +94,7 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         "per_feature_choice": (clf.kernel is None and posterior == "all_rows"
                                and clf.optimizer is not None),
         "max_iter": clf.max_iter,
+        "learning_rows": clf.learning_rows,
         "tol": clf.tol,
         "verbose": clf.verbose,
         # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models

@@ -16,20 +16,22 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cholesky
 
+from .._learning_rows import learning_subsample
 from .._memory import FitMemory, gigabytes, largest_fitting
 from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
+from ._all_rows import factors_objective, posterior_on_all_rows
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._learning import check_noise_bounds, learn_hyperparameters, warn_at_noise_bound
-from ._likelihood import dtc_value, sparse_factors
+from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
 from ._state import RELATIVE_JITTER, RegressionState
-from ._vfe import OBJECTIVES, state_objective, unexplained_variance, vfe_value
+from ._vfe import OBJECTIVES, state_objective
 
 __all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
 
@@ -213,16 +215,58 @@ class FittedBasis(NamedTuple):
     n_refine: int  # L-BFGS iterations of the refinement
 
 
+def _learns(model, noise_bounds):
+    """Whether the fit learns hyperparameters (an optimizer and something to learn)."""
+    return model.optimizer is not None and (
+        model.kernel_.n_dims > 0 or noise_bounds is not None
+    )
+
+
 def alternate(model, X, y, p, rng):
     """Select the basis and learn the hyperparameters of ``model`` on (normalised) ``y``.
 
     Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined
-    when ``model.refine_basis`` asks for it, and the selection's cost curve.
+    when ``model.refine_basis`` asks for it, and the selection's cost curve. With more rows
+    than ``model.learning_rows`` allows, selection, learning and refinement run on a random
+    subsample of them and the posterior and the calibration on all (:mod:`._all_rows`).
     """
+    noise_bounds = check_noise_bounds(model.noise_variance_bounds)
+    learn = _learns(model, noise_bounds)
+    rows = None
+    if learn and not isinstance(X, RowStore):
+        rows = learning_subsample(model.learning_rows, X.shape[0], p, rng)
+    if rows is None:
+        fit = _learn_basis(model, X, y, p, rng)
+    else:
+        model._progress.line(
+            f"learning on {rows.size} of {X.shape[0]} rows (learning_rows="
+            f"{model.learning_rows!r}); the posterior and the calibration on all of them"
+        )
+        # the posterior on all rows holds an n x p block, as a fit at fixed hyperparameters
+        n_targets = y.shape[1] if y.ndim == 2 else 1
+        fit_memory(
+            X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
+            X.dtype == np.float32,
+        ).check()
+        fit = _learn_basis(model, X[rows], y[rows], p, rng)
+        fit = posterior_on_all_rows(
+            fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective
+        )
+    calibrate = noise_bounds is not None and model.noise_calibration is not None
+    if learn and calibrate and p < X.shape[0]:
+        fit = _calibrate_noise(model, fit, X, y, noise_bounds)
+    if learn:
+        fit.kernel._check_bounds_params()
+        warn_at_noise_bound(fit.noise_variance, noise_bounds)
+    return fit
+
+
+def _learn_basis(model, X, y, p, rng):
+    """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
     noise_bounds = check_noise_bounds(model.noise_variance_bounds)
     kernel, s2 = model.kernel_, float(model.noise_variance)
     n = X.shape[0]
-    learn = model.optimizer is not None and (kernel.n_dims > 0 or noise_bounds is not None)
+    learn = _learns(model, noise_bounds)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
     learn_on_basis = learn and model.max_iter > 0
     refine = refine_iterations(
@@ -321,11 +365,6 @@ def alternate(model, X, y, p, rng):
             state.R, state.Vy, state.jitter,
             state_objective(state, model.hyperparameter_objective), np.asarray(curve), n_iter, 0,
         )
-    if learn and noise_bounds is not None and model.noise_calibration is not None and p < n:
-        fit = _calibrate_noise(model, fit, X, y, noise_bounds)
-    if learn:
-        fit.kernel._check_bounds_params()
-        warn_at_noise_bound(fit.noise_variance, noise_bounds)
     return fit
 
 
@@ -387,10 +426,7 @@ def _refine(model, fit, X, y, learn, noise_bounds, max_iter):
     Vy = f.V @ f.Y
     # the objective of the model kept, from its own factors (the search's evaluations may
     # have taken the Gram route, whose rounding is larger)
-    if model.hyperparameter_objective == "vfe":
-        value = vfe_value(f, unexplained_variance(kernel, X, f))
-    else:
-        value = dtc_value(f)
+    value = factors_objective(model.hyperparameter_objective, kernel, X, f)
     return fit._replace(
         kernel=kernel, noise_variance=s2, basis_vectors=Z, L=f.L, R=f.R,
         Vy=Vy[:, 0] if y.ndim == 1 else Vy, objective=float(value), n_refine=n_refine,

@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
+from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
 from ._design import alternate
@@ -139,6 +140,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         is selected (and exchanged) once at them, they are not re-learned on it, ``"auto"``
         does not refine, and an explicit ``refine_basis`` moves the basis inputs only. The
         noise calibration still applies.
+    learning_rows : int, "auto" or None, default="auto"
+        Rows that learning sees. Above this many training rows the hyperparameters (the
+        alternation, or the refinement with the basis inputs) are learned on a random
+        subsample of that many rows (drawn by ``random_state``), and the posterior on the
+        learned basis, the fitted objective and the leave-one-out calibration use every
+        row: each evaluation of the objective is then a pass over the subsample, not over
+        every row. ``"auto"`` means ``max(20000, 200 * max_basis)`` rows; an int ``m``
+        means ``max(m, max_basis)``; ``None`` learns on every row. At scale ``max_basis``
+        is still the basis size of the model of every row, ``max_iter``, ``tol`` and
+        ``refine_basis`` count the subsample's alternations and iterations (``tol`` per
+        subsample row), and ``basis_indices_`` are indices of the training set. Fits on
+        fewer rows, with fixed hyperparameters or on a dask array are unchanged.
     tol : float, default=1e-4
         The alternation stops when one alternation raises the objective (a sum over the
         training rows) by less than ``tol`` per row, ``tol * n_samples`` in all.
@@ -237,6 +250,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "noise_calibration": [StrOptions({"loo", "loo_noise"}), None],
         "refine_basis": [Interval(numbers.Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "learning_rows": LEARNING_ROWS_OPTIONS,
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "normalize_y": ["boolean"],
         "random_state": ["random_state"],
@@ -260,6 +274,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         noise_calibration="loo",
         refine_basis="auto",
         max_iter=10,
+        learning_rows="auto",
         tol=1e-4,
         normalize_y=False,
         random_state=None,
@@ -279,6 +294,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.noise_calibration = noise_calibration
         self.refine_basis = refine_basis
         self.max_iter = max_iter
+        self.learning_rows = learning_rows
         self.tol = tol
         self.normalize_y = normalize_y
         self.random_state = random_state

@@ -1,0 +1,44 @@
+"""The regressor at scale: what was learned on a subsample, made the model of every row.
+
+With ``learning_rows`` (:mod:`skgpsparse._learning_rows`) the selection, the hyperparameter
+learning and the basis refinement of :func:`~._design.alternate` run on a random subsample;
+their result (the kernel, the noise variance and the basis inputs) then fixes the model whose
+posterior is formed on every row here: one pass for ``V = L^-1 K_uf`` and ``V V^T`` (GPML
+eq. (8.26) and the matrix inversion lemma, :func:`~._likelihood.sparse_factors`), after which
+the leave-one-out calibration runs on every row as in any fit.
+"""
+
+import numpy as np
+
+from ._likelihood import dtc_value, sparse_factors
+from ._vfe import unexplained_variance, vfe_value
+
+__all__ = ["factors_objective", "posterior_on_all_rows"]
+
+
+def factors_objective(objective, kernel, X, f):
+    """``"vfe"`` (Titsias' bound, eq. (9)) or ``"dtc"`` (GPML eq. (8.17)) from the factors
+    ``f`` of :func:`~._likelihood.sparse_factors` on the rows ``X``."""
+    if objective == "vfe":
+        return float(vfe_value(f, unexplained_variance(kernel, X, f)))
+    return float(dtc_value(f))
+
+
+def posterior_on_all_rows(fit, X, y, rows, jitter, objective):
+    """The :class:`~._design.FittedBasis` ``fit`` learned on ``X[rows]``, on every row.
+
+    The kernel, the noise variance and the basis inputs stay; ``L``, ``R`` and ``V y`` (the
+    posterior on the basis) and the objective's value are those of all rows of ``X`` and
+    ``y``, the basis indices are mapped from the subsample's to the training set's.
+    ``jitter`` is the fit's jitter on all rows (relative to the mean prior variance).
+    """
+    Y = y.reshape(len(y), -1)
+    X64 = X.astype(np.float64, copy=False)
+    f = sparse_factors(
+        fit.kernel, X64, Y, fit.basis_vectors, fit.noise_variance, jitter, False, None
+    )
+    Vy = f.V @ f.Y
+    return fit._replace(
+        basis=rows[np.asarray(fit.basis)], L=f.L, R=f.R, Vy=Vy[:, 0] if y.ndim == 1 else Vy,
+        jitter=jitter, objective=factors_objective(objective, fit.kernel, X64, f),
+    )
