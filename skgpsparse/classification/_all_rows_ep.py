@@ -42,13 +42,21 @@ the cavity. The ``n x p`` gradient of ``K_fu`` enters only through contractions
 """
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dsyrk as _dsyrk
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.special import log_ndtr
 
 from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
+from ._all_rows_passes import (
+    adf_sites,
+    cavities,
+    effective_sites,
+    ep_sweep,
+    marginal_pass,
+    system,
+    weight_posterior,
+)
 from ._probit import inverse_mills
 
 __all__ = ["SparsePrior", "all_rows_ep", "marginals", "negative_log_evidence_all_rows"]
@@ -105,30 +113,19 @@ class SparsePrior:
 
 
 def marginals(prior, tau, nu):
-    """Posterior marginals ``(mu, s2)`` and the factors the evidence reuses (module docstring)."""
-    V, lam = prior.V, prior.lam
-    h = 1.0 + lam * tau
-    g = tau / h
-    a = nu / h
-    # B = I + V G V^T, its lower triangle by one SYRK (potrf reads only that triangle)
-    B = _dsyrk(1.0, V * np.sqrt(g), lower=1)
-    B[np.diag_indices_from(B)] += 1.0
-    L_B = cholesky(B, lower=True, check_finite=False)
-    U = solve_triangular(L_B, V, lower=True, check_finite=False)  # L_B^-1 V
-    Ua = U @ a
-    mean_w = solve_triangular(L_B, Ua, lower=True, trans="T", check_finite=False)  # B^-1 V a
-    mu = (V.T @ mean_w + lam * nu) / h
-    s2 = lam / h + np.einsum("ij,ij->j", U, U) / h**2
-    return mu, np.maximum(s2, 1e-300), (h, g, a, L_B, U, Ua, mean_w)
+    """Posterior marginals ``(mu, s2)`` and the factors the evidence reuses (module docstring).
+
+    The factors are ``(h, g, a, L_B, uu, Ua, mean_w)`` with ``uu_i = |L_B^-1 V_i|^2``; two passes
+    over ``V`` (the system, then the marginals).
+    """
+    post = system(prior, tau, nu)
+    mu, s2, uu = marginal_pass(prior, tau, nu, post)
+    return mu, s2, _factors(prior, tau, nu, uu, post)
 
 
-def _cavities(mu, s2, tau, nu):
-    """Cavity means and variances, GPML eq. (3.56); rows without a cavity get ``s2_- = inf``."""
-    denominator = 1.0 - tau * s2
-    ok = denominator > 1e-12
-    s2c = np.where(ok, s2 / np.where(ok, denominator, 1.0), np.inf)
-    mc = np.where(ok, s2c * (mu / s2 - nu), mu)
-    return mc, s2c, ok
+def _factors(prior, tau, nu, uu, post):
+    h, g, a = effective_sites(prior.lam, tau, nu)
+    return h, g, a, post.L_B, uu, post.Ua, post.mean_w
 
 
 def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS):
@@ -142,7 +139,8 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
     bias : float
         Bias ``b`` of ``Phi(y (f + b))``.
     tau, nu : ndarray of shape (n,), default=None
-        Starting sites (natural parameters ``tau~``, ``nu~``); zeros if None.
+        Starting sites (natural parameters ``tau~``, ``nu~``, a warm start); if None, the sites
+        of one ADF pass over all rows (:func:`~._all_rows_passes.adf_sites`).
     tol, max_sweeps : float, int
         EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
         ``max_sweeps`` sweeps.
@@ -152,39 +150,40 @@ def all_rows_ep(prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_E
     tau, nu : ndarray of shape (n,)
         The sites.
     marginals : tuple
-        ``(mu, s2, factors)`` of the final sites.
+        ``(mu, s2, factors)`` of the final sites (:func:`marginals`).
     converged : bool
     """
-    n = y.size
-    tau = np.zeros(n) if tau is None else np.maximum(np.asarray(tau, dtype=float), 0.0)
-    nu = np.zeros(n) if nu is None else np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
-    damping, last_change = 1.0, np.inf
-    mu, s2, factors = marginals(prior, tau, nu)
+    if tau is None:
+        tau, nu, post = adf_sites(prior, y, bias)
+    else:
+        tau = np.maximum(np.asarray(tau, dtype=float), 0.0)
+        nu = np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
+        post = system(prior, tau, nu)
+    damping, last_change, previous_change = 1.0, np.inf, np.inf
     converged = False
     for _ in range(max_sweeps):
-        mc, s2c, ok = _cavities(mu, s2, tau, nu)
-        s2c_ok = np.where(ok, s2c, 1.0)
-        q = 1.0 + s2c_ok
-        z = y * (mc + bias) / np.sqrt(q)
-        r, r_plus_z = inverse_mills(z)
-        # GPML eq. (3.58): moments of the tilted distributions; eq. (3.59): the new sites
-        mh = mc + y * s2c_ok * r / np.sqrt(q)
-        s2h = s2c_ok - s2c_ok**2 * r * r_plus_z / q
-        new_tau = np.maximum(1.0 / s2h - 1.0 / s2c_ok, 0.0)
-        new_nu = np.where(new_tau > 0.0, mh / s2h - mc / s2c_ok, 0.0)
-        new_tau = np.where(ok, new_tau, tau)  # round-off left no cavity: keep the site
-        new_nu = np.where(ok, new_nu, nu)
+        # the sweep that will find convergence need not form the next system: skip it when
+        # the geometric decrease of the changes predicts that (and form it after if wrong)
+        expect_last = np.isfinite(previous_change) and (
+            last_change * min(last_change / previous_change, 1.0) < 0.5 * tol
+        )
+        (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
+            prior, y, bias, tau, nu, post, damping, accumulate=not expect_last
+        )
         change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
         if change < tol:
             converged = True
             break
         if change > last_change:  # oscillation of the parallel updates: damp them more
             damping = max(0.5 * damping, _MIN_DAMPING)
-        last_change = change
+            next_system = None  # formed with the previous damping
+        previous_change, last_change = last_change, change
         tau = tau + damping * (new_tau - tau)
         nu = nu + damping * (new_nu - nu)
-        mu, s2, factors = marginals(prior, tau, nu)
-    return tau, nu, (mu, s2, factors), converged
+        post = system(prior, tau, nu) if next_system is None else weight_posterior(*next_system)
+    else:
+        mu, s2, uu = marginal_pass(prior, tau, nu, post)
+    return tau, nu, (mu, s2, _factors(prior, tau, nu, uu, post)), converged
 
 
 def negative_log_evidence_all_rows(
@@ -216,9 +215,9 @@ def negative_log_evidence_all_rows(
         The EP sites (to warm-start the next call).
     """
     tau, nu, (mu, s2, factors), _ = all_rows_ep(prior, y, bias, tau, nu, tol=tol)
-    h, g, a, L_B, U, Ua, mean_w = factors
+    h, g, a, L_B, uu, Ua, mean_w = factors
     lam = prior.lam
-    mc, s2c, ok = _cavities(mu, s2, tau, nu)
+    mc, s2c, ok = cavities(mu, s2, tau, nu)
     s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
     q = 1.0 + s2c
     z = y * (mc + bias) / np.sqrt(q)
@@ -235,20 +234,21 @@ def negative_log_evidence_all_rows(
         return float(-log_z), (tau, nu)
     r, _ = inverse_mills(z)
     grad_b = np.sum(y * r / np.sqrt(q))
-    grad_theta = _theta_gradient(prior, g, a, U, mean_w)
+    grad_theta = _theta_gradient(prior, g, a, L_B, uu, mean_w)
     return float(-log_z), -np.append(grad_theta, grad_b), (tau, nu)
 
 
-def _theta_gradient(prior, g, a, U, mean_w):
+def _theta_gradient(prior, g, a, L_B, uu, mean_w):
     """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2)."""
     kernel, X, X_u, L, V = prior.kernel, prior.X, prior.X_u, prior.L, prior.V
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
     alpha = a - g * (V.T @ mean_w)
     P = solve_triangular(L, V, lower=True, trans="T", check_finite=False)  # K_uu^-1 K_uf
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
-    diag_M = alpha**2 - g + g**2 * np.einsum("ij,ij->j", U, U)
+    diag_M = alpha**2 - g + g**2 * uu  # uu = diag(V^T B^-1 V)
     GPt = g[:, None] * P.T
-    MPt = np.outer(alpha, P @ alpha) - GPt + g[:, None] * (U.T @ (U @ GPt))  # V^T B^-1 V = U^T U
+    B_inv_VGPt = cho_solve((L_B, True), V @ GPt, check_finite=False)
+    MPt = np.outer(alpha, P @ alpha) - GPt + g[:, None] * (V.T @ B_inv_VGPt)
     grad = np.zeros(kernel.n_dims)
     if prior.prior == "fitc":
         MPt -= diag_M[:, None] * P.T  # M' = M - diag(M): dLambda takes the diagonal
