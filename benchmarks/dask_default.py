@@ -50,7 +50,7 @@ def main(argv=None):
     ]
     print(f"{args.rows} rows x 5, chunks of {args.chunk}, max_basis=40, "
           f"learning_rows={learning_rows!r}, LocalCluster of 2 worker processes")
-    print("| estimator | max |difference| | same basis | in-memory s (CPU) | dask s (driver CPU) |")
+    print("| estimator | max abs difference | same basis | in-memory s (CPU) | dask s (driver CPU) |")
     print("|---|---|---|---|---|")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
