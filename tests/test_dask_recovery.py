@@ -99,6 +99,8 @@ def test_regressor_fit_survives_a_killed_worker(
     params = {"max_basis": 8, "max_iter": 1, "refine_basis": 0, "random_state": 0}
     if not learned:
         params["optimizer"] = None
+    else:  # learning on the partitions (the default gathers the learning rows)
+        params["learning_rows"] = None
     yd = da.from_array(y, chunks=100)
     reference = SparseGPRegressor(**params).fit(Xd, yd)
     killer = _Killer(fn_name, at, before_sending).install(monkeypatch)

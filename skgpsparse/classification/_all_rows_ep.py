@@ -72,6 +72,8 @@ from ._probit import inverse_mills
 __all__ = [
     "SparsePrior",
     "all_rows_ep",
+    "basis_cholesky",
+    "evidence_row_terms",
     "marginals",
     "negative_log_evidence_all_rows",
     "reusing_priors",
@@ -152,9 +154,12 @@ class SparsePrior:
         Basis (inducing) inputs.
     prior : {"fitc", "dtc"}
         FITC keeps the diagonal ``Lambda = diag(K_ff - Q_ff)``; DTC sets it to zero.
+    L : ndarray of shape (p, p), default=None
+        The factor of ``K_uu`` (:func:`basis_cholesky`), when already formed (a row
+        partition's prior: the driver factors ``K_uu`` once).
     """
 
-    def __init__(self, kernel, X, X_u, prior="fitc"):
+    def __init__(self, kernel, X, X_u, prior="fitc", L=None):
         if prior not in PRIORS:
             raise ValueError(f"`prior` must be one of {PRIORS}, got {prior!r}.")
         reused = _reusable(kernel, X, X_u, prior)
@@ -163,25 +168,12 @@ class SparsePrior:
             self.kernel = kernel
             return
         self.kernel, self.X, self.X_u, self.prior = kernel, X, X_u, prior
-        self._factor(kernel, X, X_u, prior)
+        self._factor(kernel, X, X_u, prior, L)
         if getattr(_REUSE, "enabled", False):
             _REUSE.last = self
 
-    def _factor(self, kernel, X, X_u, prior):
-        K_uu = kernel(X_u)
-        scale = max(float(np.mean(np.diag(K_uu))), np.finfo(float).tiny)
-        jitter = _JITTER * scale
-        for _ in range(8):
-            try:
-                self.L = cholesky(K_uu + jitter * np.eye(K_uu.shape[0]), lower=True)
-                break
-            except LinAlgError:
-                jitter *= 10.0
-        else:
-            raise LinAlgError(
-                "The kernel matrix of the basis is not positive definite even with a jitter of "
-                f"{jitter:.3g}: the kernel is degenerate on the basis."
-            )
+    def _factor(self, kernel, X, X_u, prior, L=None):
+        self.L = basis_cholesky(kernel, X_u) if L is None else L
         # V = L^-1 K_uf chunk by chunk (Fortran order: a block of rows is contiguous)
         self.V = np.empty((X_u.shape[0], X.shape[0]), order="F")
         for rows, K in iter_cross_kernel(kernel, X, X_u):
@@ -190,6 +182,43 @@ class SparsePrior:
             self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)
         else:
             self.lam = np.zeros(X.shape[0])
+
+
+def basis_cholesky(kernel, X_u):
+    """Lower factor of ``K_uu + jitter I``, the jitter raised tenfold while the factor fails."""
+    K_uu = kernel(X_u)
+    scale = max(float(np.mean(np.diag(K_uu))), np.finfo(float).tiny)
+    jitter = _JITTER * scale
+    for _ in range(8):
+        try:
+            return cholesky(K_uu + jitter * np.eye(K_uu.shape[0]), lower=True)
+        except LinAlgError:
+            jitter *= 10.0
+    raise LinAlgError(
+        "The kernel matrix of the basis is not positive definite even with a jitter of "
+        f"{jitter:.3g}: the kernel is degenerate on the basis."
+    )
+
+
+def evidence_row_terms(mu, s2, tau, nu, lam, y, bias):
+    """The sums over rows of ``log Z`` (module docstring), and the rows' ``z`` and ``1 + s2_-i``.
+
+    ``log Z`` is these sums plus ``-log|L_B| + 1/2 |L_B^-1 V a|^2``; rows held in partitions
+    each add their own (:mod:`._partitioned_ep`).
+    """
+    mc, s2c, ok = cavities(mu, s2, tau, nu)
+    s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
+    q = 1.0 + s2c
+    z = y * (mc + bias) / np.sqrt(q)
+    e = 1.0 + s2c * tau
+    h = 1.0 + lam * tau
+    total = (
+        0.5 * np.sum(np.log(e / h))
+        + np.sum(log_ndtr(z))
+        + np.sum((tau * mc**2 - 2.0 * mc * nu) / (2.0 * e))
+        + np.sum(nu**2 * (lam - s2c) / (2.0 * h * e))
+    )
+    return float(total), z, q
 
 
 def marginals(prior, tau, nu):
@@ -348,20 +377,8 @@ def negative_log_evidence_all_rows(
         prior, y, bias, tau, nu, tol=tol, progress=progress
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
-    lam = prior.lam
-    mc, s2c, ok = cavities(mu, s2, tau, nu)
-    s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
-    q = 1.0 + s2c
-    z = y * (mc + bias) / np.sqrt(q)
-    e = 1.0 + s2c * tau
-    log_z = (
-        -np.sum(np.log(np.diag(L_B)))
-        + 0.5 * np.sum(np.log(e / h))
-        + np.sum(log_ndtr(z))
-        + 0.5 * Ua @ Ua
-        + np.sum((tau * mc**2 - 2.0 * mc * nu) / (2.0 * e))
-        + np.sum(nu**2 * (lam - s2c) / (2.0 * h * e))
-    )
+    rows_sum, z, q = evidence_row_terms(mu, s2, tau, nu, prior.lam, y, bias)
+    log_z = -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum
     if not eval_gradient:
         return float(-log_z), (tau, nu)
     r, _ = inverse_mills(z)

@@ -93,7 +93,17 @@ class AllRowsPredictor(BinaryPredictor):
     def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR):
         sparse = SparsePrior(kernel, X, basis_vectors, prior)
         L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
-        L = sparse.L
+        self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias)
+
+    @classmethod
+    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias):
+        """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
+        L^T``), formed elsewhere (EP over row partitions, :mod:`._partitioned_ep`)."""
+        predictor = cls.__new__(cls)
+        predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias)
+        return predictor
+
+    def _set_factors(self, kernel, basis_vectors, L, L_B, mean_w, bias):
         p = L.shape[0]
         w = solve_triangular(L, mean_w, lower=True, trans="T")
         B_inv = cho_solve((L_B, True), np.eye(p))

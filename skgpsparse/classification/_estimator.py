@@ -308,12 +308,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
-            Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
-            dask.distributed client) is fitted with each row chunk and its per-row state kept
-            on the worker that holds it (see the "Fitting on a dask cluster" page). The
-            all-rows EP is not distributed: ``posterior="auto"`` means ``"basis"`` there
-            (with a warning), and with ``posterior="basis"`` the model equals the in-memory
-            fit's up to rounding.
+            Training inputs. A dask array chunked by rows (with a dask ``y`` and a
+            dask.distributed client) gives the in-memory fit's model: learning runs on the
+            driver over the ``learning_rows`` rows gathered from the chunks, EP over every
+            row on the workers ("Fitting on a dask cluster" page).
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
 

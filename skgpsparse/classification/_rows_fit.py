@@ -9,8 +9,6 @@ and fits the binary models (one, or one per class against the rest) with
 when the fit ends.
 """
 
-import warnings
-
 import numpy as np
 from scipy.special import ndtri
 from sklearn.utils import check_random_state
@@ -21,6 +19,7 @@ from ._binary import _BinarySparseGPClassifier
 from ._fitting import binary_params, store_binary, store_one_vs_rest
 from ._partitioned import PartitionedADFState, label_counts
 from ._partitioned_nlp import partitioned_nlp_loss
+from ._rows_all_rows import fit_binary_on_rows, gathered_rows
 
 __all__ = ["PartitionedBinary", "fit_dask", "fit_rows", "predict_dask"]
 
@@ -58,28 +57,29 @@ class PartitionedBinary(_BinarySparseGPClassifier):
 
 
 def fit_rows(clf, rows, classes):
-    """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels."""
+    """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels.
+
+    ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver
+    over the rows gathered from the partitions, EP over every row on the partitions
+    (:mod:`._rows_all_rows`); ``"basis"``: :class:`PartitionedBinary`.
+    """
     n_classes = len(classes)
-    if clf.posterior == "all_rows":
-        raise ValueError(
-            "posterior='all_rows' is not available for a fit on a dask array; pass "
-            "posterior='basis' (or 'auto', which means 'basis' there), or fit on an "
-            "in-memory array."
-        )
-    if clf.posterior == "auto":
-        warnings.warn(
-            "posterior='auto' means 'basis' on a dask array (the all-rows EP is not "
-            "distributed): this fit is the papers' ADF model on the basis rows, where the same "
-            "constructor fits EP over every row in memory, so the two models differ. Pass "
-            "posterior='basis' to fit the same model on both paths and silence this warning.",
-            UserWarning,
-        )
-    params = binary_params(clf, rows.n, rows.n_features, n_classes, posterior="basis")
+    all_rows = clf.posterior in ("auto", "all_rows")
+    params = binary_params(
+        clf, rows.n, rows.n_features, n_classes, posterior=None if all_rows else "basis"
+    )
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)
+    gathered = gathered_rows(rows, params) if all_rows else None
 
     def fit_one(positive, rng):
-        model = PartitionedBinary(rows, positive, centre, **params).fit(rows, None, rng)
+        def partitioned():
+            return PartitionedBinary(rows, positive, centre, **params)
+
+        if all_rows:
+            model = fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned)
+        else:
+            model = partitioned().fit(rows, None, rng)
         model.rows = None  # the fitted model keeps no handle on the cluster
         return model
 

@@ -5,15 +5,18 @@ learning and the basis refinement of :func:`~._design.alternate` run on a random
 their result (the kernel, the noise variance and the basis inputs) then fixes the model whose
 posterior is formed on every row here: one pass for ``V = L^-1 K_uf`` and ``V V^T`` (GPML
 eq. (8.26) and the matrix inversion lemma, :func:`~._likelihood.sparse_factors`), after which
-the leave-one-out calibration runs on every row as in any fit.
+the leave-one-out calibration runs on every row as in any fit. On a row store (a fit on a
+dask array) the learning rows are gathered to the driver and the same pass runs on the
+partitions (:func:`posterior_on_row_store`).
 """
 
 import numpy as np
 
 from ._likelihood import dtc_value, sparse_factors
+from ._partitioned_objectives import partitioned_factors
 from ._vfe import unexplained_variance, vfe_value
 
-__all__ = ["factors_objective", "posterior_on_all_rows"]
+__all__ = ["factors_objective", "posterior_on_all_rows", "posterior_on_row_store"]
 
 
 def factors_objective(objective, kernel, X, f):
@@ -41,4 +44,21 @@ def posterior_on_all_rows(fit, X, y, rows, jitter, objective):
     return fit._replace(
         basis=rows[np.asarray(fit.basis)], L=f.L, R=f.R, Vy=Vy[:, 0] if y.ndim == 1 else Vy,
         jitter=jitter, objective=factors_objective(objective, fit.kernel, X64, f),
+    )
+
+
+def posterior_on_row_store(fit, store, rows, jitter, objective):
+    """:func:`posterior_on_all_rows` on every row of the row store ``store``.
+
+    ``fit`` was learned on the rows ``rows`` (sorted global indices) gathered from ``store``;
+    its posterior on the basis is formed from the partitions' sums of ``V V^T`` and ``V Y``
+    (:func:`~._partitioned_objectives.partitioned_factors`), the basis indices are mapped to
+    the training set's.
+    """
+    L, R, VY, value = partitioned_factors(
+        fit.kernel, store, fit.basis_vectors, fit.noise_variance, jitter, objective
+    )
+    return fit._replace(
+        basis=rows[np.asarray(fit.basis)], L=L, R=R,
+        Vy=VY[:, 0] if store.target_shape == () else VY, jitter=jitter, objective=value,
     )

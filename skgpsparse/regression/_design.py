@@ -21,7 +21,7 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
-from ._all_rows import factors_objective, posterior_on_all_rows
+from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._learning import check_noise_bounds, learn_hyperparameters
@@ -247,9 +247,25 @@ def alternate(model, X, y, p, rng):
     noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)
     rows = None
-    if learn and not isinstance(X, RowStore):
+    if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
         rows = learning_subsample(model.learning_rows, X.shape[0], p, rng)
-    if rows is None:
+    if isinstance(X, RowStore) and learn and model.learning_rows is not None:
+        # a fit on row partitions (a dask array): learning in memory on the driver, on the
+        # learning rows gathered from the partitions (the in-memory fit's rows, drawn by the
+        # same rng; every row below the threshold), the passes over every row on partitions
+        every = rows is None
+        rows = np.arange(X.n) if every else rows
+        X_l, y_l = X.take(rows)
+        model._progress.line(
+            f"learning on {rows.size} of {X.n} rows gathered from {X.n_partitions} row "
+            "partitions; the posterior and the calibration on the partitions"
+        )
+        fit = _learn_basis(model, X_l, y_l, p, rng)
+        if not every:
+            fit = posterior_on_row_store(
+                fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective
+            )
+    elif rows is None:
         fit = _learn_basis(model, X, y, p, rng)
     else:
         model._progress.line(
@@ -294,20 +310,24 @@ def _learn_basis(model, X, y, p, rng):
     )
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. dask workers), not here
+        # (reached with fixed hyperparameters, or learning on every row: learning_rows=None)
         if refine:
             raise ValueError(
-                "refine_basis is not available for a fit on a dask array; pass "
-                "refine_basis=0, or fit on an in-memory array."
+                "refine_basis is not available for a fit on the partitions of a dask array "
+                "(fixed hyperparameters, or learning_rows=None); pass refine_basis=0, "
+                "learning_rows='auto' (learning on rows gathered to the driver), or fit on "
+                "an in-memory array."
             )
         if model.refine_basis == "auto" and refine_iterations(
             "auto", model.hyperparameter_objective, model.optimizer, kernel,
             learn_on_basis, p, n, True,
         ):
             warnings.warn(
-                "refine_basis='auto' does not refine the basis on a dask array (the "
-                "refinement is not distributed): this fit keeps the selected rows, where the "
-                "same constructor refines them in memory, so the two models differ. Pass "
-                "refine_basis=0 to fit the same model on both paths and silence this warning.",
+                "refine_basis='auto' does not refine the basis with learning_rows=None on a "
+                "dask array (learning on the partitions; the refinement is not distributed): "
+                "this fit keeps the selected rows, where the same constructor refines them in "
+                "memory. Pass learning_rows='auto' (the default: learning on rows gathered to "
+                "the driver, the in-memory model) or refine_basis=0 to silence this warning.",
                 UserWarning,
             )
         needs = f"{X.n_partitions} row partitions"

@@ -158,7 +158,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         is still the basis size of the model of every row, ``max_iter``, ``tol`` and
         ``refine_basis`` count the subsample's alternations and iterations (``tol`` per
         subsample row), and ``basis_indices_`` are indices of the training set. Fits on
-        fewer rows, with fixed hyperparameters or on a dask array are unchanged.
+        fewer rows or with fixed hyperparameters are unchanged (dask: see ``fit``).
     tol : float, default=1e-4
         The alternation stops when one alternation raises the objective (a sum over the
         training rows) by less than ``tol`` per row, ``tol * n_samples`` in all.
@@ -327,10 +327,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         X : array-like or dask array of shape (n_samples, n_features)
             Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
             dask.distributed client) is fitted with each row chunk and its per-row state kept
-            on the worker that holds it (see the "Fitting on a dask cluster" page). The
-            basis refinement is not distributed: ``refine_basis="auto"`` keeps the selected
-            rows there (with a warning when it would refine in memory), and with
-            ``refine_basis=0`` the model equals the in-memory fit's up to rounding. A
+            on the worker that holds it (see the "Fitting on a dask cluster" page): the
+            in-memory fit's model, its learning and refinement run on the driver over the
+            ``learning_rows`` rows gathered from the chunks, every pass over all rows on the
+            chunks. A
             ``float32`` array is not copied: the model is computed in ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
             are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
             ``X.astype(np.float64)`` would; the model on a given basis is the same.

@@ -33,7 +33,7 @@ from ._likelihood import (
 )
 from ._vfe import _diag_gradient_sum
 
-__all__ = ["PARTITIONED_OBJECTIVES"]
+__all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors"]
 
 _KEY = "objective"
 
@@ -73,9 +73,8 @@ def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
     return total, diag
 
 
-def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe):
-    X_basis = np.asarray(X_basis, dtype=np.float64)
-    s2 = float(noise_variance)
+def _first_passes(kernel, rows, X_basis, s2, jitter, eval_gradient, vfe):
+    """Steps 1 and 2 of the module docstring: the factors, the residual sums and the value."""
     n, p = rows.n, X_basis.shape[0]
     L, contract_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
     VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe)
@@ -87,6 +86,32 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
     lml = float(-0.5 * Ya - 0.5 * m * log_det - 0.5 * m * n * _LOG_2PI)
     trace = kd - float(np.trace(VVt)) if vfe else 0.0
     lml -= 0.5 * m * trace / s2
+    return L, contract_uu, VVt, VY, R, aa, Va, trace, lml
+
+
+def partitioned_factors(kernel, rows, X_basis, noise_variance, jitter, objective):
+    """``(L, R, V Y, value)`` of the basis ``X_basis`` on every row of the row store ``rows``.
+
+    ``L`` factors ``K_uu + jitter I``, ``R`` factors ``s2 I + V V^T``, ``V Y`` is ``p x m``
+    and ``value`` is the objective ``"dtc"`` or ``"vfe"`` there: two passes over the
+    partitions (steps 1 and 2 of the module docstring), the posterior on the basis that
+    :func:`~._likelihood.sparse_factors` forms from rows in memory.
+    """
+    X_basis = np.asarray(X_basis, dtype=np.float64)
+    L, _, _, VY, R, _, _, _, value = _first_passes(
+        kernel, rows, X_basis, float(noise_variance), jitter, False, objective == "vfe"
+    )
+    return L, R, VY, value
+
+
+def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe):
+    X_basis = np.asarray(X_basis, dtype=np.float64)
+    s2 = float(noise_variance)
+    n, p = rows.n, X_basis.shape[0]
+    L, contract_uu, VVt, VY, R, aa, Va, trace, lml = _first_passes(
+        kernel, rows, X_basis, s2, jitter, eval_gradient, vfe
+    )
+    m = VY.shape[1]
     if not eval_gradient:
         return lml
     gradient = np.empty(kernel.n_dims + 1)

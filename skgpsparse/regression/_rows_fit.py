@@ -12,6 +12,7 @@ from functools import partial
 
 import numpy as np
 
+from .._learning_rows import learning_size
 from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
 from ..rows._store import row_centre
 from ._design import alternate
@@ -32,11 +33,19 @@ def fit_rows(model, rows, p, rng):
     return model
 
 
-def _dask_scaling(y, normalize):
-    """:func:`~._targets.target_scaling` of a dask ``y`` (one pass over it when normalising)."""
+def _dask_scaling(y, normalize, small):
+    """:func:`~._targets.target_scaling` of a dask ``y`` (one pass over it when normalising).
+
+    ``small``: the rows are few enough for learning to gather them all to the driver; ``y``
+    is then gathered too and scaled as in memory, bit for bit (the learned fit, whose
+    refinement runs hundreds of L-BFGS iterations, follows a rounding of the targets).
+    """
     if not normalize:
         return target_scaling(np.zeros((0,) + y.shape[1:]), False)
     import dask
+
+    if small:
+        return target_scaling(y.compute(), True)
 
     mean, std = dask.compute(y.mean(axis=0), y.std(axis=0))
     if y.ndim == 1:
@@ -73,7 +82,9 @@ def fit_dask(model, X, y):
         if not ok:
             raise ValueError(f"`{name}` must contain only finite values (no NaN or inf).")
     model.n_features_in_ = X.shape[1]
-    y, p, rng = prepare_fit(model, y, X.shape[0], _dask_scaling(y, model.normalize_y))
+    m = learning_size(model.learning_rows, min(model.max_basis, X.shape[0]))
+    scaling = _dask_scaling(y, model.normalize_y, m is not None and X.shape[0] <= m)
+    y, p, rng = prepare_fit(model, y, X.shape[0], scaling)
     with DaskRows(X, y) as rows:
         fit_rows(model, rows, p, rng)
     model._X_train, model._y_train = X, y  # lazy: log_marginal_likelihood(theta) reads them

@@ -51,7 +51,7 @@ def test_partitioned_fit_equals_in_memory_fit(data, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reference = SparseGPClassifier(posterior="basis", **params).fit(X, y)
-        clf = _fit_local(params, X, y, partition_rows=60)  # 4 partitions, the last of 20
+        clf = _fit_local({"posterior": "basis", **params}, X, y, partition_rows=60)
     for got, want in zip(np.atleast_2d(clf.basis_indices_), np.atleast_2d(reference.basis_indices_)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
@@ -59,15 +59,51 @@ def test_partitioned_fit_equals_in_memory_fit(data, params):
     np.testing.assert_allclose(clf.bias_, reference.bias_, rtol=1e-9, atol=1e-9)
 
 
-def test_partitioned_default_posterior_warns_that_it_is_the_basis_one():
-    # posterior="auto" is EP over every row in memory but ADF on the basis over partitions
-    X, y = make_moons(120, noise=0.25, random_state=0)
-    params = {"max_basis": 8, "random_state": 0, "optimizer": None}
-    with pytest.warns(UserWarning, match="posterior='auto' means 'basis' on a dask array"):
-        _fit_local(params, X, y, partition_rows=60)
+@pytest.mark.parametrize(
+    ("data", "n", "params"),
+    [
+        # every row gathered to the driver: the in-memory fit itself
+        ("moons", 150, {"max_iter": 2}),
+        ("blobs", 150, {"optimizer": None}),
+        # learning on the in-memory fit's subsample, EP over every row on the partitions
+        ("moons", 400, {"max_iter": 2, "learning_rows": 150}),
+        ("blobs", 300, {"max_iter": 1, "learning_rows": 120}),
+        # fixed hyperparameters above learning_rows: selection and EP on the partitions
+        ("moons", 400, {"optimizer": None, "learning_rows": 150}),
+    ],
+)
+def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
+    # posterior="auto" (EP over every row) means the same model on partitions as in memory
+    if data == "moons":
+        X, y = make_moons(n, noise=0.3, random_state=0)
+    else:
+        X, y = make_blobs(n, centers=3, cluster_std=2.0, random_state=1)
+    params = {"max_basis": 10, "random_state": 0, **params}
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        _fit_local({**params, "posterior": "basis"}, X, y, partition_rows=60)
+        warnings.simplefilter("error", UserWarning)  # nothing to warn about: the same model
+        warnings.simplefilter("ignore", ConvergenceWarning)  # (the amplitude at its bound)
+        reference = SparseGPClassifier(**params).fit(X, y)
+        clf = _fit_local(params, X, y, partition_rows=90)  # partitions of 90 rows
+    for got, want in zip(np.atleast_2d(clf.basis_indices_),
+                         np.atleast_2d(reference.basis_indices_)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-8)
+    for got, want in zip(np.atleast_2d(clf.site_precision_),
+                         np.atleast_2d(reference.site_precision_)):
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(clf.bias_, reference.bias_, rtol=1e-10)
+    if data == "moons":  # (one blobs model stops at EP's sweep limit, where the in-memory
+        # evidence is that of a second EP run from its sites)
+        assert clf.log_marginal_likelihood_value_ == pytest.approx(
+            reference.log_marginal_likelihood_value_, rel=1e-9
+        )
+
+
+def test_partitioned_all_rows_learning_needs_learning_rows():
+    X, y = make_moons(120, noise=0.25, random_state=0)
+    with pytest.raises(ValueError, match="learning_rows=None"):
+        _fit_local({"max_basis": 8, "max_iter": 1, "learning_rows": None}, X, y, 60)
 
 
 def test_partitioned_state_tracks_in_memory_state():

@@ -78,17 +78,71 @@ def test_partitioned_fit_with_several_targets():
     np.testing.assert_allclose(model.predict(X), reference.predict(X), atol=1e-10)
 
 
-def test_partitioned_default_fit_warns_that_it_keeps_the_selected_rows():
-    # the in-memory default refines the basis; the partitions do not: a warning says so,
-    # and refine_basis=0 (the same model on both paths) is silent
-    X, y = _data(n=120)
-    with pytest.warns(UserWarning, match="refine_basis='auto' does not refine"):
-        model, _ = _fit_local({"max_basis": 8, "random_state": 0, "max_iter": 1}, X, y, 60)
-    assert model.n_refine_iter_ == 0
-    assert SparseGPRegressor(max_basis=8, random_state=0, max_iter=1).fit(X, y).n_refine_iter_ > 0
+@pytest.mark.parametrize(
+    ("params", "targets"),
+    [
+        ({}, None),  # the default constructor: the basis refined
+        ({"hyperparameter_objective": "dtc", "max_iter": 3}, None),
+        ({"kernel": C(1.0) * RBF([1.0, 1.0]), "noise_calibration": "loo"}, 3),
+    ],
+)
+def test_partitioned_learned_fit_is_the_in_memory_fit(params, targets):
+    # learning runs in memory on the rows gathered from the partitions (every row here);
+    # the calibration passes run on the partitions: the in-memory model, refinement included
+    X, y = _data(n=150, targets=targets)
+    params = dict(max_basis=8, random_state=0, **params)
+    reference = SparseGPRegressor(**params).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        _fit_local({"max_basis": 8, "random_state": 0, "max_iter": 1, "refine_basis": 0}, X, y, 60)
+        model, _ = _fit_local(params, X, y, partition_rows=70)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    assert model.n_refine_iter_ == reference.n_refine_iter_
+    assert (model.n_refine_iter_ > 0) == ("max_iter" not in params)
+    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_, rtol=0, atol=1e-12)
+    X_test = _data(60, seed=2)[0]
+    for got, want in zip(model.predict(X_test, return_std=True),
+                         reference.predict(X_test, return_std=True)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(model.noise_variance_, reference.noise_variance_, rtol=1e-9)
+    np.testing.assert_allclose(
+        model.log_marginal_likelihood_value_, reference.log_marginal_likelihood_value_,
+        rtol=1e-9,
+    )
+
+
+def test_partitioned_fit_learning_on_a_subsample_is_the_in_memory_fit():
+    # learning_rows below n: the in-memory fit's random subsample (the same draws) is
+    # gathered and learned on; the posterior on every row and the calibration are the
+    # partitions' sums
+    X, y = _data(n=400, targets=2)
+    params = {"max_basis": 8, "random_state": 0, "learning_rows": 150, "normalize_y": True}
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model, _ = _fit_local(params, X, y, partition_rows=90)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    assert reference.basis_indices_.max() > 150  # indices of the training set
+    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_, rtol=0, atol=1e-12)
+    X_test = _data(60, seed=2)[0]
+    for got, want in zip(model.predict(X_test, return_std=True),
+                         reference.predict(X_test, return_std=True)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        model.log_marginal_likelihood_value_, reference.log_marginal_likelihood_value_,
+        rtol=1e-9,
+    )
+
+
+def test_partitioned_fit_learning_on_every_row_warns_that_it_keeps_the_selected_rows():
+    # learning_rows=None learns on the partitions, where the basis is not refined: a warning
+    # says so, and refine_basis=0 (the same model on both paths) is silent
+    X, y = _data(n=120)
+    params = {"max_basis": 8, "random_state": 0, "max_iter": 1, "learning_rows": None}
+    with pytest.warns(UserWarning, match="refine_basis='auto' does not refine"):
+        model, _ = _fit_local(params, X, y, 60)
+    assert model.n_refine_iter_ == 0
+    assert SparseGPRegressor(**params).fit(X, y).n_refine_iter_ > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _fit_local({**params, "refine_basis": 0}, X, y, 60)
 
 
 def test_partitioned_state_tracks_in_memory_state_through_append_and_delete():

@@ -1,0 +1,63 @@
+"""EP over every row with the rows in partitions (skgpsparse.classification._partitioned_ep).
+
+Against the in-memory all-rows EP on the same rows (skgpsparse.classification._all_rows_ep),
+itself tested against dense EP: the same ADF start (blocks cut by partition boundaries
+included), the same sweeps, sites, posterior and evidence up to the order of the additions.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse.classification._all_rows_ep import SparsePrior, negative_log_evidence_all_rows
+from skgpsparse.classification._all_rows_passes import adf_sites
+from skgpsparse.classification._partitioned_ep import PartitionedEP, partitioned_ep
+from skgpsparse.rows._store import LocalRows
+
+
+def _problem(n=250, p=12):
+    X, labels = make_moons(n, noise=0.3, random_state=3)
+    labels = np.array(["a", "b"])[labels]  # labels of the partitions, "b" positive
+    y = np.where(labels == "b", 1.0, -1.0)
+    X_u = X[np.random.RandomState(0).choice(n, p, replace=False)]
+    return X, labels, y, X_u, C(2.0) * RBF(0.8)
+
+
+def test_adf_start_over_partitions_is_the_sequential_adf():
+    # blocks of 32 rows against partitions of 70: blocks cut by the partition boundaries
+    X, labels, y, X_u, kernel = _problem()
+    prior = SparsePrior(kernel, X, X_u)
+    tau, nu, post = adf_sites(prior, y, 0.2, rows=32)
+    ep = PartitionedEP(LocalRows(X, labels, 70), "b", kernel, X_u)
+    ep.run(0.2, "adf", max_sweeps=0, adf_rows=32)  # no sweep: the ADF sites
+    got_tau, got_nu = ep.sites()
+    np.testing.assert_allclose(got_tau, tau, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_nu, nu, rtol=1e-12, atol=1e-14)
+    assert np.all(tau > 0)
+
+
+@pytest.mark.parametrize("start", ["adf", "zero"])
+def test_partitioned_ep_is_the_in_memory_ep(start):
+    X, labels, y, X_u, kernel = _problem()
+    prior = SparsePrior(kernel, X, X_u)
+    zeros = (None, None) if start == "adf" else (np.zeros(y.size), np.zeros(y.size))
+    value, (tau, nu) = negative_log_evidence_all_rows(prior, y, -0.1, *zeros)
+    got, post, L, (got_tau, got_nu) = partitioned_ep(
+        LocalRows(X, labels, 70), "b", kernel, X_u, -0.1, start
+    )
+    assert got == pytest.approx(value, rel=1e-11)
+    np.testing.assert_allclose(got_tau, tau, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got_nu, nu, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(L, prior.L, rtol=1e-13)
+    # the posterior of w: B = I + V G V^T, mean B^-1 V a, formed densely here
+    h = 1.0 + prior.lam * tau
+    B = np.eye(len(X_u)) + (prior.V * (tau / h)) @ prior.V.T
+    np.testing.assert_allclose(post.L_B @ post.L_B.T, B, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(post.mean_w, np.linalg.solve(B, prior.V @ (nu / h)),
+                               rtol=1e-8, atol=1e-10)
+    # the partitions' state is released
+    rows = LocalRows(X, labels, 70)
+    partitioned_ep(rows, "b", kernel, X_u, -0.1, start)
+    assert all(not part.state for part in rows.partitions)
