@@ -79,7 +79,16 @@ class AllRowsPredictor(BinaryPredictor):
     def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR):
         sparse = SparsePrior(kernel, X, basis_vectors, prior)
         _, _, (_, _, _, L_B, _, _, mean_w) = marginals(sparse, tau, nu)
-        L = sparse.L
+        self._set_posterior(kernel, basis_vectors, sparse.L, L_B, mean_w, bias)
+
+    @classmethod
+    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias):
+        """The predictor of ``q(w) = N(mean_w, (L_B L_B^T)^-1)`` (a streamed posterior)."""
+        predictor = cls.__new__(cls)
+        predictor._set_posterior(kernel, basis_vectors, L, L_B, mean_w, bias)
+        return predictor
+
+    def _set_posterior(self, kernel, basis_vectors, L, L_B, mean_w, bias):
         p = L.shape[0]
         w = solve_triangular(L, mean_w, lower=True, trans="T")
         B_inv = cho_solve((L_B, True), np.eye(p))
@@ -221,9 +230,9 @@ def fit_all_rows(model, X, y, rng):
     kernel = clone(model.kernel)
     n = y.size
     sites = (np.zeros(n), np.zeros(n))
-    if model.optimizer is not None:
+    if model.optimizer is not None and model.warm is None:  # a warm start keeps its kernel
         kernel = _better_start(model, kernel, X, y, rng)
-    bias = initial_bias(kernel, X, y) + model.bias_offset
+    bias = model._initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
     best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
     if model.per_feature_choice:

@@ -118,8 +118,12 @@ class _BinarySparseGPClassifier:
         n_threads=1,
         posterior="basis",
         per_feature_choice=False,
+        warm=None,
     ):
         self.kernel = kernel
+        # a warm start (_fitting._warm_params): (bias, basis indices or None) of the last fit
+        self.warm = warm
+        self._warm_basis = None if warm is None else warm[1]
         # the package's default kernel: try one length scale per feature (_all_rows_fit)
         self.per_feature_choice = per_feature_choice
         # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's
@@ -140,19 +144,16 @@ class _BinarySparseGPClassifier:
         self._progress = Progress("SparseGPClassifier", verbose)
 
     def _select(self, kernel, X, y, bias, rng):
-        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
-        return self._select_into(
-            ADFState(
-                kernel,
-                X,
-                y,
-                bias,
-                self.max_basis,
-                site_update=self.site_update,
-                n_threads=self.n_threads,
-            ),
-            rng,
+        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5), or
+        the first time after a warm start, from the previous fit's basis."""
+        state = ADFState(
+            kernel, X, y, bias, self.max_basis, site_update=self.site_update,
+            n_threads=self.n_threads,
         )
+        warm_basis, self._warm_basis = self._warm_basis, None
+        for j in () if warm_basis is None else warm_basis:
+            state.add(int(j))
+        return self._select_into(state, rng)
 
     def _select_into(self, state, rng):
         """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
@@ -249,7 +250,7 @@ class _BinarySparseGPClassifier:
         return self
 
     def _initial_bias(self, kernel, X, y):
-        return initial_bias(kernel, X, y)
+        return initial_bias(kernel, X, y) if self.warm is None else self.warm[0]
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""

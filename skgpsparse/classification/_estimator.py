@@ -3,11 +3,9 @@
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -16,24 +14,19 @@ from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..selection import BaseSelector
-from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
-from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._fitting import fit_models, previous_models
 from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
-from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
+from ._streaming import StreamingMixin
 
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_binary", "_predictors")
+_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer")
 
 
-def _fit_binary(params, restarts, X, y, seed):
-    return fit_binary(params, X, y, check_random_state(seed), *restarts)
-
-
-class SparseGPClassifier(ClassifierMixin, BaseEstimator):
+class SparseGPClassifier(StreamingMixin, ClassifierMixin, BaseEstimator):
     """Sparse Gaussian process classifier: a greedy basis, probit noise, EP or ADF.
 
     A GP classifier (probit likelihood ``p(y | f) = Phi(y (f + b))`` with a learned bias ``b``)
@@ -172,6 +165,15 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ``selection="auto"`` draws nothing).
     verbose : int, default=0
         Print one line per outer iteration (NLP, basis size, bias, kernel, time).
+    warm_start : bool, default=False
+        ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
+        from its basis when the basis rows are rows of ``X`` at the same index.
+    stream_buffer : int, default=2000
+        :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
+        many, when they have doubled and when they reach it; later rows leave the basis and
+        hyperparameters as they are. 0: learned on the first call's rows only.
+    stream_ep_sweeps : int, default=10
+        Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
 
     Attributes
     ----------
@@ -200,6 +202,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         exchange step (just the first value when ``n_exchange=0``).
     estimators_ : list
         The binary one-vs-rest models (more than two classes).
+    n_samples_seen_ : int
+        Rows seen by :meth:`partial_fit` (only after it).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -246,6 +250,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "stream_buffer": [Interval(numbers.Integral, 0, None, closed="left")],
+        "stream_ep_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
     def __init__(
@@ -267,6 +274,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
+        stream_buffer=2000,
+        stream_ep_sweeps=10,
     ):
         self.kernel = kernel
         self.max_basis = max_basis
@@ -284,6 +294,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.warm_start = warm_start
+        self.stream_buffer = stream_buffer
+        self.stream_ep_sweeps = stream_ep_sweeps
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -304,6 +317,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
+        previous = previous_models(self)
         reset_fitted_state(self, _PRIVATE_STATE)
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
@@ -318,27 +332,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires 2 or more distinct classes; got 1 class "
                 f"(only class {self.classes_[0]} is present)"
             )
-        params = binary_params(self, X.shape[0], X.shape[1], n_classes)
-        # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
-        n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
-        kappa = getattr(params["selector"], "working_set_size", None) or 0
-        # the default kernel's per-feature trial has n_features - 1 more hyperparameters
-        n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
-        fit_memory(
-            X.shape[0], X.shape[1], params["max_basis"], n_theta,
-            self.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
-        ).check()
-        rng = check_random_state(self.random_state)
-        restarts = (self.n_restarts, self.validation_fraction)
-        if n_classes == 2:
-            y_pm = np.where(y_enc == 1, 1.0, -1.0)
-            return store_binary(self, _fit_binary(params, restarts, X, y_pm, rng))
-        seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-        models = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_binary)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
-            for k in range(n_classes)
-        )
-        return store_one_vs_rest(self, models)
+        return fit_models(self, X, y_enc, previous)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.
