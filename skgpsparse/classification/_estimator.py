@@ -18,7 +18,7 @@ from ._evidence import models_log_marginal_likelihood
 from ._fitting import fit_models, previous_models
 from ._prediction import by_row_blocks, latent, log_proba, margins, proba, proba_of_margins
 from ._rows_fit import fit_dask, predict_dask
-from ._streaming import StreamingMixin
+from ._streaming import partial_fit as _partial_fit
 
 __all__ = ["SparseGPClassifier"]
 
@@ -26,7 +26,7 @@ __all__ = ["SparseGPClassifier"]
 _PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer")
 
 
-class SparseGPClassifier(StreamingMixin, ClassifierMixin, BaseEstimator):
+class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     """Sparse Gaussian process classifier: a greedy basis, probit noise, EP or ADF.
 
     A GP classifier (probit likelihood ``p(y | f) = Phi(y (f + b))`` with a learned bias ``b``)
@@ -333,6 +333,8 @@ class SparseGPClassifier(StreamingMixin, ClassifierMixin, BaseEstimator):
                 f"(only class {self.classes_[0]} is present)"
             )
         return fit_models(self, X, y_enc, previous)
+
+    partial_fit = _partial_fit  # one batch of a stream (_streaming)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.

@@ -23,58 +23,55 @@ from ..rows._dask import is_dask_array
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._online import OnlinePosterior
 
-__all__ = ["StreamingMixin", "partial_fit"]
+__all__ = ["partial_fit"]
 
 # EP's tolerance on the batch's sites (that of the all-rows fit, _all_rows_ep._EP_TOL).
 _EP_TOL = 1e-6
 
 
-class StreamingMixin:
-    """:meth:`partial_fit` of :class:`~skgpsparse.SparseGPClassifier` (this module)."""
+@_fit_context(prefer_skip_nested_validation=True)
+def partial_fit(self, X, y, classes=None):
+    """Update the classifier with a batch of rows (the first call fits as ``fit`` does).
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
-        """Update the classifier with a batch of rows (the first call fits as ``fit`` does).
+    Later batches enter each binary model's posterior by one ADF pass and
+    ``stream_ep_sweeps`` EP sweeps over the batch, with the basis and hyperparameters
+    fixed (learned on the first ``stream_buffer`` rows, see ``stream_buffer``); the rows
+    are not kept, so memory does not grow with the rows streamed. Needs the all-rows
+    posterior (``posterior="auto"`` or ``"all_rows"``) and in-memory arrays; a fitted
+    model (by ``fit``) is updated as well, unless it has been pickled.
 
-        Later batches enter each binary model's posterior by one ADF pass and
-        ``stream_ep_sweeps`` EP sweeps over the batch, with the basis and hyperparameters
-        fixed (learned on the first ``stream_buffer`` rows, see ``stream_buffer``); the rows
-        are not kept, so memory does not grow with the rows streamed. Needs the all-rows
-        posterior (``posterior="auto"`` or ``"all_rows"``) and in-memory arrays; a fitted
-        model (by ``fit``) is updated as well, unless it has been pickled.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        A batch of rows.
+    y : array-like of shape (n_samples,)
+        Their labels, each one of ``classes``.
+    classes : array-like of shape (n_classes,), default=None
+        Every class of the stream: required on the first call (a batch may hold only
+        some of them), and if given later, the same.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            A batch of rows.
-        y : array-like of shape (n_samples,)
-            Their labels, each one of ``classes``.
-        classes : array-like of shape (n_classes,), default=None
-            Every class of the stream: required on the first call (a batch may hold only
-            some of them), and if given later, the same.
+    Returns
+    -------
+    self : object
+        The updated classifier.
 
-        Returns
-        -------
-        self : object
-            The updated classifier.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgpsparse import SparseGPClassifier
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.randn(600, 2); y = (X[:, 0] + 0.3 * rng.randn(600) > 0).astype(int)
-        >>> clf = SparseGPClassifier(max_basis=10, max_iter=2, stream_buffer=200)
-        >>> for rows in np.array_split(np.arange(600), 6):
-        ...     clf = clf.partial_fit(X[rows], y[rows], classes=[0, 1])
-        >>> int(clf.n_samples_seen_), bool(clf.score(X, y) > 0.9)
-        (600, True)
-        """
-        return partial_fit(self, X, y, classes)
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse import SparseGPClassifier
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.randn(600, 2); y = (X[:, 0] + 0.3 * rng.randn(600) > 0).astype(int)
+    >>> clf = SparseGPClassifier(max_basis=10, max_iter=2, stream_buffer=200)
+    >>> for rows in np.array_split(np.arange(600), 6):
+    ...     clf = clf.partial_fit(X[rows], y[rows], classes=[0, 1])
+    >>> int(clf.n_samples_seen_), bool(clf.score(X, y) > 0.9)
+    (600, True)
+    """
+    return _partial_fit(self, X, y, classes)
 
 
-def partial_fit(clf, X, y, classes):
-    """:meth:`StreamingMixin.partial_fit` (module docstring)."""
+def _partial_fit(clf, X, y, classes):
+    """:func:`partial_fit` (module docstring)."""
     if is_dask_array(X) or is_dask_array(y):
         raise TypeError(
             "partial_fit takes in-memory batches (numpy arrays); pass a dask array's row "
