@@ -46,7 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+sys.path.insert(0, str(ROOT))
+
 from _machine import machine  # noqa: E402
+
+from skgpsparse._memory import state_nbytes  # noqa: E402
 
 
 def synthetic(rng, n, d):
@@ -97,25 +101,7 @@ def resident_gb():
     return pages * os.sysconf("SC_PAGE_SIZE") / 1024**3
 
 
-def state_nbytes(obj, seen=None):
-    """Bytes of the numpy arrays reachable from a fitted estimator (each array once)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return 0
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        return obj.nbytes
-    if isinstance(obj, (list, tuple)):
-        return sum(state_nbytes(v, seen) for v in obj)
-    if isinstance(obj, dict):
-        return sum(state_nbytes(v, seen) for v in obj.values())
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
-        return state_nbytes(vars(obj), seen)
-    return 0
-
-
 def make_model(estimator, d, p, ep_sweeps):
-    sys.path.insert(0, str(ROOT))
     from sklearn.gaussian_process.kernels import RBF
     from sklearn.gaussian_process.kernels import ConstantKernel as C
 

@@ -9,6 +9,7 @@ from scipy.stats import norm
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgpsparse import SparseGPClassifier
+from skgpsparse._memory import state_nbytes
 from skgpsparse.classification._all_rows_ep import SparsePrior, all_rows_ep
 from skgpsparse.classification._all_rows_fit import AllRowsPredictor
 from skgpsparse.classification._online import OnlinePosterior
@@ -165,23 +166,6 @@ def test_one_vs_rest_models_each_updated():
     assert clf.predict_proba(X[:5]).shape == (5, 3)
 
 
-def _fitted_nbytes(obj, seen=None):
-    """Bytes of the numpy arrays reachable from ``obj``'s attributes (each array once)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return 0
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        return obj.nbytes
-    if isinstance(obj, (list, tuple)):
-        return sum(_fitted_nbytes(v, seen) for v in obj)
-    if isinstance(obj, dict):
-        return sum(_fitted_nbytes(v, seen) for v in obj.values())
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
-        return _fitted_nbytes(vars(obj), seen)
-    return 0
-
-
 def test_memory_does_not_grow_with_rows_streamed():
     X, y = _problem(3000, seed=2)
     clf = SparseGPClassifier(max_basis=10, max_iter=1, stream_buffer=0)
@@ -190,7 +174,7 @@ def test_memory_does_not_grow_with_rows_streamed():
     for i, rows in enumerate(chunks):
         clf.partial_fit(X[rows], y[rows], classes=[0, 1])
         if i in (5, 59):
-            sizes.append(_fitted_nbytes(clf))
+            sizes.append(state_nbytes(clf))
     assert clf.n_samples_seen_ == 3000
     assert sizes[1] == sizes[0]
     assert sizes[0] < 50 * 1024  # p^2 factors and one batch's sites, not 3,000 rows
