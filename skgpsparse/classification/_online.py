@@ -96,15 +96,15 @@ class OnlinePosterior:
     def from_sites(cls, kernel, basis_vectors, bias, X, tau, nu):
         """The posterior of rows ``X`` with EP sites ``(tau~, nu~)`` (a fitted all-rows model)."""
         post = cls(kernel, basis_vectors, bias)
-        post._add_sites(SparsePrior(kernel, X, basis_vectors), tau, nu)
+        prior = SparsePrior(kernel, X, basis_vectors)
+        post._add_sites(prior.V, prior.lam, tau, nu)
         return post
 
-    def _add_sites(self, prior, tau, nu, sign=1.0):
-        """``B += V G V^T``, ``eta += V a`` (module docstring) for the sites of ``prior``'s rows
-        (``sign=-1``: takes them out)."""
-        h = 1.0 + prior.lam * tau
-        self.precision += (prior.V * (sign * tau / h)) @ prior.V.T
-        self.eta += prior.V @ (sign * nu / h)
+    def _add_sites(self, V, lam, tau, nu):
+        """``B += V G V^T``, ``eta += V a`` (module docstring): rows' sites into the posterior."""
+        h = 1.0 + lam * tau
+        self.precision += (V * (tau / h)) @ V.T
+        self.eta += V @ (nu / h)
 
     def _factor(self):
         """``(L_B, mean)``: the Cholesky factor of ``B`` and the posterior mean ``B^-1 eta``."""
@@ -136,6 +136,7 @@ class OnlinePosterior:
     def _update(self, X, y, ep_sweeps, tol):
         prior = SparsePrior(self.kernel, X, self.basis_vectors)
         L_0, mean_0 = self._factor()
+        start_state = (self.precision.copy(), self.eta.copy())  # the earlier rows' posterior
         tau, nu = np.zeros(y.size), np.zeros(y.size)
         block = max(_BLOCK_ROWS, self.eta.size // 4)
         for start in range(0, y.size, block):
@@ -144,17 +145,14 @@ class OnlinePosterior:
             tau[rows], nu[rows] = _adf_block(
                 prior.V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean
             )
-            h = 1.0 + prior.lam[rows] * tau[rows]
-            V = prior.V[:, rows]
-            self.precision += (V * (tau[rows] / h)) @ V.T
-            self.eta += V @ (nu[rows] / h)
+            self._add_sites(prior.V[:, rows], prior.lam[rows], tau[rows], nu[rows])
         if ep_sweeps > 0:
+            self.precision, self.eta = start_state
             tau, nu = self._ep(prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol)
         return tau, nu
 
     def _ep(self, prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol):
         """EP over the batch from its ADF sites, the earlier rows' posterior as its prior."""
-        self._add_sites(prior, tau, nu, sign=-1.0)  # back to the earlier rows' posterior
         batch = _WhitenedBatch(prior, L_0, mean_0)
         # a site N(f; nu/tau, 1/tau) on f = o + f' is the site (tau, nu - tau o) on f'
         tau, nu_w, _, _ = all_rows_ep(
@@ -162,7 +160,7 @@ class OnlinePosterior:
             tol=tol, max_sweeps=ep_sweeps,
         )
         nu = nu_w + tau * batch.offset
-        self._add_sites(prior, tau, nu)
+        self._add_sites(prior.V, prior.lam, tau, nu)
         return tau, nu
 
     def predictor(self):
