@@ -170,8 +170,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         from its basis when the basis rows are rows of ``X`` at the same index.
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
-        many, when they have doubled and when they reach it; later rows leave the basis and
-        hyperparameters as they are. 0: learned on the first call's rows only.
+        many, when they have grown by a quarter and when they reach it; later rows leave the
+        basis and hyperparameters as they are. 0: learned on the first call's rows only.
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
 
