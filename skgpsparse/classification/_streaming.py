@@ -146,9 +146,7 @@ def _labels(y_enc, k, n_models):
 
 def _refit(clf, X, y_enc, previous):
     """Fit on ``X`` (as ``fit``, warm-started from ``previous``), then keep posteriors only."""
-    classes = clf.classes_
     fit_models(clf, X, y_enc, previous)
-    clf.classes_ = classes
     for model in _models(clf):
         _online(model)
 
