@@ -30,8 +30,8 @@ __all__ = ["partial_fit"]
 _EP_TOL = 1e-6
 # While the buffer fills, it is refitted when it has grown by this factor since the last fit.
 # Streaming 10 chunks of ringnorm and waveform (realization 1): a factor 2 left the streamed
-# default 5.4 % and 3.0 % above the batch fit's test NLP, 1.25 0.0 % and 1.4 %, at 1.3x and
-# 1.8x its CPU time (benchmarks/results/stream.md).
+# default 5.4 % and 3.0 % above the batch fit's test NLP, 1.25 4.4 % and 1.4 %, at 1.3x and
+# 1.8x its CPU time (benchmarks/results/stream_datasets*.md).
 _REFIT_GROWTH = 1.25
 
 
