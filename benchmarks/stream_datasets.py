@@ -10,7 +10,7 @@ order for assumed density filtering) and streamed in ``--chunks`` equal chunks t
   with the same basis, kernel and bias: EP over all training rows at once (what ``fit`` computes
   for that basis and those hyperparameters). The issue's goal: test NLP within 1 %.
 - ``batch's``: the default batch ``fit``'s own basis, kernel and bias, its posterior rebuilt
-  by streaming the training rows through :class:`~skgpsparse.classification._online.OnlinePosterior`
+  by streaming the training rows through ``OnlinePosterior`` (``classification/_online.py``)
   (ADF + 10 EP sweeps per chunk), against that fit (the same model, the posterior batch or
   streamed).
 - ``default``: the streamed default (``stream_buffer=2000``: refits, warm-started, on the rows
