@@ -49,7 +49,8 @@ class _WhitenedBatch:
 
     With ``z ~ N(0, I)``, ``B_0 = L_0 L_0^T`` and ``m_0 = B_0^-1 eta_0``, ``w = m_0 + L_0^-T z``:
     the offsets are ``o = V^T m_0`` and the whitened columns ``L_0^-1 V``; ``Lambda`` is
-    unchanged. It has the attributes :func:`~._all_rows_ep.marginals` reads of a :class:`SparsePrior`.
+    unchanged. It has the attributes :func:`~._all_rows_ep.marginals` reads of a
+    :class:`SparsePrior`.
     """
 
     def __init__(self, prior, L_0, mean_0):
