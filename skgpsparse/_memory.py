@@ -12,7 +12,9 @@ them is known nothing is checked.
 
 import os
 
-__all__ = ["FitMemory", "available_memory", "gigabytes", "largest_fitting"]
+import numpy as np
+
+__all__ = ["FitMemory", "available_memory", "gigabytes", "largest_fitting", "state_nbytes"]
 
 _MEMINFO = "/proc/meminfo"
 _CGROUP_MAX = "/sys/fs/cgroup/memory.max"
@@ -161,3 +163,34 @@ def largest_fitting(need, low, high, available):
         else:
             high = mid - 1
     return low
+
+
+def state_nbytes(obj, _seen=None):
+    """Bytes of the numpy arrays reachable from ``obj``'s attributes, each array counted once.
+
+    The size of a fitted estimator's state (its attributes, the objects they hold, lists,
+    tuples and dicts), to check that it does not grow with the rows a stream has passed
+    through it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from skgpsparse._memory import state_nbytes
+    >>> a = np.zeros(10)
+    >>> state_nbytes(SimpleNamespace(a=a, same=[a], b=SimpleNamespace(c=np.zeros(5))))
+    120
+    """
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (list, tuple)):
+        return sum(state_nbytes(v, seen) for v in obj)
+    if isinstance(obj, dict):
+        return sum(state_nbytes(v, seen) for v in obj.values())
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return state_nbytes(vars(obj), seen)
+    return 0

@@ -265,9 +265,9 @@ def _learn_rounds(model, X, y, rng):
     kernel = clone(model.kernel)
     n = y.size
     sites = (None, None)  # EP's first run starts from one ADF pass
-    if model.optimizer is not None:
+    if model.optimizer is not None and model.warm is None:  # a warm start keeps its kernel
         kernel = _better_start(model, kernel, X, y, rng)
-    bias = initial_bias(kernel, X, y) + model.bias_offset
+    bias = model._initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
     best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
     if model.per_feature_choice:

@@ -120,10 +120,14 @@ class _BinarySparseGPClassifier:
         posterior="basis",
         per_feature_choice=False,
         learning_rows=None,
+        warm=None,
     ):
         self.kernel = kernel
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
         self.learning_rows = learning_rows
+        # a warm start (_fitting._warm_params): (bias, basis indices or None) of the last fit
+        self.warm = warm
+        self._warm_basis = None if warm is None else warm[1]
         # the package's default kernel: try one length scale per feature (_all_rows_fit)
         self.per_feature_choice = per_feature_choice
         # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's
@@ -144,21 +148,19 @@ class _BinarySparseGPClassifier:
         self._progress = Progress("SparseGPClassifier", verbose)
 
     def _select(self, kernel, X, y, bias, rng):
-        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5)."""
-        if self.posterior == "all_rows" and draws_only(self.selector, self.n_exchange):
+        """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5), or
+        the first time after a warm start, from the previous fit's basis."""
+        if (self.posterior == "all_rows" and self._warm_basis is None
+                and draws_only(self.selector, self.n_exchange)):
             return self._select_into(DrawnBasis(X.shape[0], self.max_basis), rng)
-        return self._select_into(
-            ADFState(
-                kernel,
-                X,
-                y,
-                bias,
-                self.max_basis,
-                site_update=self.site_update,
-                n_threads=self.n_threads,
-            ),
-            rng,
+        state = ADFState(
+            kernel, X, y, bias, self.max_basis, site_update=self.site_update,
+            n_threads=self.n_threads,
         )
+        warm_basis, self._warm_basis = self._warm_basis, None
+        for j in () if warm_basis is None else warm_basis:
+            state.add(int(j))
+        return self._select_into(state, rng)
 
     def _select_into(self, state, rng):
         """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
@@ -255,7 +257,7 @@ class _BinarySparseGPClassifier:
         return self
 
     def _initial_bias(self, kernel, X, y):
-        return initial_bias(kernel, X, y)
+        return initial_bias(kernel, X, y) if self.warm is None else self.warm[0]
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""

@@ -3,11 +3,9 @@
 import numbers
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -17,23 +15,17 @@ from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..selection import BaseSelector
-from ._binary import fit_memory
 from ._evidence import models_log_marginal_likelihood
-from ._fitting import LEARNING_ROWS_OPTIONS, binary_params, store_binary, store_one_vs_rest
-from ._multiclass import one_vs_rest
+from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
 from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
                           proba, proba_of_margins)
-from ._restarts import fit_binary
 from ._rows_fit import fit_dask, predict_dask
+from ._streaming import partial_fit as _partial_fit
 
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_binary", "_predictors")
-
-
-def _fit_binary(params, restarts, X, y, seed):
-    return fit_binary(params, X, y, check_random_state(seed), *restarts)
+_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer")
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
@@ -183,6 +175,15 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         Print one line per outer iteration (NLP, basis size, bias, kernel, time), and every
         few seconds one from each phase's steps (selection, hyperparameters, EP; 2: all).
+    warm_start : bool, default=False
+        ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
+        from its basis when the basis rows are rows of ``X`` at the same index.
+    stream_buffer : int, default=2000
+        :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
+        many, when they have grown by a quarter and when they reach it; later rows leave the
+        basis and hyperparameters as they are. 0: learned on the first call's rows only.
+    stream_ep_sweeps : int, default=10
+        Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
 
     Attributes
     ----------
@@ -212,6 +213,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         posterior and ``selection="random"``, which form no basis posterior).
     estimators_ : list
         The binary one-vs-rest models (more than two classes).
+    n_samples_seen_ : int
+        Rows seen by :meth:`partial_fit` (only after it).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -258,6 +261,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "stream_buffer": [Interval(numbers.Integral, 0, None, closed="left")],
+        "stream_ep_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
     def __init__(
@@ -281,6 +287,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
+        stream_buffer=2000,
+        stream_ep_sweeps=10,
     ):
         self.kernel = kernel
         self.max_basis = max_basis
@@ -300,6 +309,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.warm_start = warm_start
+        self.stream_buffer = stream_buffer
+        self.stream_ep_sweeps = stream_ep_sweeps
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -320,6 +332,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
+        previous = previous_models(self)
         reset_fitted_state(self, _PRIVATE_STATE)
         if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
             return fit_dask(self, X, y)
@@ -336,22 +349,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires 2 or more distinct classes; got 1 class "
                 f"(only class {self.classes_[0]} is present)"
             )
-        params = binary_params(self, X.shape[0], X.shape[1], n_classes)
-        # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
-        n_parallel = min(effective_n_jobs(self.n_jobs), n_classes) if n_classes > 2 else 1
-        kappa = getattr(params["selector"], "working_set_size", None) or 0
-        # the default kernel's per-feature trial has n_features - 1 more hyperparameters
-        n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
-        fit_memory(
-            X.shape[0], X.shape[1], params["max_basis"], n_theta,
-            self.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
-        ).check()
-        rng = check_random_state(self.random_state)
-        restarts = (self.n_restarts, self.validation_fraction)
-        if n_classes == 2:
-            y_pm = np.where(y_enc == 1, 1.0, -1.0)
-            return store_binary(self, _fit_binary(params, restarts, X, y_pm, rng))
-        return store_one_vs_rest(self, one_vs_rest(self, params, restarts, X, y_enc, rng))
+        return fit_models(self, X, y_enc, previous)
+
+    partial_fit = _partial_fit  # one batch of a stream (_streaming)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood: the EP evidence of the basis labels.

@@ -9,13 +9,17 @@ import warnings
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
+from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
-from ._binary import _make_selector
+from ._binary import _make_selector, fit_memory
+from ._multiclass import one_vs_rest
+from ._restarts import fit_binary
 
-# re-exported for the estimator's parameter constraints
+# LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
-    "LEARNING_ROWS_OPTIONS", "binary_params", "default_kernel", "store_binary",
+    "LEARNING_ROWS_OPTIONS", "binary_params", "default_kernel", "fit_models", "previous_models",
+    "store_binary",
     "store_one_vs_rest",
 ]
 
@@ -105,6 +109,73 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         # n_jobs: threads over the rows of a binary problem, else over the one-vs-rest models
         "n_threads": effective_n_jobs(clf.n_jobs) if n_classes == 2 else 1,
     }
+
+
+def _fit_binary(params, restarts, X, y, seed):
+    return fit_binary(params, X, y, check_random_state(seed), *restarts)
+
+
+def fit_models(clf, X, y_enc, previous=None):
+    """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
+
+    One model for two classes, one per class against the rest otherwise
+    (:func:`~._multiclass.one_vs_rest`); ``previous`` (:func:`previous_models`) are the models a warm start starts from.
+    """
+    n_classes = clf.classes_.size
+    params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
+    # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
+    n_parallel = min(effective_n_jobs(clf.n_jobs), n_classes) if n_classes > 2 else 1
+    kappa = getattr(params["selector"], "working_set_size", None) or 0
+    # the default kernel's per-feature trial has n_features - 1 more hyperparameters
+    n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
+    fit_memory(
+        X.shape[0], X.shape[1], params["max_basis"], n_theta,
+        clf.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
+    ).check()
+    rng = check_random_state(clf.random_state)
+    restarts = (clf.n_restarts, clf.validation_fraction)
+    per_model = _warm_params(params, previous, X, 1 if n_classes == 2 else n_classes)
+    if n_classes == 2:
+        y_pm = np.where(y_enc == 1, 1.0, -1.0)
+        return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
+    return store_one_vs_rest(clf, one_vs_rest(clf, per_model, restarts, X, y_enc, rng))
+
+
+def previous_models(clf):
+    """The binary models of ``clf``'s last fit if ``warm_start`` is set, else None."""
+    if not getattr(clf, "warm_start", False) or not hasattr(clf, "classes_"):
+        return None
+    return [clf._binary] if clf.classes_.size == 2 else list(clf.estimators_)
+
+
+def _warm_params(params, previous, X, n_models):
+    """``params`` of each binary model, started from ``previous`` models (a warm start).
+
+    A warm start takes each previous model's kernel and bias as the start of the
+    hyperparameters (no search for a better start), and its basis as the first round's
+    start when every basis vector is still the row it was (the same ``X``, or rows appended
+    to it); it needs the same classes and features, and warns and starts cold otherwise.
+    """
+    if previous is None:
+        return [params] * n_models
+    if len(previous) != n_models or previous[0].basis_vectors_.shape[1] != X.shape[1]:
+        warnings.warn(
+            f"warm_start=True needs the classes and the {previous[0].basis_vectors_.shape[1]} "
+            f"features of the previous fit; got {X.shape[1]} features and "
+            f"{'the same' if len(previous) == n_models else 'other'} classes: fitting from "
+            "scratch.",
+            UserWarning,
+        )
+        return [params] * n_models
+    out = []
+    for model in previous:
+        basis = np.asarray(model.basis_indices_)[: params["max_basis"]]
+        same = basis.size and basis.max() < X.shape[0] and np.array_equal(
+            X[basis], model.basis_vectors_[: basis.size]
+        )
+        warm = (float(model.bias_), basis if same else None)
+        out.append(dict(params, kernel=model.kernel_, warm=warm))
+    return out
 
 
 def store_binary(clf, model):

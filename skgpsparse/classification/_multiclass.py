@@ -332,15 +332,19 @@ def _fit_independent(params, restarts, X, y, seed):
     return fit_binary(params, X, y, check_random_state(seed), *restarts)
 
 
-def one_vs_rest(clf, params, restarts, X, y_enc, rng):
+def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
     """The binary models of ``clf``'s one-vs-rest fit (more than two classes).
 
-    ``clf.multi_class``: ``"shared"`` by :func:`fit_shared` (the all-rows posterior only);
-    ``"independent"``, a whole binary fit per class (:func:`~._restarts.fit_binary`, with
-    ``restarts``), in parallel over ``clf.n_jobs``, each from its own seed drawn from ``rng``.
+    ``per_model`` holds each class's binary parameters (:func:`~._fitting.binary_params`, the
+    same for every class unless a warm start gives each its previous model).
+    ``clf.multi_class``: ``"shared"`` by :func:`fit_shared` (the all-rows posterior only,
+    never warm-started); ``"independent"``, a whole binary fit per class
+    (:func:`~._restarts.fit_binary`, with ``restarts``), in parallel over ``clf.n_jobs``,
+    each from its own seed drawn from ``rng``.
     """
     n_classes = int(y_enc.max()) + 1
     if clf.multi_class == "shared":
+        params = {**per_model[0], "warm": None}
         if params["posterior"] != "all_rows":
             raise ValueError(
                 "multi_class='shared' needs the all-rows posterior (posterior='auto' or "
@@ -350,6 +354,8 @@ def one_vs_rest(clf, params, restarts, X, y_enc, rng):
         return fit_shared(params, X, y_enc, n_classes, rng)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     return Parallel(n_jobs=clf.n_jobs)(
-        delayed(_fit_independent)(params, restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k])
+        delayed(_fit_independent)(
+            per_model[k], restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k]
+        )
         for k in range(n_classes)
     )
