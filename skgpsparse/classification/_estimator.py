@@ -15,7 +15,7 @@ from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..selection import BaseSelector
-from ._evidence import models_log_marginal_likelihood
+from ._evidence import log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
 from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
                           proba, proba_of_margins)
@@ -353,41 +353,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
     partial_fit = _partial_fit  # one batch of a stream (_streaming)
 
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """Approximate log marginal likelihood: the EP evidence of the basis labels.
-
-        As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
-        kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
-        with the probit likelihoods of the basis labels, at the fitted bias ``bias_`` (the
-        IVM's evidence); with ``posterior="all_rows"``, EP over every training label under
-        the FITC prior. It is not scikit-learn's Laplace value.
-
-        Parameters
-        ----------
-        theta : array-like of shape (n_kernel_params,) or (n_classes * n_kernel_params,), \
-                default=None
-            Log hyperparameters of the kernel; ``None`` returns
-            ``log_marginal_likelihood_value_``. With more than two classes (one vs rest),
-            either one kernel's theta, used for every binary model, or their thetas stacked.
-        eval_gradient : bool, default=False
-            Also return the gradient with respect to ``theta`` (two classes only, as in
-            scikit-learn).
-        clone_kernel : bool, default=True
-            As scikit-learn's: ``False`` leaves the fitted kernel(s) at ``theta``.
-
-        Returns
-        -------
-        log_likelihood : float
-            The EP log evidence (the mean over the binary models with more than two classes).
-        log_likelihood_gradient : ndarray of shape (n_kernel_params,)
-            Only if ``eval_gradient``.
-        """
-        models = self._models()
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
-            return self.log_marginal_likelihood_value_
-        return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
+    log_marginal_likelihood = log_marginal_likelihood
 
     def _models(self):
         check_is_fitted(self)

@@ -43,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._probit import inverse_mills
 
-__all__ = ["models_log_marginal_likelihood", "negative_log_evidence"]
+__all__ = ["log_marginal_likelihood", "models_log_marginal_likelihood", "negative_log_evidence"]
 
 # EP on the basis: convergence tolerance on the site parameters and a cap on the sweeps.
 _EP_TOL = 1e-7
@@ -362,3 +362,41 @@ def _set_thetas(models, thetas, clone_kernel):
     if not clone_kernel:
         for model, theta in zip(models, thetas):
             model.kernel_.theta = theta
+
+
+# SparseGPClassifier.log_marginal_likelihood (assigned in the class body)
+def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+    """Approximate log marginal likelihood: the EP evidence of the basis labels.
+
+    As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
+    kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
+    with the probit likelihoods of the basis labels, at the fitted bias ``bias_`` (the
+    IVM's evidence); with ``posterior="all_rows"``, EP over every training label under
+    the FITC prior. It is not scikit-learn's Laplace value.
+
+    Parameters
+    ----------
+    theta : array-like of shape (n_kernel_params,) or (n_classes * n_kernel_params,), \
+            default=None
+        Log hyperparameters of the kernel; ``None`` returns
+        ``log_marginal_likelihood_value_``. With more than two classes (one vs rest),
+        either one kernel's theta, used for every binary model, or their thetas stacked.
+    eval_gradient : bool, default=False
+        Also return the gradient with respect to ``theta`` (two classes only, as in
+        scikit-learn).
+    clone_kernel : bool, default=True
+        As scikit-learn's: ``False`` leaves the fitted kernel(s) at ``theta``.
+
+    Returns
+    -------
+    log_likelihood : float
+        The EP log evidence (the mean over the binary models with more than two classes).
+    log_likelihood_gradient : ndarray of shape (n_kernel_params,)
+        Only if ``eval_gradient``.
+    """
+    models = self._models()
+    if theta is None:
+        if eval_gradient:
+            raise ValueError("Gradient can only be evaluated for theta!=None")
+        return self.log_marginal_likelihood_value_
+    return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
