@@ -3,6 +3,8 @@ with every row in the basis and scikit-learn's own GaussianProcessRegressor as t
 and structured inputs (a kernel over strings, as in scikit-learn's gallery example on
 structured data)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -237,3 +239,22 @@ def test_classifier_on_strings(labels):
                                on_vectors.predict_proba(_letter_features(_QUERIES, 0.4)),
                                atol=1e-8)
     assert not hasattr(model, "n_features_in_") and model.kernel is kernel
+
+
+@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
+def test_indefinite_user_kernel_raises_a_clear_error(estimator):
+    # ExpSineSquared on three features is not positive definite (scikit-learn's GPs raise a
+    # LinAlgError): a ValueError that names the kernel, never a TypeError or a NaN
+    from sklearn.gaussian_process.kernels import ExpSineSquared
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(0, 5, (80, 3))
+    f = np.sin(2 * X[:, 0])
+    if estimator == "regressor":
+        model, y = SparseGPRegressor(ExpSineSquared(), max_basis=20, random_state=0), f
+    else:
+        model, y = SparseGPClassifier(ExpSineSquared(), max_basis=20, random_state=0), f > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="positive definite"):
+            model.fit(X, y)

@@ -324,6 +324,13 @@ def fit_all_rows(model, X, y, rng):
         best = _round_on_all_rows(model, best, X, y, rows)
     model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best
+    if sites[0] is None:  # no EP run was finite (AllRowsObjective keeps the last finite sites)
+        raise ValueError(
+            "EP failed at every hyperparameter value tried from "
+            f"kernel={model.kernel!r}: the kernel may not be positive definite on these "
+            "inputs (ExpSineSquared, e.g., is only on one feature). Try another kernel, or "
+            "other initial hyperparameters or bounds."
+        )
     if model.optimizer is not None:
         model.kernel_._check_bounds_params()
     model.exchange_loss_curve_ = [float(v) for v in curve]

@@ -197,7 +197,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Fitted bias ``b`` (per class with more than two classes).
     basis_indices_, basis_vectors_, site_precision_, site_mean_ : ndarray or list of ndarray
         Basis set (indices into the training set and inputs) and its site parameters (of every
-        training row with ``posterior="all_rows"``); a list per class with more than two.
+        training row with ``posterior="all_rows"``; after :meth:`partial_fit`, of the last
+        batch's rows, the earlier ones folded into the posterior); a list per class with more
+        than two.
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
     log_marginal_likelihood_value_ : float

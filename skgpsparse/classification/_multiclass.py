@@ -353,9 +353,14 @@ def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
             )
         return fit_shared(params, X, y_enc, n_classes, rng)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-    return Parallel(n_jobs=clf.n_jobs)(
-        delayed(_fit_independent)(
-            per_model[k], restarts, X, np.where(y_enc == k, 1.0, -1.0), seeds[k]
-        )
+    targets = [np.where(y_enc == k, 1.0, -1.0) for k in range(n_classes)]
+    models = Parallel(n_jobs=clf.n_jobs)(
+        delayed(_fit_independent)(per_model[k], restarts, X, targets[k], seeds[k])
         for k in range(n_classes)
     )
+    for model, target in zip(models, targets):
+        # a model back from a worker process was pickled without the training rows that
+        # log_marginal_likelihood(theta) of the all-rows posterior needs: the driver has them
+        if model.posterior == "all_rows" and not hasattr(model, "_train"):
+            model._train = (X, target)
+    return models

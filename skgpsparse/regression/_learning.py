@@ -126,7 +126,9 @@ def learn_hyperparameters(
     if not np.isfinite(func_min):
         raise ValueError(
             "Hyperparameter learning failed: the approximate marginal likelihood is not "
-            "finite at the optimum. Try other initial hyperparameters or bounds."
+            "finite at the optimum. Try other initial hyperparameters or bounds, and check "
+            "that the kernel is positive definite on these inputs (ExpSineSquared, e.g., is "
+            "only on one feature)."
         )
     k, noise = split(theta_opt)
     return k, noise, -float(func_min)

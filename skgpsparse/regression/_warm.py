@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
+from ._white import split_white
+
 __all__ = ["WarmStart", "basis_rows", "warm_start_from"]
 
 
@@ -38,9 +40,10 @@ def warm_start_from(model, X):
             UserWarning,
         )
         return None
-    return WarmStart(
-        clone(model.kernel_), float(model.noise_variance_), model.basis_vectors_.copy()
-    )
+    # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
+    kernel, white, _ = split_white(clone(model.kernel_))
+    noise = float(model.noise_variance_) + (0.0 if white is None else white.noise_level)
+    return WarmStart(kernel, noise, model.basis_vectors_.copy())
 
 
 def basis_rows(X, basis_vectors):

@@ -263,6 +263,20 @@ def test_binary_fit_passes_n_jobs_to_the_row_threads(monkeypatch):
     assert set(seen) == {1}
 
 
+def test_multiclass_evidence_at_theta_with_parallel_jobs():
+    # the binary models come back from joblib's worker processes pickled (without their
+    # training rows): log_marginal_likelihood(theta) must still evaluate, equal to n_jobs=1
+    X3, y3 = make_blobs(n_samples=90, centers=3, random_state=0)
+    values = []
+    for n_jobs in (1, 2):
+        clf = SparseGPClassifier(max_basis=6, max_iter=2, random_state=0, n_jobs=n_jobs)
+        clf.fit(X3, y3)
+        theta = np.concatenate([k.theta for k in clf.kernels_])
+        values.append(clf.log_marginal_likelihood(theta + 0.1))
+    assert np.isfinite(values[0])
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-10)
+
+
 def test_large_working_set_keeps_no_columns():
     # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
     # n x n: only small working sets keep them; add() then computes its column itself

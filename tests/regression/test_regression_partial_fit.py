@@ -203,3 +203,33 @@ def test_warm_start_starts_from_the_previous_solution():
     learner.set_params(warm_start=True)
     with pytest.warns(UserWarning, match="warm_start=True ignored"):
         learner.fit(np.c_[X, X[:, 0]], y)
+
+
+def test_warm_start_with_a_white_kernel_term_starts_from_its_level():
+    # the WhiteKernel term is noise (regression/_white.py): a warm fit starts from the
+    # previous kernel without it and from its level as noise, and the fitted kernel keeps
+    # the user's form (one WhiteKernel), its level the previous one where nothing moved
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    X, y = _data(200)
+    starts = []
+
+    def record(obj_func, theta, bounds):
+        starts.append(np.array(theta))
+        return theta, float(obj_func(theta, eval_gradient=False))
+
+    kernel = C(1.0) * RBF(1.0) + WhiteKernel(0.1)
+    model = SparseGPRegressor(kernel, max_basis=10, max_iter=1, refine_basis=0, random_state=0,
+                              noise_calibration=None, warm_start=True)
+    model.fit(X, y)
+    previous = model.kernel_
+    model.set_params(optimizer=record).fit(X, y)
+    assert len(starts) == 1
+    # the start: the previous rest-of-kernel theta, then log of the previous total noise
+    np.testing.assert_allclose(starts[0][:-1], previous.k1.theta)
+    np.testing.assert_allclose(
+        np.exp(starts[0][-1]), model.noise_variance + previous.k2.noise_level
+    )
+    assert isinstance(model.kernel_.k2, WhiteKernel) and not isinstance(model.kernel_.k1.k2,
+                                                                         WhiteKernel)
+    np.testing.assert_allclose(model.kernel_.k2.noise_level, previous.k2.noise_level)
