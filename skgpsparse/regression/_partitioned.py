@@ -18,6 +18,14 @@ or excluded for a step: the candidates a selector draws from). Per forward step:
    part of ``K_p^T v``, ``|v|^2`` and ``v^T y`` (``p + 2`` numbers per target), and the
    driver borders the factors.
 
+Steps 2 and 4 share a round trip (:meth:`PartitionedRegressionState.speculate`): before
+the append the driver draws the next step's working set with a copy of the random state (the
+masks as they will be after the append), and each partition returns its rows of it with its
+append sums. The next step's own draw, from the real random state, is the same set, so its
+rows are already on the driver: two round trips per forward step instead of three, and the
+draws, hence the basis, are the in-memory fit's (a draw that differs, e.g. after an exchange
+step's deletion, is fetched as before).
+
 A deletion sends the coefficients of the leaving row of ``V`` (``p`` numbers). The columns of
 the RBF kernel use the whole training set's centre on every partition, so each partition's
 columns are the in-memory fit's; the sums over partitions are added in another order, so the
@@ -29,6 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernels._columns import ColumnBlocks, KernelColumns, kernel_diag
+from ..selection import GreedySelector
 from ._scoring import _SCORE_CHUNK_ENTRIES, _STREAM_MAX, CRITERIA, info_gain, streaming_sums
 from ._state import (
     _APPEND_CHUNK_ENTRIES,
@@ -169,6 +178,45 @@ class PartitionedRegressionState(RegressionState):
         self._refresh()
 
     # ------------------------------------------------------------------ rows on the driver
+    def speculate(self, selector, rng):
+        """Fetch each next forward step's working set with this step's append pass.
+
+        ``selector`` and ``rng`` are the ones the forward steps will use. Only a
+        :class:`~skgpsparse.selection.GreedySelector` drawing uniformly afresh each step is
+        predicted (its draw depends on the masks and the random state alone); the prediction
+        uses a copy of ``rng``'s state, so ``rng`` draws exactly what it would without it.
+        """
+        predictable = (
+            type(selector) is GreedySelector
+            and selector.sampling == "uniform"
+            and not selector.keep_working_set
+            and selector.criterion != "info_gain"  # scored from gathered q and mu, no rows
+            and isinstance(rng, np.random.RandomState)
+        )
+        self._speculation = (selector, rng) if predictable else None
+
+    def append(self, j):
+        self._appending = int(j)
+        try:
+            return super().append(j)
+        finally:
+            self._appending = None
+
+    def _next_working_set(self):
+        """The working set the next forward step will draw, or None if it cannot be told."""
+        selector, rng = getattr(self, "_speculation", None) or (None, None)
+        j = getattr(self, "_appending", None)
+        if selector is None or j is None or self.p + 1 >= self.p_max:
+            return None  # no speculation, or the basis is full after this append
+        ahead = np.random.RandomState()
+        ahead.set_state(rng.get_state())
+        self.in_basis[j] = True  # as after this append
+        try:
+            J = np.asarray(selector.working_set(self, ahead), dtype=np.intp)
+        finally:
+            self.in_basis[j] = False
+        return J if 0 < len(J) <= _STREAM_MAX else None
+
     def _rows_of(self, J):
         """``X[J]``, from the last fetch when it holds all of ``J``, else fetched."""
         J = np.atleast_1d(np.asarray(J, dtype=np.intp))
@@ -205,7 +253,14 @@ class PartitionedRegressionState(RegressionState):
 
     def _append_pass(self, x_j, t, lpp):
         p = self.p
-        acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
+        J_next = self._next_working_set()
+        if J_next is None:
+            acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
+        else:  # the next step's rows come back with the append sums (one round trip)
+            (acc, total), X_next = self.rows.sum_and_fetch(
+                _p_append, J_next, x_j, t, lpp, p, self.n_threads
+            )
+            self._fetched = (J_next, X_next)
         self._Xu[p] = x_j  # the partitions stored x_j's column in the pass
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy

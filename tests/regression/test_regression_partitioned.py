@@ -208,3 +208,42 @@ def test_partitioned_objectives_against_dense_formula_and_finite_differences(nam
                 kernel.clone_with_theta(t[:-1]), X, y, X_u, np.exp(t[-1]), jitter)[name])
         assert gradient[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5,
                                             abs=1e-6)
+
+
+class _CountingRows(LocalRows):
+    """LocalRows counting its calls (round trips on a cluster) by partition function."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.calls = {}
+
+    def _call(self, fn, args_per_partition):
+        key = fn.__name__
+        if key == "_run_and_fetch":  # sum_and_fetch: (fn, local indices, args) per partition
+            key = next(iter(args_per_partition.values()))[0].__name__ + "+fetch"
+        self.calls[key] = self.calls.get(key, 0) + 1
+        return super()._call(fn, args_per_partition)
+
+
+@pytest.mark.parametrize("selection", ["matching_pursuit", "exact"])
+def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
+    # Each append pass brings back the rows of the working set the next step will draw
+    # (drawn ahead with a copy of the random state): two calls per forward step, and the
+    # draws, so the basis, are the in-memory fit's.
+    X, y = _data(n=300)
+    params = dict(max_basis=15, random_state=0, optimizer=None, selection=selection,
+                  working_set_size=20)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model = SparseGPRegressor(**params)
+    model.n_features_in_ = X.shape[1]
+    yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, False))
+    rows = _CountingRows(X, yn, 70)
+    fit_rows(model, rows, p, rng)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-10)
+    calls = rows.calls
+    assert calls["_p_score"] == 15
+    # the first append fetches the second working set; the last one fetches nothing
+    assert calls["_p_append+fetch"] == 14 and calls["_p_append"] == 1
+    # rows taken: the first working set, and the basis rows at the end
+    assert calls["_take_rows"] == 2
