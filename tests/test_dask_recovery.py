@@ -86,8 +86,9 @@ def _data(n=300, seed=0):
 @pytest.mark.parametrize(
     ("fn_name", "at", "before_sending", "learned"),
     [
-        # between greedy steps: the worker is gone before the fourth append is sent
-        ("_p_append", 4, True, False),
+        # between greedy steps: the worker is gone before the fourth append is sent (an
+        # append that also fetches the next working set: RowStore.sum_and_fetch)
+        ("_run_and_fetch", 4, True, False),
         # inside an objective's gradient, after the pass that kept its factors
         ("_p_contract", 1, False, True),
     ],

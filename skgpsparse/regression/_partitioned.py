@@ -37,7 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernels._columns import ColumnBlocks, KernelColumns, kernel_diag
-from ..selection import GreedySelector
+from ..selection import draw_ahead
 from ._scoring import _SCORE_CHUNK_ENTRIES, _STREAM_MAX, CRITERIA, info_gain, streaming_sums
 from ._state import (
     _APPEND_CHUNK_ENTRIES,
@@ -181,19 +181,11 @@ class PartitionedRegressionState(RegressionState):
     def speculate(self, selector, rng):
         """Fetch each next forward step's working set with this step's append pass.
 
-        ``selector`` and ``rng`` are the ones the forward steps will use. Only a
-        :class:`~skgpsparse.selection.GreedySelector` drawing uniformly afresh each step is
-        predicted (its draw depends on the masks and the random state alone); the prediction
-        uses a copy of ``rng``'s state, so ``rng`` draws exactly what it would without it.
+        ``selector`` and ``rng`` are the ones the forward steps use; the next working set is
+        predicted by :func:`~skgpsparse.selection.draw_ahead` (a copy of ``rng``'s state:
+        ``rng`` draws exactly what it would without it).
         """
-        predictable = (
-            type(selector) is GreedySelector
-            and selector.sampling == "uniform"
-            and not selector.keep_working_set
-            and selector.criterion != "info_gain"  # scored from gathered q and mu, no rows
-            and isinstance(rng, np.random.RandomState)
-        )
-        self._speculation = (selector, rng) if predictable else None
+        self._speculation = (selector, rng)
 
     def append(self, j):
         self._appending = int(j)
@@ -208,14 +200,12 @@ class PartitionedRegressionState(RegressionState):
         j = getattr(self, "_appending", None)
         if selector is None or j is None or self.p + 1 >= self.p_max:
             return None  # no speculation, or the basis is full after this append
-        ahead = np.random.RandomState()
-        ahead.set_state(rng.get_state())
         self.in_basis[j] = True  # as after this append
-        try:
-            J = np.asarray(selector.working_set(self, ahead), dtype=np.intp)
+        try:  # (info_gain is scored from gathered q and mu, without rows)
+            J = draw_ahead(selector, self, rng, ("exact", "matching_pursuit", "vfe"))
         finally:
             self.in_basis[j] = False
-        return J if 0 < len(J) <= _STREAM_MAX else None
+        return J if J is not None and 0 < len(J) <= _STREAM_MAX else None
 
     def _rows_of(self, J):
         """``X[J]``, from the last fetch when it holds all of ``J``, else fetched."""

@@ -34,7 +34,7 @@ row by row; only the order of the additions across partitions differs.
 
 import numpy as np
 
-__all__ = ["LocalRows", "RowPartition", "RowStore", "row_centre"]
+__all__ = ["LocalRows", "RowPartition", "RowStore", "in_order", "row_centre"]
 
 
 class RowPartition:
@@ -122,7 +122,7 @@ class RowStore:
         parts = self.split(indices)
         keys = list(parts)
         results = self._call(fn, {i: (parts[i][1],) + args for i in keys})
-        return _in_order(results, keys, parts, len(np.ravel(indices)))
+        return in_order(results, keys, parts, len(np.ravel(indices)))
 
     def sum_and_fetch(self, fn, indices, *args):
         """``(self.sum(fn, *args), X[indices])`` from one call per partition.
@@ -141,14 +141,14 @@ class RowStore:
         total = _add_up([r[0] for r in results])
         keys = list(parts)
         fetched = [results[i][1] for i in keys]
-        return total, _in_order(fetched, keys, parts, len(np.ravel(indices)))
+        return total, in_order(fetched, keys, parts, len(np.ravel(indices)))
 
     def take(self, indices):
         """``(X[indices], y[indices])`` fetched from the partitions that hold them."""
         return self.gather(_take_rows, indices)
 
 
-def _in_order(results, keys, parts, size):
+def in_order(results, keys, parts, size):
     """The partitions' per-index ``results`` (arrays or tuples) put in the indices' order."""
     first = results[0]
     several = isinstance(first, tuple)

@@ -13,6 +13,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from _support.counting_rows import CountingRows
 from skgpsparse import SparseGPRegressor
 from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.regression._fitting import prepare_fit
@@ -210,20 +211,6 @@ def test_partitioned_objectives_against_dense_formula_and_finite_differences(nam
                                             abs=1e-6)
 
 
-class _CountingRows(LocalRows):
-    """LocalRows counting its calls (round trips on a cluster) by partition function."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.calls = {}
-
-    def _call(self, fn, args_per_partition):
-        key = fn.__name__
-        if key == "_run_and_fetch":  # sum_and_fetch: (fn, local indices, args) per partition
-            key = next(iter(args_per_partition.values()))[0].__name__ + "+fetch"
-        self.calls[key] = self.calls.get(key, 0) + 1
-        return super()._call(fn, args_per_partition)
-
 
 @pytest.mark.parametrize("selection", ["matching_pursuit", "exact"])
 def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
@@ -237,7 +224,7 @@ def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
     model = SparseGPRegressor(**params)
     model.n_features_in_ = X.shape[1]
     yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, False))
-    rows = _CountingRows(X, yn, 70)
+    rows = CountingRows(X, yn, 70)
     fit_rows(model, rows, p, rng)
     np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
     np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-10)
