@@ -213,7 +213,7 @@ def latency_part(lines, costs, calls=100):
     finally:
         client.close()
         cluster.close()
-    costs["round_trip_seconds"] = out["both partitions (rows.map)"][0]
+    costs["latency"] = {k: w for k, (w, _, _) in out.items()}
     lines += [
         "## Round-trip latency of an actor call",
         "",
@@ -231,11 +231,11 @@ def latency_part(lines, costs, calls=100):
 
 
 def _by_function(record):
-    """``{function: [calls, wall seconds]}`` of a recorded fit."""
-    out = defaultdict(lambda: [0, 0.0])
-    for name, wall, _, _ in record["records"]:
-        out[name][0] += 1
-        out[name][1] += wall
+    """``{function: [calls, wall seconds, bytes sent, bytes received]}`` of a recorded fit."""
+    out = defaultdict(lambda: [0, 0.0, 0, 0])
+    for name, wall, sent, received in record["records"]:
+        for k, value in enumerate((1, wall, sent, received)):
+            out[name][k] += value
     return dict(out)
 
 
@@ -400,7 +400,7 @@ def greedy_part(sizes, d, p, lines, costs, repeats=3):
                 record, same = records[trips]
                 if trips == 2:
                     costs.setdefault("greedy", {})[str(n)] = {
-                        "n": n, "p": p, "workers": 2, "wall": float(k[0]),
+                        "n": n, "p": p, "workers": 2, "wall": float(k[0]), "steps": p,
                         "memory_wall": float(mem[0]), "by_function": _by_function(record),
                     }
                 rows.append(
