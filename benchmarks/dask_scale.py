@@ -32,8 +32,9 @@ a 10^8-row fit on 16 and 64 workers (the dask page).
 
 Usage::
 
-    python benchmarks/dask_scale.py            # all parts (about 20-30 minutes, shared machine)
-    python benchmarks/dask_scale.py --quick    # small sizes, a smoke run
+    python benchmarks/dask_scale.py            # all parts (30-60 minutes on a shared machine)
+    python benchmarks/dask_scale.py --quick    # small sizes
+    python benchmarks/dask_scale.py --smoke --parts greedy,recovery   # checks the script
 
 Writes ``results/dask_scale.md`` (``dask_scale_quick.md`` with ``--quick``).
 """
@@ -479,34 +480,37 @@ def recovery_part(n, d, p, lines, costs):
 
 
 PARTS = ("latency", "memory", "overhead", "greedy", "recovery")
+SIZES = {  # (n, d, max_basis[, memory limit MiB])
+    "full": dict(memory=(1_000_000, 10, 100, 700), overhead=(100_000, 10, 100),
+                 greedy=([20_000, 100_000], 10, 100), recovery=(100_000, 10, 100)),
+    "quick": dict(memory=(60_000, 10, 50, 1000), overhead=(30_000, 10, 50),
+                  greedy=([5_000], 10, 50), recovery=(10_000, 10, 50)),
+    "smoke": dict(memory=(4_000, 5, 10, 2000), overhead=(3_000, 5, 10),
+                  greedy=([3_000], 5, 10), recovery=(3_000, 5, 10)),
+}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (checks the script)")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset")
     args = parser.parse_args()
-    parts = args.parts.split(",")
+    size = "smoke" if args.smoke else "quick" if args.quick else "full"
     lines = ["# The default estimators on a dask cluster", "", f"Machine: {machine()}", "",
              "A shared 2-core machine (other jobs running): wall times are noisy; compare the "
              "interleaved runs of one table, and the CPU columns.", ""]
-    costs = {"quick": args.quick}
-    sizes = (
-        dict(memory=(60_000, 10, 50, 1000), overhead=(30_000, 10, 50), greedy=([5_000], 10, 50),
-             recovery=(10_000, 10, 50))
-        if args.quick else
-        dict(memory=(1_000_000, 10, 100, 700), overhead=(100_000, 10, 100),
-             greedy=([20_000, 100_000], 10, 100), recovery=(100_000, 10, 100))
-    )
-    for part in parts:
+    costs = {"size": size}
+    RESULTS.mkdir(exist_ok=True)
+    stem = "dask_scale" if size == "full" else f"dask_scale_{size}"
+    for part in args.parts.split(","):
         if part == "latency":
             latency_part(lines, costs)
         else:
-            globals()[f"{part}_part"](*sizes[part], lines, costs)
-    RESULTS.mkdir(exist_ok=True)
-    stem = "dask_scale_quick" if args.quick else "dask_scale"
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines))
-    (RESULTS / f"{stem}_costs.json").write_text(json.dumps(costs, indent=1))
+            globals()[f"{part}_part"](*SIZES[size][part], lines, costs)
+        # after each part, so that a long run leaves what it measured
+        (RESULTS / f"{stem}.md").write_text("\n".join(lines))
+        (RESULTS / f"{stem}_costs.json").write_text(json.dumps(costs, indent=1))
     print(f"wrote {RESULTS / stem}.md and _costs.json")
 
 

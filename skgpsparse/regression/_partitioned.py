@@ -37,6 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernels._columns import ColumnBlocks, KernelColumns, kernel_diag
+from ..rows._store import state_scope
 from ..selection import draw_ahead
 from ._scoring import _SCORE_CHUNK_ENTRIES, _STREAM_MAX, CRITERIA, info_gain, streaming_sums
 from ._state import (
@@ -59,6 +60,7 @@ def _chunks(K, n, entries_per_row, budget):
     return K.chunks(int(np.clip(budget // max(entries_per_row, 1), 256, max(n, 256))))
 
 
+@state_scope(_KEY, resets=True)
 def _p_init(part, kernel, centre, p_max, score_dtype):
     y = np.asarray(part.y, dtype=np.float64)
     kdiag = kernel_diag(kernel, part.X)
@@ -71,6 +73,7 @@ def _p_init(part, kernel, centre, p_max, score_dtype):
     return _sqnorm(y)
 
 
+@state_scope(_KEY)
 def _p_append(part, x_j, t, lpp, p, n_threads):
     st = part.state[_KEY]
     column = _column_of(st.cols, st.cols.operand_of_rows(x_j[None, :]))
@@ -78,6 +81,7 @@ def _p_append(part, x_j, t, lpp, p, n_threads):
     return append_pass(st.K, chunks, st.y, st.q, column, t, lpp, p, n_threads)
 
 
+@state_scope(_KEY)
 def _p_delete(part, coef, pos, p, j_local):
     st = part.state[_KEY]
     r = st.K.times(coef)
@@ -87,6 +91,7 @@ def _p_delete(part, coef, pos, p, j_local):
         st.q[j_local] = max(st.q[j_local], 0.0)
 
 
+@state_scope(_KEY)
 def _p_score(part, X_J, dtype, alpha, p, exact, n_threads):
     st = part.state[_KEY]
     Z = st.cols.operand_of_rows(X_J, dtype)
@@ -99,19 +104,23 @@ def _residual(st, alpha, p):
     return st.y - st.K.times(alpha) if p else st.y
 
 
+@state_scope(_KEY)
 def _p_residual_sq(part, alpha, p):
     return _sqnorm(_residual(part.state[_KEY], alpha, p))
 
 
+@state_scope(_KEY)
 def _p_q_and_residual(part, local, alpha, p):
     st = part.state[_KEY]
     return st.q[local], _residual(st, alpha, p)[local]
 
 
+@state_scope(_KEY)
 def _p_q(part, local):
     return part.state[_KEY].q[local]
 
 
+@state_scope(_KEY)
 def _p_q_sum(part):
     return float(np.sum(part.state[_KEY].q))
 

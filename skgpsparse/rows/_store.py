@@ -34,7 +34,33 @@ row by row; only the order of the additions across partitions differs.
 
 import numpy as np
 
-__all__ = ["LocalRows", "RowPartition", "RowStore", "in_order", "row_centre"]
+__all__ = ["LocalRows", "RowPartition", "RowStore", "in_order", "row_centre", "state_scope"]
+
+
+def state_scope(key, resets=False):
+    """Mark a partition function as one that touches no per-row state but ``part.state[key]``.
+
+    A store that journals its calls to rebuild lost partitions (``skgpsparse.rows._dask``)
+    then forgets, at each call of a function marked ``resets=True`` (one that sets
+    ``part.state[key]`` from its arguments and the rows alone), the earlier calls of that
+    scope: their effect is overwritten, so the journal of a long fit stays as long as the
+    calls since each scope's last reset. Unmarked functions are journalled for the whole fit
+    and must not read a marked scope's state.
+
+    Examples
+    --------
+    >>> @state_scope("toy", resets=True)
+    ... def _p_toy_init(part):
+    ...     part.state["toy"] = 0
+    >>> _p_toy_init.state_scope
+    ('toy', True)
+    """
+
+    def mark(fn):
+        fn.state_scope = (key, bool(resets))
+        return fn
+
+    return mark
 
 
 class RowPartition:
