@@ -82,19 +82,24 @@ def main():
     parser.add_argument("--rows", type=float, default=1e8)
     parser.add_argument("--workers", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--bandwidth", type=float, default=1e9, help="bytes/s driver <-> workers")
-    parser.add_argument("--costs", default=str(RESULTS / "dask_scale_costs.json"))
+    parser.add_argument("--costs", nargs="+", default=[str(RESULTS / "dask_scale_costs.json")],
+                        help="costs files of dask_scale.py runs (merged; the first's latency)")
     args = parser.parse_args()
-    costs = json.loads(Path(args.costs).read_text())
+    costs = {}
+    for path in reversed(args.costs):
+        for key, value in json.loads(Path(path).read_text()).items():
+            costs[key] = {**costs.get(key, {}), **value} if isinstance(value, dict) else value
     latency = costs["latency"]
     draw, mask = _driver_per_row()
     n_rows = int(args.rows)
+    one, two = latency["one actor"], latency["both partitions (rows.map)"]
+    sources = ", ".join(Path(c).name for c in args.costs)
     lines = [
         f"Projection of a {n_rows:.0e}-row fit (`python benchmarks/dask_projection.py`, from "
-        f"`{Path(args.costs).name}`): round trip {1e3 * latency['one actor']:.1f} ms for one "
-        f"actor, +{1e3 * max(latency['both partitions (rows.map)'] - latency['one actor'], 0):.1f}"
-        f" ms per further partition; driver O(N) steps {1e9 * draw:.0f} ns/row (subsample "
-        f"draw), {1e9 * mask:.1f} ns/row per greedy step (candidate masks); network "
-        f"{args.bandwidth / 1e9:g} GB/s.",
+        f"{sources}): round trip {1e3 * one:.1f} ms for one actor, "
+        f"+{1e3 * max(two - one, 0):.1f} ms per further partition; driver O(N) steps "
+        f"{1e9 * draw:.0f} ns/row (subsample draw), {1e9 * mask:.1f} ns/row per greedy step "
+        f"(candidate masks); network {args.bandwidth / 1e9:g} GB/s.",
         "",
         "| fit | measured on | workers | total | driver | round trips | row work | transfer "
         "| rows per worker | n x max_basis block per worker |",

@@ -240,13 +240,13 @@ def _by_function(record):
     return dict(out)
 
 
-def memory_part(n, d, p, limit_mb, lines, costs):
+def memory_part(n, d, p, limit_mb, lines, costs, estimators=tuple(ESTIMATORS)):
     import dask.array as da
 
     block_mb = n * p * 8 / 2**20
     chunk = -(-n // 2)
     rows = []
-    for name in ESTIMATORS:
+    for name in estimators:
         cluster, client = _cluster(f"{limit_mb}MiB")
         try:
             pids = list(client.run(os.getpid).values())
@@ -304,7 +304,7 @@ def _prediction(model, X):
     return model.predict(X)
 
 
-def overhead_part(n, d, p, lines, costs, repeats=2):
+def overhead_part(n, d, p, lines, costs, repeats=1):
     """Default fits in memory and on the cluster, interleaved (medians of ``repeats``)."""
     import dask.array as da
 
@@ -365,7 +365,7 @@ def _three_round_trips(self, selector, rng):
     self._speculation = None  # no pre-drawn working set: take, score, append
 
 
-def greedy_part(sizes, d, p, lines, costs, repeats=3):
+def greedy_part(sizes, d, p, lines, costs, repeats=2):
     """The regressor's forward selection on the partitions at fixed hyperparameters."""
     import dask.array as da
     from sklearn.gaussian_process.kernels import RBF
@@ -495,6 +495,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (checks the script)")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset")
+    parser.add_argument("--tag", default="", help="suffix of the output files' names")
+    parser.add_argument("--estimators", default=",".join(ESTIMATORS), help="of the memory part")
     args = parser.parse_args()
     size = "smoke" if args.smoke else "quick" if args.quick else "full"
     lines = ["# The default estimators on a dask cluster", "", f"Machine: {machine()}", "",
@@ -502,10 +504,15 @@ def main():
              "interleaved runs of one table, and the CPU columns.", ""]
     costs = {"size": size}
     RESULTS.mkdir(exist_ok=True)
-    stem = "dask_scale" if size == "full" else f"dask_scale_{size}"
+    stem = ("dask_scale" if size == "full" else f"dask_scale_{size}") + args.tag
     for part in args.parts.split(","):
         if part == "latency":
             latency_part(lines, costs)
+        elif part == "memory":
+            for name in args.estimators.split(","):  # written after each estimator
+                memory_part(*SIZES[size][part], lines, costs, estimators=(name,))
+                (RESULTS / f"{stem}.md").write_text("\n".join(lines))
+                (RESULTS / f"{stem}_costs.json").write_text(json.dumps(costs, indent=1))
         else:
             globals()[f"{part}_part"](*SIZES[size][part], lines, costs)
         # after each part, so that a long run leaves what it measured
