@@ -399,6 +399,8 @@ def _learn_basis(model, X, y, p, rng):
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
             state = _new_state(model, kernel, X, y, s2, len(basis))
+            if isinstance(X, RowStore):
+                state.prefetch(basis)  # the rows of every append, in one round trip
             for j in basis:
                 state.append(j)
         fit = FittedBasis(

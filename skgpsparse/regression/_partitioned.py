@@ -196,6 +196,11 @@ class PartitionedRegressionState(RegressionState):
         """
         self._speculation = (selector, rng)
 
+    def prefetch(self, J):
+        """Fetch the rows ``J`` in one round trip for the appends that follow (a known basis)."""
+        J = np.asarray(J, dtype=np.intp).reshape(-1)
+        self._fetched = (J, self.rows.take(J)[0])
+
     def append(self, j):
         self._appending = int(j)
         try:

@@ -234,3 +234,25 @@ def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
     assert calls["_p_append+fetch"] == 14 and calls["_p_append"] == 1
     # rows taken: the first working set, and the basis rows at the end
     assert calls["_take_rows"] == 2
+
+
+def test_learning_on_the_partitions_fetches_the_final_basis_rows_at_once():
+    # learning_rows=None: selection and learning on the partitions; the final state on the
+    # kept basis gets the rows of all its appends in one take (not one per append)
+    X, y = _data(n=200)
+    params = {"max_basis": 10, "random_state": 0, "max_iter": 2, "learning_rows": None,
+              "refine_basis": 0}
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model = SparseGPRegressor(**params)
+    model.n_features_in_ = X.shape[1]
+    yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, False))
+    rows = CountingRows(X, yn, 70)
+    fit_rows(model, rows, p, rng)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    # (the objective summed over partitions, another order: the learned noise agrees to
+    # about 1e-7 relative, the predictions to 1e-7)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-6)
+    # the subset start, per iteration the first working set and the basis rows learning
+    # uses, then the final basis (prefetched; one take per append without) and the fitted
+    # basis rows
+    assert rows.calls["_take_rows"] == 1 + 2 * model.n_iter_ + 2
