@@ -55,7 +55,8 @@ def _driver_per_row(m=20_000, n=10**7, repeats=3):
     return float(np.median(draw)) / n, float(np.median(mask)) / n
 
 
-def project(fit, latency, n_rows, workers, bandwidth, driver_per_row, per_step_driver=0.0):
+def project(fit, latency, n_rows, workers, bandwidth, driver_per_row, per_step_driver=0.0,
+            core_share=1.0):
     """Seconds of the fit ``fit`` (a costs record) on ``n_rows`` rows and ``workers`` workers.
 
     Returns ``(total, driver, round trips, row work, transfer)``.
@@ -67,7 +68,7 @@ def project(fit, latency, n_rows, workers, bandwidth, driver_per_row, per_step_d
     for calls, wall, sent, received in fit["by_function"].values():
         calls_wall += wall
         trips += calls * trip
-        work += max(wall - calls * two, 0.0) * scale
+        work += max(wall - calls * two, 0.0) * scale * core_share
         # bytes of at least one per row grow with the rows (gathered or sent per row)
         moved = sent + received
         if moved >= fit["n"]:
@@ -82,6 +83,11 @@ def main():
     parser.add_argument("--rows", type=float, default=1e8)
     parser.add_argument("--workers", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--bandwidth", type=float, default=1e9, help="bytes/s driver <-> workers")
+    parser.add_argument(
+        "--core-share", type=float, default=1.0,
+        help="share of a core each measured process got (CPU / wall of the in-memory fit of "
+        "the same run, on a loaded machine); the row work is scaled by it",
+    )
     parser.add_argument("--costs", nargs="+", default=[str(RESULTS / "dask_scale_costs.json")],
                         help="costs files of dask_scale.py runs (merged; the first's latency)")
     args = parser.parse_args()
@@ -99,7 +105,8 @@ def main():
         f"{sources}): round trip {1e3 * one:.1f} ms for one actor, "
         f"+{1e3 * max(two - one, 0):.1f} ms per further partition; driver O(N) steps "
         f"{1e9 * draw:.0f} ns/row (subsample draw), {1e9 * mask:.1f} ns/row per greedy step "
-        f"(candidate masks); network {args.bandwidth / 1e9:g} GB/s.",
+        f"(candidate masks); network {args.bandwidth / 1e9:g} GB/s; row work scaled by a "
+        f"core share of {args.core_share:g}.",
         "",
         "| fit | measured on | workers | total | driver | round trips | row work | transfer "
         "| rows per worker | n x max_basis block per worker |",
@@ -113,7 +120,7 @@ def main():
         for workers in args.workers:
             total, driver, trips, work, transfer = project(
                 rec, latency, n_rows, workers, args.bandwidth,
-                draw if "greedy" not in name else 0.0, per_step,
+                draw if "greedy" not in name else 0.0, per_step, args.core_share,
             )
             rows = n_rows / workers
             lines.append(
