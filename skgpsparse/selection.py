@@ -196,6 +196,41 @@ class GreedySelector(BaseSelector):
         return int(J[np.argmin(scores)])
 
 
+def draw_ahead(selector, state, rng, criteria):
+    """The working set ``selector`` will draw next from ``state``, without drawing it.
+
+    For a fit whose rows live on other machines (:mod:`skgpsparse.rows`): the rows of the
+    next working set can then travel with the current step's pass. Returns ``None`` unless
+    the draw is a function of ``state.candidates()`` and ``rng``'s state alone (a
+    :class:`GreedySelector` drawing uniformly afresh each step, with a criterion of
+    ``criteria``); the draw uses a copy of ``rng``'s state, so ``rng`` is untouched and then
+    draws exactly this set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class State:
+    ...     def candidates(self):
+    ...         return np.arange(100)
+    >>> rng = np.random.RandomState(0)
+    >>> selector = GreedySelector("toy", 3)
+    >>> ahead = draw_ahead(selector, State(), rng, ("toy",))
+    >>> bool(np.array_equal(ahead, selector.working_set(State(), rng)))
+    True
+    """
+    if not (
+        type(selector) is GreedySelector
+        and selector.sampling == "uniform"
+        and not selector.keep_working_set
+        and selector.criterion in criteria
+        and isinstance(rng, np.random.RandomState)
+    ):
+        return None
+    ahead = np.random.RandomState()
+    ahead.set_state(rng.get_state())
+    return np.asarray(selector.working_set(state, ahead), dtype=np.intp)
+
+
 def _weighted_draws(weights, size, rng):
     """``size`` successive draws without replacement with probabilities ``weights / sum``.
 

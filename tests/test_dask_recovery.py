@@ -86,10 +86,12 @@ def _data(n=300, seed=0):
 @pytest.mark.parametrize(
     ("fn_name", "at", "before_sending", "learned"),
     [
-        # between greedy steps: the worker is gone before the fourth append is sent
-        ("_p_append", 4, True, False),
-        # inside an objective's gradient, after the pass that kept its factors
-        ("_p_contract", 1, False, True),
+        # between greedy steps: the worker is gone before the fourth append is sent (an
+        # append that also fetches the next working set: RowStore.sum_and_fetch)
+        ("_run_and_fetch", 4, True, False),
+        # inside an objective's gradient, after the pass that kept its factors, three
+        # evaluations in (the journal forgot the earlier ones: rows._store.state_scope)
+        ("_p_contract", 3, False, True),
     ],
 )
 def test_regressor_fit_survives_a_killed_worker(
@@ -102,10 +104,22 @@ def test_regressor_fit_survives_a_killed_worker(
     else:  # learning on the partitions (the default gathers the learning rows)
         params["learning_rows"] = None
     yd = da.from_array(y, chunks=100)
+    closed, close = [], DaskRows.close
+
+    def record_and_close(rows):
+        closed.append((rows.journal_bytes, rows.journal_peak, rows.bytes_sent))
+        close(rows)
+
+    monkeypatch.setattr(DaskRows, "close", record_and_close)
     reference = SparseGPRegressor(**params).fit(Xd, yd)
     killer = _Killer(fn_name, at, before_sending).install(monkeypatch)
     model = SparseGPRegressor(**params).fit(Xd, yd)
     assert killer.killed is not None and killer.killed[1] == fn_name
+    if learned:
+        # the journal keeps the calls since each scope's last reset (the final state and
+        # one evaluation), a small part of what the learning sent over its evaluations
+        journal, peak, sent = closed[-1]
+        assert journal <= peak < 0.5 * sent
     assert killer.killed[0] not in client.scheduler_info()["workers"]
     np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
     np.testing.assert_array_equal(model.kernel_.theta, reference.kernel_.theta)

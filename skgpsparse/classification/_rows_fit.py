@@ -35,6 +35,7 @@ class PartitionedBinary(_BinarySparseGPClassifier):
         state = PartitionedADFState(
             kernel, self.rows, self.positive, bias, self.max_basis, centre=self.centre
         )
+        state.speculate(self.selector, rng)  # each add also fetches the next working set
         return self._select_into(state, rng)
 
     def _initial_bias(self, kernel, X, y):

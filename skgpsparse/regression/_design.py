@@ -122,6 +122,8 @@ def _select(model, kernel, X, y, s2, p, rng, seeds=()):
     state = _new_state(model, kernel, X, y, s2, p)
     for j in seeds[:p]:
         state.append(j)
+    if isinstance(X, RowStore):  # each append pass also fetches the next working set's rows
+        state.speculate(model._selector, rng)
     # Exchange steps are judged by the objective in force: cost (2) for the DTC evidence (the
     # exchange paper's rule), the bound itself for VFE, whose trace term cost (2) ignores.
     objective = None
@@ -397,6 +399,8 @@ def _learn_basis(model, X, y, p, rng):
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
             state = _new_state(model, kernel, X, y, s2, len(basis))
+            if isinstance(X, RowStore):
+                state.prefetch(basis)  # the rows of every append, in one round trip
             for j in basis:
                 state.append(j)
         fit = FittedBasis(

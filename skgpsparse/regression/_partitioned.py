@@ -18,6 +18,14 @@ or excluded for a step: the candidates a selector draws from). Per forward step:
    part of ``K_p^T v``, ``|v|^2`` and ``v^T y`` (``p + 2`` numbers per target), and the
    driver borders the factors.
 
+Steps 2 and 4 share a round trip (:meth:`PartitionedRegressionState.speculate`): before
+the append the driver draws the next step's working set with a copy of the random state (the
+masks as they will be after the append), and each partition returns its rows of it with its
+append sums. The next step's own draw, from the real random state, is the same set, so its
+rows are already on the driver: two round trips per forward step instead of three, and the
+draws, hence the basis, are the in-memory fit's (a draw that differs, e.g. after an exchange
+step's deletion, is fetched as before).
+
 A deletion sends the coefficients of the leaving row of ``V`` (``p`` numbers). The columns of
 the RBF kernel use the whole training set's centre on every partition, so each partition's
 columns are the in-memory fit's; the sums over partitions are added in another order, so the
@@ -29,6 +37,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernels._columns import ColumnBlocks, KernelColumns, kernel_diag
+from ..rows._store import state_scope
+from ..selection import draw_ahead
 from ._scoring import _SCORE_CHUNK_ENTRIES, _STREAM_MAX, CRITERIA, info_gain, streaming_sums
 from ._state import (
     _APPEND_CHUNK_ENTRIES,
@@ -50,6 +60,7 @@ def _chunks(K, n, entries_per_row, budget):
     return K.chunks(int(np.clip(budget // max(entries_per_row, 1), 256, max(n, 256))))
 
 
+@state_scope(_KEY, resets=True)
 def _p_init(part, kernel, centre, p_max, score_dtype):
     y = np.asarray(part.y, dtype=np.float64)
     kdiag = kernel_diag(kernel, part.X)
@@ -62,6 +73,7 @@ def _p_init(part, kernel, centre, p_max, score_dtype):
     return _sqnorm(y)
 
 
+@state_scope(_KEY)
 def _p_append(part, x_j, t, lpp, p, n_threads):
     st = part.state[_KEY]
     column = _column_of(st.cols, st.cols.operand_of_rows(x_j[None, :]))
@@ -69,6 +81,7 @@ def _p_append(part, x_j, t, lpp, p, n_threads):
     return append_pass(st.K, chunks, st.y, st.q, column, t, lpp, p, n_threads)
 
 
+@state_scope(_KEY)
 def _p_delete(part, coef, pos, p, j_local):
     st = part.state[_KEY]
     r = st.K.times(coef)
@@ -78,6 +91,7 @@ def _p_delete(part, coef, pos, p, j_local):
         st.q[j_local] = max(st.q[j_local], 0.0)
 
 
+@state_scope(_KEY)
 def _p_score(part, X_J, dtype, alpha, p, exact, n_threads):
     st = part.state[_KEY]
     Z = st.cols.operand_of_rows(X_J, dtype)
@@ -90,19 +104,23 @@ def _residual(st, alpha, p):
     return st.y - st.K.times(alpha) if p else st.y
 
 
+@state_scope(_KEY)
 def _p_residual_sq(part, alpha, p):
     return _sqnorm(_residual(part.state[_KEY], alpha, p))
 
 
+@state_scope(_KEY)
 def _p_q_and_residual(part, local, alpha, p):
     st = part.state[_KEY]
     return st.q[local], _residual(st, alpha, p)[local]
 
 
+@state_scope(_KEY)
 def _p_q(part, local):
     return part.state[_KEY].q[local]
 
 
+@state_scope(_KEY)
 def _p_q_sum(part):
     return float(np.sum(part.state[_KEY].q))
 
@@ -169,6 +187,40 @@ class PartitionedRegressionState(RegressionState):
         self._refresh()
 
     # ------------------------------------------------------------------ rows on the driver
+    def speculate(self, selector, rng):
+        """Fetch each next forward step's working set with this step's append pass.
+
+        ``selector`` and ``rng`` are the ones the forward steps use; the next working set is
+        predicted by :func:`~skgpsparse.selection.draw_ahead` (a copy of ``rng``'s state:
+        ``rng`` draws exactly what it would without it).
+        """
+        self._speculation = (selector, rng)
+
+    def prefetch(self, J):
+        """Fetch the rows ``J`` in one round trip for the appends that follow (a known basis)."""
+        J = np.asarray(J, dtype=np.intp).reshape(-1)
+        self._fetched = (J, self.rows.take(J)[0])
+
+    def append(self, j):
+        self._appending = int(j)
+        try:
+            return super().append(j)
+        finally:
+            self._appending = None
+
+    def _next_working_set(self):
+        """The working set the next forward step will draw, or None if it cannot be told."""
+        selector, rng = getattr(self, "_speculation", None) or (None, None)
+        j = getattr(self, "_appending", None)
+        if selector is None or j is None or self.p + 1 >= self.p_max:
+            return None  # no speculation, or the basis is full after this append
+        self.in_basis[j] = True  # as after this append
+        try:  # (info_gain is scored from gathered q and mu, without rows)
+            J = draw_ahead(selector, self, rng, ("exact", "matching_pursuit", "vfe"))
+        finally:
+            self.in_basis[j] = False
+        return J if J is not None and 0 < len(J) <= _STREAM_MAX else None
+
     def _rows_of(self, J):
         """``X[J]``, from the last fetch when it holds all of ``J``, else fetched."""
         J = np.atleast_1d(np.asarray(J, dtype=np.intp))
@@ -205,7 +257,14 @@ class PartitionedRegressionState(RegressionState):
 
     def _append_pass(self, x_j, t, lpp):
         p = self.p
-        acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
+        J_next = self._next_working_set()
+        if J_next is None:
+            acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
+        else:  # the next step's rows come back with the append sums (one round trip)
+            (acc, total), X_next = self.rows.sum_and_fetch(
+                _p_append, J_next, x_j, t, lpp, p, self.n_threads
+            )
+            self._fetched = (J_next, X_next)
         self._Xu[p] = x_j  # the partitions stored x_j's column in the pass
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy

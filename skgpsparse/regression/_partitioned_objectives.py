@@ -24,6 +24,7 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
+from ..rows._store import state_scope
 from ._likelihood import (
     _LOG_2PI,
     _cholesky,
@@ -43,6 +44,7 @@ def _targets(part):
     return y.reshape(part.n, -1)
 
 
+@state_scope(_KEY, resets=True)
 def _p_factors(part, kernel, X_basis, L, with_diag):
     V = np.empty((X_basis.shape[0], part.n))
     for rows, K_block in iter_kernel(kernel, part.X, X_basis):
@@ -53,6 +55,7 @@ def _p_factors(part, kernel, X_basis, L, with_diag):
     return V @ V.T, V @ Y, kd
 
 
+@state_scope(_KEY)
 def _p_residual_terms(part, c, s2, keep):
     V = part.state[_KEY] if keep else part.state.pop(_KEY)
     Y = _targets(part)
@@ -62,6 +65,7 @@ def _p_residual_terms(part, c, s2, keep):
     return float(np.sum(Y * a)), float(np.sum(a * a)), V @ a
 
 
+@state_scope(_KEY)
 def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
     V, a = part.state.pop(_KEY)
     B_t = a @ w.T

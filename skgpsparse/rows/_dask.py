@@ -22,7 +22,11 @@ recomputes the partition's chunk from the dask graph on a surviving worker, crea
 actor there, replays the journal in one round trip and runs the call again. The partition
 functions are deterministic, so the rebuilt state, and the finished model, are the ones an
 undisturbed fit has. Recovery costs the lost partitions' share of the row work done so far;
-the driver is not recoverable (its factors are the fit).
+the driver is not recoverable (its factors are the fit). The journal forgets what is
+overwritten: a partition function marked with :func:`~skgpsparse.rows._store.state_scope`
+``(key, resets=True)`` (a new selection state, an objective evaluation's first pass) drops the
+partition's earlier calls of that scope, so over hundreds of objective evaluations it holds
+the calls since each scope's last reset, not every call of the fit.
 
 A worker runs its actors' methods on one thread, so a worker holding several chunks runs them
 one after another; rechunk to about one chunk per worker (or a few) for parallelism.
@@ -36,7 +40,7 @@ import time
 
 import numpy as np
 
-from ._store import RowPartition, RowStore
+from ._store import RowPartition, RowStore, _run_and_fetch
 
 __all__ = ["DaskRows", "is_dask_array", "lazy_predict", "row_chunked"]
 
@@ -118,7 +122,8 @@ class DaskRows(RowStore):
     The chunks are computed on the cluster and handed to the actors there (never through the
     driver). ``bytes_sent`` and ``bytes_received`` count the pickled arguments and results of
     the calls made since creation (what crosses the network between driver and workers);
-    ``journal_bytes`` is what the driver keeps to rebuild a lost partition, ``recoveries``
+    ``journal_bytes`` is what the driver keeps now to rebuild a lost partition
+    (``journal_peak`` its largest value so far), ``recoveries``
     and ``recovery_seconds`` count the partitions rebuilt and the time spent on them.
     Use as a context manager, or call :meth:`close`, to release the actors.
     """
@@ -143,7 +148,7 @@ class DaskRows(RowStore):
         self.actors = [f.result() for f in self._actor_futures]
         del x_blocks, y_blocks  # the actors hold the chunks now
         self._journal = [[] for _ in self.actors]
-        self.bytes_sent = self.bytes_received = self.journal_bytes = 0
+        self.bytes_sent = self.bytes_received = self.journal_bytes = self.journal_peak = 0
         self.calls = self.recoveries = 0
         self.recovery_seconds = 0.0
 
@@ -168,12 +173,26 @@ class DaskRows(RowStore):
                     raise
                 result = self._recover(i, payloads[i])
             results.append(result)
-        for i, payload in payloads.items():
-            self._journal[i].append(payload)
-            self.journal_bytes += len(payload)
+        self._journal_calls(fn, args_per_partition, payloads)
         self.bytes_received += sum(len(pickle.dumps(r, protocol=5)) for r in results)
         self.calls += 1
         return results
+
+    def _journal_calls(self, fn, args_per_partition, payloads):
+        """Keep the calls' payloads, after forgetting the ones a scope reset overwrites."""
+        if fn is _run_and_fetch:  # RowStore.sum_and_fetch: the function it runs
+            fn = next(iter(args_per_partition.values()))[0]
+        scope, resets = getattr(fn, "state_scope", (None, False))
+        for i, payload in payloads.items():
+            if resets:
+                kept = [entry for entry in self._journal[i] if entry[0] != scope]
+                self.journal_bytes -= sum(len(e[1]) for e in self._journal[i]) - sum(
+                    len(e[1]) for e in kept
+                )
+                self._journal[i] = kept
+            self._journal[i].append((scope, payload))
+            self.journal_bytes += len(payload)
+        self.journal_peak = max(self.journal_peak, self.journal_bytes)
 
     def _dispatched(self, fn):
         """Called once a call's messages are sent, before its results are awaited."""
@@ -213,7 +232,8 @@ class DaskRows(RowStore):
         )
         self._actor_futures[i], self.actors[i] = future, future.result()
         del xb, yb
-        result = self.actors[i].run(_replay, self._journal[i] + [payload]).result()
+        journal = [entry[1] for entry in self._journal[i]]
+        result = self.actors[i].run(_replay, journal + [payload]).result()
         self.recoveries += 1
         self.recovery_seconds += time.perf_counter() - start
         return result

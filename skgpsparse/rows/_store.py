@@ -15,6 +15,9 @@ vector). That interface is :class:`RowStore`:
     The same results added up on the driver, in partition order.
 ``rows.take(indices)``
     ``(X[indices], y[indices])`` for global row indices.
+``rows.sum_and_fetch(fn, indices, *args)``
+    ``rows.sum(fn, *args)`` and ``X[indices]`` in one call per partition: a step that knows
+    which rows the next one needs fetches them with its own pass (one round trip less).
 
 A :class:`RowPartition` holds one partition's ``X``, ``y`` and its first row's global index
 (``offset``); a family keeps its per-row arrays in the partition's ``state`` dict between
@@ -31,7 +34,33 @@ row by row; only the order of the additions across partitions differs.
 
 import numpy as np
 
-__all__ = ["LocalRows", "RowPartition", "RowStore", "row_centre"]
+__all__ = ["LocalRows", "RowPartition", "RowStore", "in_order", "row_centre", "state_scope"]
+
+
+def state_scope(key, resets=False):
+    """Mark a partition function as one that touches no per-row state but ``part.state[key]``.
+
+    A store that journals its calls to rebuild lost partitions (``skgpsparse.rows._dask``)
+    then forgets, at each call of a function marked ``resets=True`` (one that sets
+    ``part.state[key]`` from its arguments and the rows alone), the earlier calls of that
+    scope: their effect is overwritten, so the journal of a long fit stays as long as the
+    calls since each scope's last reset. Unmarked functions are journalled for the whole fit
+    and must not read a marked scope's state.
+
+    Examples
+    --------
+    >>> @state_scope("toy", resets=True)
+    ... def _p_toy_init(part):
+    ...     part.state["toy"] = 0
+    >>> _p_toy_init.state_scope
+    ('toy', True)
+    """
+
+    def mark(fn):
+        fn.state_scope = (key, bool(resets))
+        return fn
+
+    return mark
 
 
 class RowPartition:
@@ -98,15 +127,7 @@ class RowStore:
 
     def sum(self, fn, *args):
         """The results of :meth:`map` added up in partition order (arrays, floats, tuples)."""
-        results = self.map(fn, *args)
-        total = results[0]
-        for r in results[1:]:
-            total = (
-                tuple(_add(a, b) for a, b in zip(total, r))
-                if isinstance(total, tuple)
-                else _add(total, r)
-            )
-        return total
+        return _add_up(self.map(fn, *args))
 
     def split(self, indices):
         """``{partition: (positions in indices, local row indices)}`` of global ``indices``."""
@@ -127,27 +148,67 @@ class RowStore:
         parts = self.split(indices)
         keys = list(parts)
         results = self._call(fn, {i: (parts[i][1],) + args for i in keys})
-        first = results[0]
-        several = isinstance(first, tuple)
-        outs = []
-        for k in range(len(first) if several else 1):
-            pieces = [r[k] if several else r for r in results]
-            if pieces[0] is None:
-                outs.append(None)
-                continue
-            out = np.empty((len(np.ravel(indices)),) + pieces[0].shape[1:], pieces[0].dtype)
-            for i, piece in zip(keys, pieces):
-                out[parts[i][0]] = piece
-            outs.append(out)
-        return tuple(outs) if several else outs[0]
+        return in_order(results, keys, parts, len(np.ravel(indices)))
+
+    def sum_and_fetch(self, fn, indices, *args):
+        """``(self.sum(fn, *args), X[indices])`` from one call per partition.
+
+        Each partition runs ``fn`` and returns its rows of ``indices`` with the result, so a
+        step that knows which rows the next one needs (a pre-drawn working set) saves the
+        :meth:`take` round trip. The sum is added up in partition order, as :meth:`sum`'s.
+        """
+        parts = self.split(indices)
+        if not parts:
+            return self.sum(fn, *args), np.empty((0, self.n_features), self.dtype)
+        results = self._call(
+            _run_and_fetch,
+            {i: (fn, parts[i][1] if i in parts else None, args) for i in range(self.n_partitions)},
+        )
+        total = _add_up([r[0] for r in results])
+        keys = list(parts)
+        fetched = [results[i][1] for i in keys]
+        return total, in_order(fetched, keys, parts, len(np.ravel(indices)))
 
     def take(self, indices):
         """``(X[indices], y[indices])`` fetched from the partitions that hold them."""
         return self.gather(_take_rows, indices)
 
 
+def in_order(results, keys, parts, size):
+    """The partitions' per-index ``results`` (arrays or tuples) put in the indices' order."""
+    first = results[0]
+    several = isinstance(first, tuple)
+    outs = []
+    for k in range(len(first) if several else 1):
+        pieces = [r[k] if several else r for r in results]
+        if pieces[0] is None:
+            outs.append(None)
+            continue
+        out = np.empty((size,) + pieces[0].shape[1:], pieces[0].dtype)
+        for i, piece in zip(keys, pieces):
+            out[parts[i][0]] = piece
+        outs.append(out)
+    return tuple(outs) if several else outs[0]
+
+
+def _run_and_fetch(part, fn, local, args):
+    return fn(part, *args), (None if local is None else part.X[local])
+
+
 def _add(a, b):
     return None if a is None else a + b
+
+
+def _add_up(results):
+    """The partitions' results (arrays, floats, tuples of them) added up in their order."""
+    total = results[0]
+    for r in results[1:]:
+        total = (
+            tuple(_add(a, b) for a, b in zip(total, r))
+            if isinstance(total, tuple)
+            else _add(total, r)
+        )
+    return total
 
 
 class LocalRows(RowStore):
@@ -169,6 +230,9 @@ class LocalRows(RowStore):
     (3, 10.0)
     >>> rows.take([4, 0])[1].tolist()
     [4.0, 0.0]
+    >>> total, X_rows = rows.sum_and_fetch(lambda part: part.y.sum(), [3])
+    >>> float(total), X_rows.tolist()
+    (10.0, [[6.0, 7.0]])
     """
 
     def __init__(self, X, y, partition_rows):

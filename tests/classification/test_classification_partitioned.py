@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from _support.counting_rows import CountingRows
 from skgpsparse import SparseGPClassifier
 from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.classification._adf import ADFState
@@ -155,3 +156,23 @@ def test_partitioned_nlp_loss_equals_nlp_loss_and_its_gradient_finite_difference
             for t in (up, down)
         ]
         assert grad[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5, abs=1e-8)
+
+
+def test_nlp_steps_fetch_the_next_working_set_with_the_add():
+    # Each add also returns the partitions' values of the working set the next step will
+    # draw (drawn ahead with a copy of the random state): two calls per step, the in-memory
+    # draws and basis.
+    X, y = make_moons(200, noise=0.25, random_state=0)
+    params = {"max_basis": 10, "random_state": 0, "optimizer": None, "selection": "nlp",
+              "n_exchange": 0, "posterior": "basis"}
+    reference = SparseGPClassifier(**params).fit(X, y)
+    clf = SparseGPClassifier(**params)
+    clf.classes_, clf.n_features_in_ = np.unique(y), X.shape[1]
+    rows = CountingRows(X, y, 60)
+    fit_rows(clf, rows, clf.classes_)
+    np.testing.assert_array_equal(clf.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-10)
+    assert rows.calls["_c_score"] == 10 and rows.calls["_c_add_fetch"] == 10
+    # values gathered: the first working set only (later ones came with the adds)
+    assert rows.calls["_c_rows"] == 1

@@ -13,6 +13,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from _support.counting_rows import CountingRows
 from skgpsparse import SparseGPRegressor
 from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.regression._fitting import prepare_fit
@@ -208,3 +209,50 @@ def test_partitioned_objectives_against_dense_formula_and_finite_differences(nam
                 kernel.clone_with_theta(t[:-1]), X, y, X_u, np.exp(t[-1]), jitter)[name])
         assert gradient[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5,
                                             abs=1e-6)
+
+
+
+@pytest.mark.parametrize("selection", ["matching_pursuit", "exact"])
+def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
+    # Each append pass brings back the rows of the working set the next step will draw
+    # (drawn ahead with a copy of the random state): two calls per forward step, and the
+    # draws, so the basis, are the in-memory fit's.
+    X, y = _data(n=300)
+    params = dict(max_basis=15, random_state=0, optimizer=None, selection=selection,
+                  working_set_size=20)
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model = SparseGPRegressor(**params)
+    model.n_features_in_ = X.shape[1]
+    yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, False))
+    rows = CountingRows(X, yn, 70)
+    fit_rows(model, rows, p, rng)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-10)
+    calls = rows.calls
+    assert calls["_p_score"] == 15
+    # the first append fetches the second working set; the last one fetches nothing
+    assert calls["_p_append+fetch"] == 14 and calls["_p_append"] == 1
+    # rows taken: the first working set, and the basis rows at the end
+    assert calls["_take_rows"] == 2
+
+
+def test_learning_on_the_partitions_fetches_the_final_basis_rows_at_once():
+    # learning_rows=None: selection and learning on the partitions; the final state on the
+    # kept basis gets the rows of all its appends in one take (not one per append)
+    X, y = _data(n=200)
+    params = {"max_basis": 10, "random_state": 0, "max_iter": 2, "learning_rows": None,
+              "refine_basis": 0}
+    reference = SparseGPRegressor(**params).fit(X, y)
+    model = SparseGPRegressor(**params)
+    model.n_features_in_ = X.shape[1]
+    yn, p, rng = prepare_fit(model, y, len(X), target_scaling(y, False))
+    rows = CountingRows(X, yn, 70)
+    fit_rows(model, rows, p, rng)
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    # (the objective summed over partitions, another order: the learned noise agrees to
+    # about 1e-7 relative, the predictions to 1e-7)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=0, atol=1e-6)
+    # the subset start, per iteration the first working set and the basis rows learning
+    # uses, then the final basis (prefetched; one take per append without) and the fitted
+    # basis rows
+    assert rows.calls["_take_rows"] == 1 + 2 * model.n_iter_ + 2
