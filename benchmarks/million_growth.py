@@ -1,7 +1,7 @@
 """The growth curve of the default constructors, 10^4 .. 10^6 rows: table and plot.
 
-Reads the JSON files ``million.py`` writes in the default mode (``--tag growth_reg``,
-``--tag growth_clf`` or any given with ``--inputs``) and writes
+Reads the JSON files ``million.py`` writes in the default mode with a ``--tag`` starting
+``growth_`` (or any given with ``--inputs``) and writes
 ``benchmarks/results/million_growth.md`` and ``.png``: per estimator and size, the fit CPU
 time, the BLAS floor measured in the same process (one chunked ``K(X, X_u)`` block and one
 triangular solve at ``p = 100``), their ratio, the peak resident memory, the test metrics and
@@ -84,10 +84,8 @@ def plot(rows, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--inputs",
-        nargs="*",
-        default=[RESULTS / "million_default_growth_reg.json",
-                 RESULTS / "million_default_growth_clf.json"],
+        "--inputs", nargs="*", default=sorted(RESULTS.glob("million_default_growth_*.json")),
+        help="million.py JSON files (default: results/million_default_growth_*.json)",
     )
     args = parser.parse_args()
     rows = rows_of(p for p in args.inputs if Path(p).exists())
