@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 from skgpsparse._learning_rows import learning_size, learning_subsample
+from skgpsparse.classification._hyperparameters import _lbfgs
 
 
 def _data(n=600, seed=0):
@@ -146,7 +147,10 @@ def test_classifier_learns_on_the_subsample_and_runs_ep_on_every_row():
     kw = dict(max_basis=10, max_iter=2)
     model = SparseGPClassifier(learning_rows=m, random_state=0, **kw).fit(X, labels)
     rows, stream = _drawn_rows(len(labels), m)
-    sub = SparseGPClassifier(learning_rows=None, random_state=stream, **kw)
+    # the learned values: the ordinary fit on the subsample from the same random stream, as
+    # a callable optimiser runs it (the rounds' L-BFGS-B, without the final run to
+    # convergence, which the subsample path skips)
+    sub = SparseGPClassifier(learning_rows=None, random_state=stream, optimizer=_lbfgs, **kw)
     sub.fit(X[rows], labels[rows])
     np.testing.assert_array_equal(model.kernel_.theta, sub.kernel_.theta)
     assert model.bias_ == sub.bias_
@@ -162,3 +166,19 @@ def test_classifier_learns_on_the_subsample_and_runs_ep_on_every_row():
     np.testing.assert_allclose(new_nu, nu, rtol=1e-3, atol=1e-5)
     # the subsample's own sites are not that fixed point
     assert not np.allclose(model.site_precision_[rows], sub.site_precision_, atol=1e-3)
+
+
+def test_classifier_subsample_skips_only_the_final_convergence_run():
+    # below learning_rows the default optimiser ends with L-BFGS-B run to convergence
+    # (_all_rows_fit._converged), so it differs from the same rounds by a callable optimiser;
+    # on the subsample both are the rounds alone
+    X, _, labels = _data(300)
+    kw = dict(max_basis=10, max_iter=2, random_state=0)
+    polished = SparseGPClassifier(learning_rows=None, **kw).fit(X, labels)
+    rounds = SparseGPClassifier(learning_rows=None, optimizer=_lbfgs, **kw).fit(X, labels)
+    assert not np.allclose(polished.kernel_.theta, rounds.kernel_.theta, rtol=0, atol=1e-6)
+    assert polished.log_marginal_likelihood_value_ >= rounds.log_marginal_likelihood_value_
+    a = SparseGPClassifier(learning_rows=200, **kw).fit(X, labels)
+    b = SparseGPClassifier(learning_rows=200, optimizer=_lbfgs, **kw).fit(X, labels)
+    np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
+    np.testing.assert_array_equal(a.site_precision_, b.site_precision_)

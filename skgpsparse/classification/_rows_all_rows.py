@@ -68,7 +68,8 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
             f"learning on {idx.size} of {n} rows gathered from {rows.n_partitions} "
             "partitions; EP on all of them on the partitions"
         )
-        best, n_iter = _learn_rounds(model, X_l, _labels(labels, positive), rng)
+        best, n_iter = _learn_rounds(model, X_l, _labels(labels, positive), rng,
+                                     subsample=True)
         _, kernel, bias, basis, _, curve = best
         basis, X_u = idx[basis], X_l[basis]
     else:
