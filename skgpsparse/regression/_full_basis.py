@@ -29,7 +29,16 @@ __all__ = ["full_basis_fit"]
 
 
 def _order(n, seeds):
-    """The rows ``seeds`` (a warm start's basis rows, in their order), then the others."""
+    """The rows ``seeds`` (a warm start's basis rows, in their order), then the others.
+
+    Examples
+    --------
+    >>> from skgpsparse.regression._full_basis import _order
+    >>> _order(5, [3, 1]).tolist()
+    [3, 1, 0, 2, 4]
+    >>> _order(3, ()).tolist()
+    [0, 1, 2]
+    """
     seeds = np.asarray(seeds, dtype=np.intp)
     rest = np.ones(n, dtype=bool)
     rest[seeds] = False
