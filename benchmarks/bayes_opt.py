@@ -235,6 +235,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed, ..., first-seed + seeds - 1 (to split the "
+                        "seeds of a function between processes, merged by --load)")
     parser.add_argument("--candidates", type=int, default=1000,
                         help="uniform candidates per step (and as many local ones)")
     parser.add_argument("--relearn", type=int, default=20,
@@ -260,7 +263,8 @@ def main(argv=None):
         for fname, by_model in json.loads((RESULTS / f"{name}_runs.json").read_text()).items():
             for model, model_runs in by_model.items():
                 model = "ours, k=20" if model == "ours" else model  # files of the first runs
-                runs.setdefault(fname, {})[model] = model_runs
+                # files of the same function (other seeds) add their runs
+                runs.setdefault(fname, {}).setdefault(model, []).extend(model_runs)
     if args.load:
         any_runs = next(iter(runs.values()))["sklearn"]
         args.iterations, args.seeds = len(any_runs[0]["regret"]) - 1, len(any_runs)
@@ -273,7 +277,7 @@ def main(argv=None):
             label = {"sklearn": "sklearn", "ours": f"ours, k={args.relearn}" + (
                 f", x{args.growth:g}" if args.growth else "")}
             runs[fname] = {label[c.name]: [] for c in classes}
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for model_class in classes:  # back to back per seed
                     r = run(model_class, fname, seed, args.iterations, args.candidates,
                             args.relearn)
@@ -283,6 +287,9 @@ def main(argv=None):
                         f"{r['regret'][-1]:.3g}, model {r['model_wall']:.2f} s wall "
                         f"{r['model_cpu']:.2f} s CPU, loop {r['loop_wall']:.2f} s", flush=True,
                     )
+                if not args.quick:  # the runs so far, should the process be stopped
+                    RESULTS.mkdir(exist_ok=True)
+                    (RESULTS / f"{args.name}_runs.json").write_text(json.dumps(runs))
     rows = []
     checkpoints = [i for i in (50, 100, 200) if i <= args.iterations] or [args.iterations]
     for fname, by_model in runs.items():

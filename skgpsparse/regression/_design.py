@@ -24,6 +24,7 @@ from ..kernels._columns import kernel_diag
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
+from ._full_basis import full_basis_fit
 from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
@@ -352,6 +353,14 @@ def _learn_basis(model, X, y, p, rng):
         subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
         X_sub, y_sub = _take(X, y, subset)
         kernel, s2 = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)
+    if p >= n and not refine and not isinstance(X, RowStore):
+        # every row in the basis: the full GP without selection (._full_basis)
+        fields = full_basis_fit(
+            model, X, y, kernel, s2, seeds, learn_on_basis, jitter,
+            lambda *args: _learn(model, *args),
+        )
+        if fields is not None:
+            return FittedBasis(**fields)
     best = None
     previous = None
     n_iter = 0

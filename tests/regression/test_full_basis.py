@@ -1,0 +1,86 @@
+"""A fit with ``max_basis >= n`` (skgpsparse.regression._full_basis): the full GP without the
+selection, the same model as the selection path and as scikit-learn's GPR."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, Matern
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgpsparse import SparseGPRegressor
+from skgpsparse.regression import _design
+
+
+def _data(n=70, targets=1):
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (n, 2))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] ** 2 + 0.1 * rng.randn(n)
+    Y = y if targets == 1 else np.column_stack([y, np.cos(X[:, 1])])
+    return X, Y, rng.uniform(-2, 2, (50, 2))
+
+
+def _fit(monkeypatch, selection, X, y, **params):
+    """A fitted model: by the full-basis path, or (``selection``) by the selection path."""
+    with monkeypatch.context() as patch:
+        if selection:
+            patch.setattr(_design, "full_basis_fit", lambda *args: None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # max_basis clipped to n
+            return SparseGPRegressor(max_basis=100, random_state=0, **params).fit(X, y)
+
+
+def test_fixed_hyperparameters_give_scikit_learns_gpr():
+    X, y, X_test = _data()
+    kernel = C(1.5) * Matern([0.7, 1.2], nu=2.5)
+    ours = SparseGPRegressor(
+        kernel, noise_variance=0.01, optimizer=None, max_basis=100, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours.fit(X, y)
+    gpr = GaussianProcessRegressor(kernel, alpha=0.01, optimizer=None).fit(X, y)
+    mean, std = ours.predict(X_test, return_std=True)
+    ref_mean, ref_std = gpr.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-8)
+    np.testing.assert_allclose(std, ref_std, atol=1e-8)
+    assert sorted(ours.basis_indices_) == list(range(len(y)))  # every row, no selection
+    assert ours.cost_curve_.shape == (len(y),)
+    assert np.all(np.diff(ours.cost_curve_) <= 1e-12)  # cost (2) falls as rows enter
+
+
+@pytest.mark.parametrize(("targets", "warm"), [(1, False), (2, True)])
+def test_learned_model_equals_the_selection_paths(monkeypatch, targets, warm):
+    X, y, X_test = _data(n=40, targets=targets)
+    params = dict(kernel=C(1.0) * RBF([1.0, 1.0]), warm_start=warm)
+    fits = []
+    for selection in (False, True):
+        model = _fit(monkeypatch, selection, X[:30], y[:30], **params)
+        if warm:  # the data grew: a warm-started fit on all rows
+            with monkeypatch.context() as patch, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if selection:
+                    patch.setattr(_design, "full_basis_fit", lambda *args: None)
+                model.fit(X, y)
+        fits.append(model)
+    fast, slow = fits
+    # the exact and the sparse objective differ by the jitter's effect: the same optimum
+    np.testing.assert_allclose(fast.kernel_.theta, slow.kernel_.theta, atol=2e-3)
+    assert fast.noise_variance_ == pytest.approx(slow.noise_variance_, rel=2e-3)
+    assert fast.log_marginal_likelihood_value_ == pytest.approx(
+        slow.log_marginal_likelihood_value_, abs=1e-3
+    )
+    for a, b in zip(fast.predict(X_test, return_std=True), slow.predict(X_test, return_std=True)):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_repeated_rows_give_the_selection_paths_model(monkeypatch):
+    X, y, X_test = _data(n=40)
+    X = np.vstack([X, X[:1], X[5:6] + 1e-7])  # a repeated row and a nearly repeated one
+    y = np.append(y, [y[0], y[5]])
+    params = dict(kernel=C(1.0) * RBF([1.0, 1.0]), noise_variance=0.01, optimizer=None)
+    fast, slow = (_fit(monkeypatch, selection, X, y, **params) for selection in (False, True))
+    assert len(fast.basis_indices_) == len(slow.basis_indices_)
+    for a, b in zip(fast.predict(X_test, return_std=True), slow.predict(X_test, return_std=True)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
