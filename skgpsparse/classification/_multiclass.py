@@ -33,10 +33,9 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from ..kernels._scales import per_feature_length_scales
 from ._adf import ADFState
 from ._all_rows_ep import _EP_TOL, SparsePrior, all_rows_ep, negative_log_evidence_all_rows
-from ._all_rows_fit import PRIOR, bic_charge
+from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
@@ -178,10 +177,10 @@ class SharedObjective:
         return (value, grad) if eval_gradient else value
 
 
-def _learn(model, kernel, biases, sites, X, Y, X_u):
-    """``(theta, b_1..b_K)`` by the summed evidence on a fixed basis:
-    ``(loss, kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP)."""
-    objective = SharedObjective(kernel, X, Y, X_u, sites, tol=_SEARCH_TOL)
+def _learn(model, kernel, biases, sites, X, Y, basis):
+    """``(theta, b_1..b_K)`` by the summed evidence on the fixed basis ``X[basis]``: ``(loss,
+    kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP)."""
+    objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
     if model.optimizer is not None:
         theta0 = np.concatenate([kernel.theta, biases])
@@ -198,54 +197,6 @@ def _select(model, kernel, X, Y, biases, rng):
     states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update)
               for k in range(Y.shape[0])]
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
-
-
-def _rounds(model, kernel, biases, sites, X, Y, rng, max_rounds):
-    """Rounds of shared basis selection and learning on the rows ``X`` (the learning rows),
-    as the binary fit's :func:`~._all_rows_fit._rounds`; ``((loss, kernel, biases, basis,
-    sites, exchange_curve), rounds run)``."""
-    best = None
-    for it in range(max_rounds):
-        basis = _select(model, kernel, X, Y, biases, rng)
-        loss, kernel, biases, sites = _learn(model, kernel, biases, sites, X, Y, X[basis])
-        model.loss_curve_.append(loss)
-        improved = best is None or loss < best[0] - model.tol
-        if best is None or loss < best[0]:
-            best = (loss, kernel, biases, basis, sites, model._last_exchange_curve)
-        model._progress.line(
-            f"iter {len(model.loss_curve_):3d}  mean -logZ/n {loss:.6f}  basis {basis.size}  "
-            f"kernel {kernel}"
-        )
-        if model.optimizer is None or not improved:
-            break
-    return best, it + 1
-
-
-def _per_feature_choice(model, best, X, Y, rng, max_rounds, n):
-    """The binary fit's per-feature trial (:func:`~._all_rows_fit._per_feature_choice`) on the
-    summed evidence: kept if ``n`` times the gain in mean log evidence per row and class
-    (measured on the learning rows) pays the BIC charge for ``n`` rows."""
-    loss, kernel, biases, basis, sites, curve = best
-    ard = per_feature_length_scales(kernel, X.shape[1])
-    if ard is None or max_rounds < 1:
-        return best, 0
-    charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    first = _learn(model, ard, biases, sites, X, Y, X[basis])
-    model.loss_curve_.append(first[0])
-    candidate, rounds = (first[0], first[1], first[2], basis, first[3], curve), 1
-    if n * (loss - first[0]) > charge and max_rounds > 1:
-        more_best, more = _rounds(model, first[1], first[2], first[3], X, Y, rng,
-                                  max_rounds - 1)
-        rounds += more
-        if more_best[0] < candidate[0]:
-            candidate = more_best
-    gain = n * (loss - candidate[0])
-    keep = gain > charge
-    model._progress.line(
-        f"one length scale per feature: mean log evidence and prior {gain:+.2f} nats, BIC "
-        f"charge {charge:.2f}: {'kept' if keep else 'not kept'}"
-    )
-    return (candidate if keep else best), rounds
 
 
 def _learning_rows(y_enc, n_rows, rng):
@@ -302,10 +253,13 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
                                                                      learn.size)))
     learner.loss_curve_ = model.loss_curve_
     X_l, Y_l = X[learn], Y[:, learn]
-    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter)
+    # the binary fit's rounds and per-feature trial with the shared steps; the trial's gain is
+    # n times that in mean log evidence per row and class, against the charge for n rows
+    steps = {"select": _select, "learn": _learn}
+    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter, **steps)
     if model.per_feature_choice:
         best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
-                                         model.max_iter - n_iter, n)
+                                         model.max_iter - n_iter, n, **steps)
         n_iter += more
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:
