@@ -253,13 +253,14 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
                                                                      learn.size)))
     learner.loss_curve_ = model.loss_curve_
     X_l, Y_l = X[learn], Y[:, learn]
-    # the binary fit's rounds and per-feature trial with the shared steps; the trial's gain is
-    # n times that in mean log evidence per row and class, against the charge for n rows
+    # the binary fit's rounds and per-feature trial with the shared steps; the extra length
+    # scales are shared by the K problems, so the trial weighs the gain in log evidence summed
+    # over the K n labels (K n times the mean per row and class) against the charge for K n
     steps = {"select": _select, "learn": _learn}
     best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter, **steps)
     if model.per_feature_choice:
         best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
-                                         model.max_iter - n_iter, n, **steps)
+                                         model.max_iter - n_iter, n_classes * n, **steps)
         n_iter += more
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:

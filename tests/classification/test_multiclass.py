@@ -134,3 +134,22 @@ def test_shared_needs_the_all_rows_posterior():
         _fit("shared", X, y, posterior="basis", max_basis=5)
     with pytest.raises(ValueError, match="multi_class"):
         _fit("both", X, y)
+
+
+
+def test_shared_per_feature_trial_charges_for_the_labels_of_all_classes(monkeypatch):
+    # the extra length scales are shared by the K problems: the trial weighs the gain in log
+    # evidence summed over the K n labels against the BIC charge for K n (not for n, which
+    # would charge the shared length scales K times over)
+    import skgpsparse.classification._multiclass as multiclass
+
+    seen = []
+
+    def trial(model, best, X, y, rng, max_rounds, n=None, **steps):
+        seen.append((n, y.shape))
+        return best, 0
+
+    monkeypatch.setattr(multiclass, "_per_feature_choice", trial)
+    X, y = _blobs(n=90, n_classes=3)
+    _fit("shared", X, y, max_basis=6, max_iter=1)
+    assert seen == [(3 * 90, (3, 90))]
