@@ -13,7 +13,8 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
   classes, chosen greedily on the criteria of their ``K`` ADF states summed
   (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
-  rule applied to the average class;
+  rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
+  ``K`` problems, so they are charged once, for ``K n`` labels);
 - then each class selects its own basis on all rows under the shared kernel and its bias (the
   binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
   becomes a binary model as the independent fit's (``estimators_``).
@@ -179,13 +180,26 @@ class SharedObjective:
 
 def _learn(model, kernel, biases, sites, X, Y, basis):
     """``(theta, b_1..b_K)`` by the summed evidence on the fixed basis ``X[basis]``: ``(loss,
-    kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP)."""
+    kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP).
+
+    The objective is the mean over the ``K`` classes, so its curvature in each bias is ``1 /
+    K`` of its class's, while that in ``theta`` is the classes' mean: the optimiser works on
+    ``b_k / sqrt(K)``, which gives both the same scale (with the biases themselves, L-BFGS
+    left them near their start).
+    """
     objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
     if model.optimizer is not None:
-        theta0 = np.concatenate([kernel.theta, biases])
+        scale = np.concatenate([np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases)))])
+
+        def scaled(c, eval_gradient=True):
+            out = target(c * scale, eval_gradient)
+            return (out[0], out[1] * scale) if eval_gradient else out
+
+        theta0 = np.concatenate([kernel.theta, biases]) / scale
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(BIAS_BOUNDS, (len(biases), 1))])
-        theta, _ = minimize_theta(model.optimizer, target, theta0, bounds)
+        theta, _ = minimize_theta(model.optimizer, scaled, theta0, bounds / scale[:, None])
+        theta = theta * scale
         kernel, biases = kernel.clone_with_theta(theta[: kernel.n_dims]), theta[kernel.n_dims:]
     objective.tol = _EP_TOL
     loss = float(target(np.concatenate([kernel.theta, biases]), eval_gradient=False))
