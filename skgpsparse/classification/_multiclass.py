@@ -9,8 +9,8 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
 - one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
-  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis shared by the
-  classes, chosen greedily on the criteria of their ``K`` ADF states summed
+  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis of at most
+  ``LEARN_BASIS`` of them shared by the classes, chosen greedily on the criteria of their ``K`` ADF states summed
   (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
@@ -47,6 +47,10 @@ __all__ = ["SharedObjective", "SummedStates", "fit_shared", "one_vs_rest"]
 # Rows of the stratified subsample on which the shared kernel and the biases are learned
 # (each evaluation is one EP run per class on them); all rows when there are fewer.
 LEARN_ROWS = 1000
+# Largest basis of the shared learning on those rows (each class's final basis is max_basis on
+# all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
+# 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456.
+LEARN_BASIS = 50
 # EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
 _SEARCH_TOL = 1e-3
 
@@ -262,9 +266,9 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
-    # the shared rounds on the learning rows (a basis of at most max_basis of them)
+    # the shared rounds on the learning rows (a basis of at most LEARN_BASIS of them)
     learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
-                                                                     learn.size)))
+                                                                     LEARN_BASIS, learn.size)))
     learner.loss_curve_ = model.loss_curve_
     X_l, Y_l = X[learn], Y[:, learn]
     # the binary fit's rounds and per-feature trial with the shared steps; the extra length
