@@ -10,11 +10,13 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
   classes), on a class-stratified subsample of ``learn_rows`` rows and a basis of at most
-  ``LEARN_BASIS`` of them shared by the classes, chosen greedily on the criteria of their ``K`` ADF states summed
-  (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
+  ``LEARN_BASIS`` of them shared by the classes, chosen greedily on the criteria of their
+  ``K`` ADF states summed (:class:`SummedStates`), in rounds of selection and learning as
+  the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
-  ``K`` problems, so they are charged once, for ``K n`` labels);
+  ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
+  basis (one round, no re-selection);
 - then each class selects its own basis on all rows under the shared kernel and its bias (the
   binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
   becomes a binary model as the independent fit's (``estimators_``).
@@ -194,7 +196,7 @@ def _learn(model, kernel, biases, sites, X, Y, basis):
     objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
     if model.optimizer is not None:
-        scale = np.concatenate([np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases)))])
+        scale = np.append(np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases))))
 
         def scaled(c, eval_gradient=True):
             out = target(c * scale, eval_gradient)
@@ -277,8 +279,10 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     steps = {"select": _select, "learn": _learn}
     best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter, **steps)
     if model.per_feature_choice:
+        # one round: the per-feature kernel learned on the kept basis, no re-selection (the
+        # rounds after it kept the first round's model on letter and splice, at 1.4x the CPU)
         best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
-                                         model.max_iter - n_iter, n_classes * n, **steps)
+                                         min(model.max_iter - n_iter, 1), n_classes * n, **steps)
         n_iter += more
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:
