@@ -13,8 +13,9 @@ features standardised on the training rows. Fits, each timed (wall and CPU, one 
 
 Test NLP is ``-mean log p(y_true | x)`` (natural log), accuracy the share of argmax hits (the
 binary fit's on its own two-class labels). Every fit appends one JSON line to
-``benchmarks/results/multiclass_runs.jsonl`` (so fits may run as separate processes);
-``--report`` writes ``benchmarks/results/multiclass.md`` from those lines.
+``benchmarks/results/multiclass_runs.jsonl`` (so fits may run as separate processes; a row's
+``note`` says when it came from another driver of the same split and fit); ``--report``
+writes ``benchmarks/results/multiclass.md`` from those lines.
 
 Usage::
 
@@ -122,14 +123,14 @@ def report():
         "shared, so compare fits of one session by their CPU time).",
         "",
         "| data | fit | classes | n train | wall (s) | CPU (s) | test NLP | accuracy | kernel "
-        "(first class) | when | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "(first class) | when | commit | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['data']} | {r['fit']} | {r['classes']} | {r['n_train']} | {r['wall_s']} | "
             f"{r['cpu_s']} | {r['nlp']} | {r['accuracy']} | {r.get('kernel', '')} | "
-            f"{r['when']} | {r.get('commit', '')} |"
+            f"{r['when']} | {r.get('commit', '')} | {r.get('note', '')} |"
         )
     (RESULTS / "multiclass.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

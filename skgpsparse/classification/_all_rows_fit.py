@@ -165,26 +165,35 @@ def _learn(model, kernel, bias, sites, X, y, basis):
     return loss, kernel, bias, objective.sites
 
 
-def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds):
+def _select_basis(model, kernel, X, y, bias, rng):
+    """The basis indices the model's selection chooses under ``(kernel, bias)``."""
+    return model._select(kernel, X, y, bias, rng).basis_indices.copy()
+
+
+def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_basis,
+            learn=_learn):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
     Stops after ``max_rounds`` rounds, or when a round improves the evidence per row by less than
     ``tol``. Returns the round with the highest evidence, ``(loss, kernel, bias, basis, sites,
-    exchange_curve)``, and the number of rounds.
+    exchange_curve)``, and the number of rounds. ``select(model, kernel, X, y, bias, rng)``
+    (basis indices) and ``learn(model, kernel, bias, sites, X, y, basis)`` (``(loss, kernel,
+    bias, sites)``) are the two steps; the shared one-vs-rest fit (:mod:`._multiclass`) passes
+    its own, with ``y`` and ``bias`` a row and an entry per class.
     """
     best = None
     for it in range(max_rounds):
         tic = time.perf_counter()
-        state = model._select(kernel, X, y, bias, rng)
-        basis = state.basis_indices.copy()
-        loss, kernel, bias, sites = _learn(model, kernel, bias, sites, X, y, basis)
+        basis = select(model, kernel, X, y, bias, rng)
+        loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis)
         model.loss_curve_.append(loss)
         improved = best is None or loss < best[0] - model.tol
         if best is None or loss < best[0]:
             best = (loss, kernel, bias, basis, sites, model._last_exchange_curve)
+        b = f"b {bias:+.4f}" if np.ndim(bias) == 0 else f"mean b {np.mean(bias):+.4f}"
         model._progress.line(
-            f"iter {len(model.loss_curve_):3d}  -logZ/n {loss:.6f}  basis {state.size}  "
-            f"b {bias:+.4f}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+            f"iter {len(model.loss_curve_):3d}  -logZ/n {loss:.6f}  basis {basis.size}  "
+            f"{b}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
         )
         if model.optimizer is None or not improved:
             break
@@ -197,7 +206,8 @@ def bic_charge(n_extra, n):
     return 0.5 * n_extra * np.log(n)
 
 
-def _per_feature_choice(model, best, X, y, rng, max_rounds):
+def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,
+                        learn=_learn):
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
@@ -207,20 +217,23 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds):
     kernel, whose best round must still pay the charge to be kept. Type-II maximum likelihood
     alone always prefers more length scales (on a few hundred rows they fit noise); the charge
     approximates the integral over them. At most ``max_rounds`` rounds; returns ``(round,
-    number of rounds run)``.
+    number of rounds run)``. ``n`` is the number of rows the charge and the gain (``n`` times
+    the loss per row) are for (``None``: ``y``'s); ``select`` and ``learn`` are
+    :func:`_rounds`'s steps.
     """
     loss, kernel, bias, basis, sites, curve = best
     ard = per_feature_length_scales(kernel, X.shape[1])
     if ard is None or max_rounds < 1:
         return best, 0
-    n = y.size
+    n = np.shape(y)[-1] if n is None else n
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    first = _learn(model, ard, bias, sites, X, y, basis)
+    first = learn(model, ard, bias, sites, X, y, basis)
     model.loss_curve_.append(first[0])
     candidate = (first[0], first[1], first[2], basis, first[3], curve)
     rounds = 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
-        more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng, max_rounds - 1)
+        more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng,
+                                  max_rounds - 1, select, learn)
         rounds += more
         if more_best[0] < candidate[0]:
             candidate = more_best

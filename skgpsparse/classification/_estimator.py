@@ -160,9 +160,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts (``"basis"``).
     multi_class : {"independent", "shared"}, default="independent"
-        More than two classes, one vs rest: a whole binary fit per class, or ``"shared"`` (the
-        all-rows posterior): one kernel and length-scale decision learned on the classes'
-        summed evidence, then a basis, bias and EP per class (``_multiclass``; no restarts).
+        More than two classes, one vs rest: a whole binary fit per class (its own kernel,
+        length-scale decision, bias, basis and EP), or ``"shared"`` (the all-rows posterior):
+        one kernel and one-or-per-feature length-scale decision learned on the classes' summed
+        evidence over a stratified subsample of rows, then a basis, bias and EP per class on
+        all rows (``_multiclass``; no restarts); costs and accuracy in the user guide.
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than

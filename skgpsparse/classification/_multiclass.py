@@ -9,11 +9,14 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
 - one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
-  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis shared by the
-  classes, chosen greedily on the criteria of their ``K`` ADF states summed
-  (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
+  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis of at most
+  ``LEARN_BASIS`` of them shared by the classes, chosen greedily on the criteria of their
+  ``K`` ADF states summed (:class:`SummedStates`), in rounds of selection and learning as
+  the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
-  rule applied to the average class;
+  rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
+  ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
+  basis (one round, no re-selection);
 - then each class selects its own basis on all rows under the shared kernel and its bias (the
   binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
   becomes a binary model as the independent fit's (``estimators_``).
@@ -33,10 +36,9 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from ..kernels._scales import per_feature_length_scales
 from ._adf import ADFState
 from ._all_rows_ep import _EP_TOL, SparsePrior, all_rows_ep, negative_log_evidence_all_rows
-from ._all_rows_fit import PRIOR, bic_charge
+from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
@@ -47,6 +49,11 @@ __all__ = ["SharedObjective", "SummedStates", "fit_shared", "one_vs_rest"]
 # Rows of the stratified subsample on which the shared kernel and the biases are learned
 # (each evaluation is one EP run per class on them); all rows when there are fewer.
 LEARN_ROWS = 1000
+# Largest basis of the shared learning on those rows (each class's final basis is max_basis on
+# all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
+# 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456,
+# pendigits 0.65x at 0.0649 against 0.0624 (a trade, not a free gain).
+LEARN_BASIS = 50
 # EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
 _SEARCH_TOL = 1e-3
 
@@ -178,15 +185,28 @@ class SharedObjective:
         return (value, grad) if eval_gradient else value
 
 
-def _learn(model, kernel, biases, sites, X, Y, X_u):
-    """``(theta, b_1..b_K)`` by the summed evidence on a fixed basis:
-    ``(loss, kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP)."""
-    objective = SharedObjective(kernel, X, Y, X_u, sites, tol=_SEARCH_TOL)
+def _learn(model, kernel, biases, sites, X, Y, basis):
+    """``(theta, b_1..b_K)`` by the summed evidence on the fixed basis ``X[basis]``: ``(loss,
+    kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP).
+
+    The objective is the mean over the ``K`` classes, so its curvature in each bias is ``1 /
+    K`` of its class's, while that in ``theta`` is the classes' mean: the optimiser works on
+    ``b_k / sqrt(K)``, which gives both the same scale (with the biases themselves, L-BFGS
+    left them near their start).
+    """
+    objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
     if model.optimizer is not None:
-        theta0 = np.concatenate([kernel.theta, biases])
+        scale = np.append(np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases))))
+
+        def scaled(c, eval_gradient=True):
+            out = target(c * scale, eval_gradient)
+            return (out[0], out[1] * scale) if eval_gradient else out
+
+        theta0 = np.concatenate([kernel.theta, biases]) / scale
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(BIAS_BOUNDS, (len(biases), 1))])
-        theta, _ = minimize_theta(model.optimizer, target, theta0, bounds)
+        theta, _ = minimize_theta(model.optimizer, scaled, theta0, bounds / scale[:, None])
+        theta = theta * scale
         kernel, biases = kernel.clone_with_theta(theta[: kernel.n_dims]), theta[kernel.n_dims:]
     objective.tol = _EP_TOL
     loss = float(target(np.concatenate([kernel.theta, biases]), eval_gradient=False))
@@ -198,54 +218,6 @@ def _select(model, kernel, X, Y, biases, rng):
     states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update)
               for k in range(Y.shape[0])]
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
-
-
-def _rounds(model, kernel, biases, sites, X, Y, rng, max_rounds):
-    """Rounds of shared basis selection and learning on the rows ``X`` (the learning rows),
-    as the binary fit's :func:`~._all_rows_fit._rounds`; ``((loss, kernel, biases, basis,
-    sites, exchange_curve), rounds run)``."""
-    best = None
-    for it in range(max_rounds):
-        basis = _select(model, kernel, X, Y, biases, rng)
-        loss, kernel, biases, sites = _learn(model, kernel, biases, sites, X, Y, X[basis])
-        model.loss_curve_.append(loss)
-        improved = best is None or loss < best[0] - model.tol
-        if best is None or loss < best[0]:
-            best = (loss, kernel, biases, basis, sites, model._last_exchange_curve)
-        model._progress.line(
-            f"iter {len(model.loss_curve_):3d}  mean -logZ/n {loss:.6f}  basis {basis.size}  "
-            f"kernel {kernel}"
-        )
-        if model.optimizer is None or not improved:
-            break
-    return best, it + 1
-
-
-def _per_feature_choice(model, best, X, Y, rng, max_rounds, n):
-    """The binary fit's per-feature trial (:func:`~._all_rows_fit._per_feature_choice`) on the
-    summed evidence: kept if ``n`` times the gain in mean log evidence per row and class
-    (measured on the learning rows) pays the BIC charge for ``n`` rows."""
-    loss, kernel, biases, basis, sites, curve = best
-    ard = per_feature_length_scales(kernel, X.shape[1])
-    if ard is None or max_rounds < 1:
-        return best, 0
-    charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    first = _learn(model, ard, biases, sites, X, Y, X[basis])
-    model.loss_curve_.append(first[0])
-    candidate, rounds = (first[0], first[1], first[2], basis, first[3], curve), 1
-    if n * (loss - first[0]) > charge and max_rounds > 1:
-        more_best, more = _rounds(model, first[1], first[2], first[3], X, Y, rng,
-                                  max_rounds - 1)
-        rounds += more
-        if more_best[0] < candidate[0]:
-            candidate = more_best
-    gain = n * (loss - candidate[0])
-    keep = gain > charge
-    model._progress.line(
-        f"one length scale per feature: mean log evidence and prior {gain:+.2f} nats, BIC "
-        f"charge {charge:.2f}: {'kept' if keep else 'not kept'}"
-    )
-    return (candidate if keep else best), rounds
 
 
 def _learning_rows(y_enc, n_rows, rng):
@@ -297,15 +269,21 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
-    # the shared rounds on the learning rows (a basis of at most max_basis of them)
+    # the shared rounds on the learning rows (a basis of at most LEARN_BASIS of them)
     learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
-                                                                     learn.size)))
+                                                                     LEARN_BASIS, learn.size)))
     learner.loss_curve_ = model.loss_curve_
     X_l, Y_l = X[learn], Y[:, learn]
-    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter)
+    # the binary fit's rounds and per-feature trial with the shared steps; the extra length
+    # scales are shared by the K problems, so the trial weighs the gain in log evidence summed
+    # over the K n labels (K n times the mean per row and class) against the charge for K n
+    steps = {"select": _select, "learn": _learn}
+    best, n_iter = _rounds(learner, kernel, biases, sites, X_l, Y_l, rng, model.max_iter, **steps)
     if model.per_feature_choice:
+        # one round: the per-feature kernel learned on the kept basis, no re-selection (the
+        # rounds after it kept the first round's model on letter and splice, at 1.4x the CPU)
         best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
-                                         model.max_iter - n_iter, n)
+                                         min(model.max_iter - n_iter, 1), n_classes * n, **steps)
         n_iter += more
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:

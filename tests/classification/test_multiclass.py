@@ -134,3 +134,46 @@ def test_shared_needs_the_all_rows_posterior():
         _fit("shared", X, y, posterior="basis", max_basis=5)
     with pytest.raises(ValueError, match="multi_class"):
         _fit("both", X, y)
+
+
+
+def test_shared_per_feature_trial_charges_for_the_labels_of_all_classes(monkeypatch):
+    # the extra length scales are shared by the K problems: the trial weighs the gain in log
+    # evidence summed over the K n labels against the BIC charge for K n (not for n, which
+    # would charge the shared length scales K times over)
+    import skgpsparse.classification._multiclass as multiclass
+
+    seen = []
+
+    def trial(model, best, X, y, rng, max_rounds, n=None, **steps):
+        seen.append((n, y.shape))
+        return best, 0
+
+    monkeypatch.setattr(multiclass, "_per_feature_choice", trial)
+    X, y = _blobs(n=90, n_classes=3)
+    _fit("shared", X, y, max_basis=6, max_iter=1)
+    assert seen == [(3 * 90, (3, 90))]
+
+
+def test_shared_learning_with_the_kernel_fixed_gives_each_class_its_own_best_bias():
+    # with the kernel fixed the K problems decouple: each bias must reach the optimum of its
+    # class's own binary all-rows evidence on the same basis (scipy on the binary objective)
+    from scipy.optimize import minimize_scalar
+
+    from skgpsparse.classification._binary import _BinarySparseGPClassifier
+    from skgpsparse.classification._fitting import binary_params
+    from skgpsparse.classification._multiclass import _learn
+
+    X, y = _blobs(n=90, n_classes=3)
+    Y = _one_vs_rest(y)
+    kernel = C(2.0, constant_value_bounds="fixed") * RBF(1.5, length_scale_bounds="fixed")
+    params = binary_params(SparseGPClassifier(kernel=kernel, max_basis=10), 90, 3, 3)
+    model = _BinarySparseGPClassifier(**params)
+    basis = np.arange(0, 90, 9)
+    zeros = (np.zeros(90), np.zeros(90))
+    _, _, biases, _ = _learn(model, kernel, np.full(3, -0.3), [zeros] * 3, X, Y, basis)
+    for k in range(3):
+        own = AllRowsObjective(kernel, X, Y[k], X[basis], zeros, tol=1e-10)
+        best = minimize_scalar(lambda b: own(np.append(kernel.theta, b), eval_gradient=False),
+                               bounds=(-10, 10), method="bounded", options={"xatol": 1e-8})
+        assert biases[k] == pytest.approx(best.x, abs=2e-3)
