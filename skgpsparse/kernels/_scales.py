@@ -13,10 +13,14 @@ from sklearn.base import clone
 
 __all__ = [
     "data_scaled_start", "per_feature_length_scale_positions", "per_feature_length_scales",
+    "rows_uncorrelated",
 ]
 
 # Length scales within this factor of the data's scale are left as they are.
 _CLOSE = 2.0
+# Median correlation of a row with its most correlated other row below which the kernel
+# treats the rows as independent (RBF(0.67) on 20 standard normal features: 1e-9).
+_UNCORRELATED = 1e-3
 
 
 def _is_length_scale(h):
@@ -93,3 +97,28 @@ def per_feature_length_scale_positions(kernel):
             positions.append(np.arange(start, start + h.n_elements))
         start += h.n_elements
     return positions
+
+
+def rows_uncorrelated(kernel, X):
+    """Whether ``kernel`` leaves the rows of ``X`` (at least two) nearly uncorrelated.
+
+    True when the median over rows of the largest correlation ``k(x_i, x_j) / sqrt(k(x_i,
+    x_i) k(x_j, x_j))`` with another row is below ``1e-3``: the kernel then explains the
+    targets as independent noise, whatever its amplitude. O(m^2) for ``m`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.kernels._scales import rows_uncorrelated
+    >>> X = np.random.RandomState(0).randn(50, 20)
+    >>> rows_uncorrelated(RBF(0.7), X), rows_uncorrelated(RBF(5.0), X)
+    (True, False)
+    """
+    K = np.array(kernel(X), dtype=float)
+    d = np.sqrt(np.clip(np.diag(K), 0.0, None))
+    if K.shape[0] < 2 or not np.all(d > 0):
+        return False
+    R = K / np.outer(d, d)
+    np.fill_diagonal(R, -np.inf)
+    return bool(np.median(R.max(axis=1)) < _UNCORRELATED)

@@ -21,6 +21,7 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
+from ..kernels._scales import rows_uncorrelated
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
@@ -350,9 +351,16 @@ def _learn_basis(model, X, y, p, rng):
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
         # the exact GP likelihood), so the first selection does not use a poor kernel.
-        subset = rng.choice(n, size=min(n, max(p, _INIT_SUBSET)), replace=False)
-        X_sub, y_sub = _take(X, y, subset)
-        kernel, s2 = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)
+        size = min(n, max(p, _INIT_SUBSET))
+        for retry in (False, True):
+            X_sub, y_sub = _take(X, y, rng.choice(n, size=size, replace=False))
+            start = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)
+            # a kernel that leaves the subset's rows uncorrelated explains them as noise:
+            # too few rows to see the signal (20 features, 100 rows): once 4 times as many
+            if retry or size == n or not rows_uncorrelated(start[0], X_sub):
+                break
+            size = min(n, 4 * size)
+        kernel, s2 = start
     if p >= n and not refine and not isinstance(X, RowStore):
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(

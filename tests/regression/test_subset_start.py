@@ -96,3 +96,30 @@ def test_max_iter_zero_refines_the_inputs_only_and_calibrates_the_noise():
     calibrated = SparseGPRegressor(refine_basis=0, **kw).fit(X, y)
     np.testing.assert_array_equal(calibrated.basis_indices_, kept.basis_indices_)
     assert calibrated.noise_variance_ > kept.noise_variance_
+
+
+def test_a_start_that_leaves_the_rows_uncorrelated_is_taken_again_on_four_times_the_rows(
+    monkeypatch,
+):
+    # a kernel whose length scale is far below the rows' distances explains the subset as
+    # noise (a 100-row subset of 20 features can end there): the start is drawn again on
+    # 400 rows; a start that correlates the rows is kept at once
+    X, y = _data(n=600, d=6)
+    sizes = []
+    start = design._subset_start
+
+    def spy(model, kernel, s2, X_sub, y_sub, noise_bounds):
+        sizes.append(X_sub.shape[0])
+        found = start(model, kernel, s2, X_sub, y_sub, noise_bounds)
+        return (C(1.0) * RBF(1e-3), found[1]) if len(sizes) == 1 else found
+
+    monkeypatch.setattr(design, "_subset_start", spy)
+    params = dict(max_basis=20, max_iter=1, refine_basis=0, random_state=0)
+    SparseGPRegressor(**params).fit(X, y)
+    assert sizes == [100, 400]
+    sizes.clear()
+    monkeypatch.setattr(design, "_subset_start", start)
+    monkeypatch.setattr(design, "_subset_start", lambda *a: sizes.append(a[3].shape[0])
+                        or start(*a))
+    SparseGPRegressor(**params).fit(X, y)
+    assert sizes == [100]
