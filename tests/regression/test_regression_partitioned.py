@@ -211,7 +211,6 @@ def test_partitioned_objectives_against_dense_formula_and_finite_differences(nam
                                             abs=1e-6)
 
 
-
 @pytest.mark.parametrize("selection", ["matching_pursuit", "exact"])
 def test_forward_steps_fetch_the_next_working_set_with_the_append(selection):
     # Each append pass brings back the rows of the working set the next step will draw
