@@ -168,6 +168,16 @@ def _metrics(rec, estimator):
     return f"NLP {rec['nlp']:.4f}, error {rec['error']:.4f}"
 
 
+def _stop_index(monitor, tol=1e-3, patience=3):
+    """The checkpoint where :func:`_peers.fit_svgp_minibatch`'s stopping rule ends training."""
+    best, since = np.inf, 0
+    for i, value in enumerate(monitor):
+        best, since = (value, 0) if value < best - tol else (best, since + 1)
+        if since >= patience:
+            return i
+    return None
+
+
 def report():
     """``results/peers_scale.md`` from the run lines: the last run of each case and side."""
     last = {}
@@ -199,7 +209,12 @@ def report():
                        f"{ours.get('peak_rss_gb', float('nan')):.2f} |")
         if svgp and "failed" not in svgp:
             pts = svgp["curve"]
-            picks = {"stop": pts[svgp["stop"]], "last": pts[-1]}
+            cut = " (cut at the time limit)" if svgp.get("partial") else ""
+            stop = _stop_index([p["monitor"] for p in pts])
+            picks = {"last" + cut + ("" if stop is not None else ", the rule had not stopped"):
+                     pts[-1]}
+            if stop is not None:
+                picks["stop"] = pts[stop]
             at3000 = [p for p in pts if p["steps"] == 3000]
             if at3000:
                 picks["3,000 steps"] = at3000[0]
