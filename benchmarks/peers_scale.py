@@ -194,7 +194,8 @@ def report():
            "each; CPU = process time of the fit (SVGP: training steps and k-means start, not "
            "the paused evaluations). SVGP: M inducing inputs from k-means, trained; Adam 0.01, "
            "minibatches of 1,000 rows; `stop` = the checkpoint where its in-sample NLP on "
-           "5,000 training rows stopped improving by 0.001 for 3 checkpoints.", "",
+           "5,000 training rows stopped improving by 0.001 for 3 checkpoints. The runs' `commit` "
+           "(in the JSON lines) is the checkout's HEAD when a line was written.", "",
            "| case | model | fit CPU (s) | fit wall (s) | test | peak (GB) |",
            "|---|---|---:|---:|---|---:|"]
     curves = []
