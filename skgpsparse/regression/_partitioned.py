@@ -69,6 +69,7 @@ def _p_init(part, kernel, centre, p_max, score_dtype):
         K=ColumnBlocks(part.n, p_max, _BLOCK_ROWS),
         y=y,
         q=np.clip(kdiag, 0.0, None),
+        q_saved=np.empty(part.n),
     )
     return _sqnorm(y)
 
@@ -78,7 +79,14 @@ def _p_append(part, x_j, t, lpp, p, n_threads):
     st = part.state[_KEY]
     column = _column_of(st.cols, st.cols.operand_of_rows(x_j[None, :]))
     chunks = _chunks(st.K, part.n, p, _APPEND_CHUNK_ENTRIES)
+    np.copyto(st.q_saved, st.q)  # restored if the point is redundant (_p_restore_q)
     return append_pass(st.K, chunks, st.y, st.q, column, t, lpp, p, n_threads)
+
+
+@state_scope(_KEY)
+def _p_restore_q(part):
+    st = part.state[_KEY]
+    np.copyto(st.q, st.q_saved)
 
 
 @state_scope(_KEY)
@@ -268,6 +276,12 @@ class PartitionedRegressionState(RegressionState):
         self._Xu[p] = x_j  # the partitions stored x_j's column in the pass
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy
+
+    def _save_rows(self):
+        return None  # each partition keeps its q before the append pass
+
+    def _restore_rows(self, saved):
+        self.rows.map(_p_restore_q)
 
     def _delete_rows(self, coef, pos, p, j):
         owner = self.rows.split([j])

@@ -255,3 +255,27 @@ def test_learning_on_the_partitions_fetches_the_final_basis_rows_at_once():
     # uses, then the final basis (prefetched; one take per append without) and the fitted
     # basis rows
     assert rows.calls["_take_rows"] == 1 + 2 * model.n_iter_ + 2
+
+
+def test_partitioned_state_skips_a_round_off_pivot_as_the_in_memory_state():
+    # A linear kernel (rank 2) on rows each repeated 5 times, noise 1e-10: a third basis
+    # vector adds only round-off to V V^T. The in-memory state marks such a point redundant
+    # (RegressionState.append); the partitioned one raised a LinAlgError from
+    # cholesky_append. Both now skip it, and predict the same.
+    from sklearn.gaussian_process.kernels import ConstantKernel, DotProduct
+
+    rng = np.random.RandomState(1)
+    X = np.repeat(rng.uniform(-3, 3, size=(12, 1)), 5, axis=0)
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(len(X))
+    kernel = ConstantKernel(1e4, "fixed") * DotProduct(1.0, sigma_0_bounds="fixed")
+    params = dict(kernel=kernel, noise_variance=1e-10, noise_variance_bounds="fixed",
+                  optimizer=None, max_basis=len(X), random_state=0)
+    with pytest.warns(UserWarning, match="numerically redundant"):
+        reference = SparseGPRegressor(**params).fit(X, y)
+    with pytest.warns(UserWarning, match="numerically redundant"):
+        model, rows = _fit_local(params, X, y, partition_rows=25)
+    assert rows.n_partitions == 3
+    assert len(reference.basis_indices_) == 2  # the kernel's rank: every other point skipped
+    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
+    X_test = np.linspace(-3, 3, 9)[:, None]
+    np.testing.assert_allclose(model.predict(X_test), reference.predict(X_test), atol=1e-8)
