@@ -176,7 +176,8 @@ class SparsePrior:
         self.L = basis_cholesky(kernel, X_u) if L is None else L
         # V = L^-1 K_uf chunk by chunk (Fortran order: a block of rows is contiguous)
         self.V = np.empty((X_u.shape[0], X.shape[0]), order="F")
-        for rows, K in iter_cross_kernel(kernel, X, X_u):
+        # in blocks of a pass's rows: beside V the loop holds a few p x block arrays
+        for rows, K in iter_cross_kernel(kernel, X, X_u, chunk_size=block_rows(X_u.shape[0])):
             self.V[:, rows] = solve_triangular(self.L, K.T, lower=True, check_finite=False)
         if prior == "fitc":
             self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)

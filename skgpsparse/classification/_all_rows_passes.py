@@ -145,7 +145,7 @@ def _ep_sites(mu, s2, tau, nu, y, bias):
     return np.where(ok, new_tau, tau), np.where(ok, new_nu, nu)
 
 
-def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True):
+def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=None):
     """One parallel EP sweep in one pass over ``V``.
 
     Parameters
@@ -163,6 +163,9 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True):
     accumulate : bool, default=True
         Whether to form the system of the next sites (False: the sweep is expected to be
         the last).
+    out : tuple of 5 ndarrays of shape (n,), default=None
+        Arrays to write ``(mu, s2, uu, new_tau, new_nu)`` into (a row partition reuses its
+        last sweep's), else new ones.
 
     Returns
     -------
@@ -176,8 +179,7 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True):
     V, lam = prior.V, prior.lam
     p, n = V.shape
     h = 1.0 + lam * tau
-    mu, s2, uu = np.empty(n), np.empty(n), np.empty(n)
-    new_tau, new_nu = np.empty(n), np.empty(n)
+    mu, s2, uu, new_tau, new_nu = out or tuple(np.empty(n) for _ in range(5))
     S, Va = _zero_system(p)
     for J in _blocks(n, block_rows(p)):
         V_J = V[:, J]

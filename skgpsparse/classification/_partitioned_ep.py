@@ -65,9 +65,11 @@ def _p_prior(part, kernel, X_u, L, positive, prior, start_zero):
 
 def _apply(st, damping):
     """The damped step to the sites the last sweep matched (``damping`` None: no step)."""
-    if damping is not None:
-        st["tau"] = st["tau"] + damping * (st["new_tau"] - st["tau"])
-        st["nu"] = st["nu"] + damping * (st["new_nu"] - st["nu"])
+    if damping is not None:  # in place: site + damping * (matched - site)
+        for key in ("tau", "nu"):
+            step = np.subtract(st["new_" + key], st[key])
+            step *= damping
+            st[key] += step
 
 
 def _p_system(part, damping):
@@ -86,8 +88,11 @@ def _p_sweep(part, post, bias, damping, accumulate, apply):
     st = part.state[_KEY]
     _apply(st, apply)
     tau, nu = st["tau"], st["nu"]
+    if "sweep" not in st:  # the sweeps' per-row outputs, written over by each sweep
+        st["sweep"] = tuple(np.empty(part.n) for _ in range(5))
     (mu, s2, _), (new_tau, new_nu), system = ep_sweep(
-        st["prior"], st["y"], bias, tau, nu, post, damping, accumulate=accumulate
+        st["prior"], st["y"], bias, tau, nu, post, damping, accumulate=accumulate,
+        out=st["sweep"],
     )
     st["mu"], st["s2"], st["new_tau"], st["new_nu"] = mu, s2, new_tau, new_nu
     change = max(np.max(np.abs(new_tau - tau), initial=0.0),
@@ -126,9 +131,13 @@ def _p_adf(part, S, Va, post, rows, n_total, bias):
 
 def _p_evidence(part, bias):
     st = part.state[_KEY]
-    return evidence_row_terms(
-        st["mu"], st["s2"], st["tau"], st["nu"], st["prior"].lam, st["y"], bias
-    )[0]
+    total = 0.0
+    for J in _blocks(part.n, block_rows(st["prior"].V.shape[0])):  # temporaries of a block
+        total += evidence_row_terms(
+            st["mu"][J], st["s2"][J], st["tau"][J], st["nu"][J], st["prior"].lam[J],
+            st["y"][J], bias,
+        )[0]
+    return total
 
 
 def _p_sites(part, local):

@@ -37,6 +37,9 @@ from ._vfe import _diag_gradient_sum
 __all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors"]
 
 _KEY = "objective"
+# Entries of one rows x p block of a pass (4 MiB): what a pass holds beside the partition's
+# n x p block V is a few such blocks (the kernel's temporaries), not a second n x p array.
+_BLOCK_ENTRIES = 1 << 19
 
 
 def _targets(part):
@@ -46,8 +49,12 @@ def _targets(part):
 
 @state_scope(_KEY, resets=True)
 def _p_factors(part, kernel, X_basis, L, with_diag):
-    V = np.empty((X_basis.shape[0], part.n))
-    for rows, K_block in iter_kernel(kernel, part.X, X_basis):
+    part.state.pop(_KEY, None)  # an earlier evaluation's V goes before the new one comes
+    p = X_basis.shape[0]
+    V = np.empty((p, part.n))
+    # V is the partition's n x p block; the pass beside it holds a few blocks of rows
+    chunk = max(1, _BLOCK_ENTRIES // max(p, 1))
+    for rows, K_block in iter_kernel(kernel, part.X, X_basis, chunk_size=chunk):
         V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
     Y = _targets(part)
     part.state[_KEY] = V
@@ -68,11 +75,13 @@ def _p_residual_terms(part, c, s2, keep):
 @state_scope(_KEY)
 def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
     V, a = part.state.pop(_KEY)
-    B_t = a @ w.T
-    B_t -= V.T @ (m * residual_weights(L, R, trace_weight)).T
+    weights_t = (m * residual_weights(L, R, trace_weight)).T
     total = np.zeros(kernel.n_dims)
     for rows, _, contract in iter_kernel_contractions(kernel, part.X, X_basis):
-        total += contract(B_t[rows])
+        # the block's rows of B^T = a w^T - V^T (m L^-T (A^-1 - c I))^T (module docstring)
+        B_t = a[rows] @ w.T
+        B_t -= V[:, rows].T @ weights_t
+        total += contract(B_t)
     diag = _diag_gradient_sum(kernel, np.asarray(part.X, dtype=np.float64)) if with_diag else 0
     return total, diag
 
