@@ -126,16 +126,38 @@ def test_regressor_fit_survives_a_killed_worker(
     np.testing.assert_array_equal(model.predict(X), reference.predict(X))
 
 
-def test_classifier_fit_survives_a_killed_worker(client, monkeypatch):
+@pytest.mark.parametrize(
+    ("params", "fn_name", "at"),
+    [
+        # learned on the partitions, two rounds: inside the third NLP evaluation (a
+        # read-only pass, not journalled), after the first selection
+        ({"max_iter": 2, "posterior": "basis"}, "_n_nlp", 3),
+        # the default posterior, learning on a driver's subsample: inside an EP sweep
+        ({"max_iter": 1, "learning_rows": 60}, "_p_sweep", 2),
+    ],
+)
+def test_classifier_fit_survives_a_killed_worker(client, monkeypatch, params, fn_name, at):
     X, y, Xd = _data(seed=1)
     labels = da.from_array((y > 0).astype(int), chunks=100)
-    params = {"max_basis": 8, "max_iter": 1, "posterior": "basis", "random_state": 0}
+    params = {"max_basis": 8, "random_state": 0, **params}
+    closed, close = [], DaskRows.close
+
+    def record_and_close(rows):
+        closed.append((rows.journal_bytes, rows.journal_peak, rows.bytes_sent))
+        close(rows)
+
+    monkeypatch.setattr(DaskRows, "close", record_and_close)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the short learning's ConvergenceWarning
         reference = SparseGPClassifier(**params).fit(Xd, labels)
-        killer = _Killer("_n_nlp", 1, False).install(monkeypatch)  # inside the NLP objective
+        killer = _Killer(fn_name, at, False).install(monkeypatch)
         clf = SparseGPClassifier(**params).fit(Xd, labels)
-    assert killer.killed is not None
+    assert killer.killed is not None and killer.killed[1] == fn_name
+    if params.get("posterior") == "basis":
+        # the journal keeps the last selection's calls (a new selection state resets its
+        # scope; the NLP passes are read-only), a small part of what the fit sent
+        journal, peak, sent = closed[-1]
+        assert journal <= peak < 0.5 * sent
     np.testing.assert_array_equal(clf.basis_indices_, reference.basis_indices_)
     np.testing.assert_array_equal(clf.predict_proba(X), reference.predict_proba(X))
 

@@ -39,7 +39,7 @@ from ..kernels._columns import KernelColumns
 from ..kernels._gradients import row_blocks
 from ..linalg import cholesky_append, cholesky_delete
 from ._adf import _KEPT_COLUMNS, _VAR_TOL, ADFState
-from ..rows._store import in_order
+from ..rows._store import in_order, read_only, state_scope
 from ..selection import draw_ahead
 from ._probit import moment_matching
 
@@ -54,6 +54,7 @@ def _c_labels(part, positive):
     return np.where(part.y == positive, 1.0, -1.0)
 
 
+@state_scope(_KEY, resets=True)
 def _c_init(part, kernel, centre, p_max, positive, var_floor):
     k_diag = np.asarray(kernel.diag(np.asarray(part.X, dtype=np.float64)), dtype=float)
     part.state[_KEY] = SimpleNamespace(
@@ -70,6 +71,7 @@ def _c_init(part, kernel, centre, p_max, positive, var_floor):
     return _low(part)
 
 
+@read_only
 def _c_prior(part, kernel, positive):
     """``(max k(x, x), sum k(x, x), number of positives)`` of the partition."""
     k_diag = np.asarray(kernel.diag(np.asarray(part.X, dtype=np.float64)), dtype=float)
@@ -82,17 +84,20 @@ def _low(part):
     return np.flatnonzero(~(st.diag_A > st.var_floor)) + part.offset
 
 
+@read_only
 def _c_rows(part, local, p):
     st = part.state[_KEY]
     return (st.f_hat[local], st.diag_A[local], st.y[local], st.M[:p, local].T,
             np.asarray(part.X[local]), st.k_diag[local])
 
 
+@read_only
 def _c_light(part, local):
     st = part.state[_KEY]
     return st.f_hat[local], st.diag_A[local], st.y[local]
 
 
+@state_scope(_KEY)
 def _c_score(part, J, own_local, X_J, M_J, k_diag_J, alpha, nu, bias, p, all_points, rows_per):
     """The partition's part of ``ADFState._tentative_nlp`` (the same blocks over its rows)."""
     st = part.state[_KEY]
@@ -133,6 +138,7 @@ def _c_score(part, J, own_local, X_J, M_J, k_diag_J, alpha, nu, bias, p, all_poi
     return total
 
 
+@state_scope(_KEY)
 def _c_add(part, j, x_j, j_local, k_diag_j, M_j, p, scale, beta_p):
     st = part.state[_KEY]
     hit = np.flatnonzero(st.kept[0] == j) if st.kept is not None else np.zeros(0, int)
@@ -156,12 +162,14 @@ def _c_add(part, j, x_j, j_local, k_diag_j, M_j, p, scale, beta_p):
     return low, _low(part)
 
 
+@state_scope(_KEY)
 def _c_add_fetch(part, local, *args):
     """:func:`_c_add`, then the values of the rows ``local`` (None: no row) for the next step."""
     low, lows = _c_add(part, *args)
     return low, lows, (None if local is None else _c_rows(part, local, args[5] + 1))
 
 
+@state_scope(_KEY)
 def _c_remove(part, rotations, p, beta_last, k_local):
     st = part.state[_KEY]
     rotations.apply(st.M, overwrite=True)
@@ -175,6 +183,7 @@ def _c_remove(part, rotations, p, beta_last, k_local):
     return _low(part)
 
 
+@read_only
 def _c_deletion(part, L, den, coef_f, bias):
     st = part.state[_KEY]
     p = L.shape[0]
@@ -190,6 +199,7 @@ def _c_deletion(part, L, den, coef_f, bias):
     return total
 
 
+@read_only
 def _c_weights(part, local, bias):
     st = part.state[_KEY]
     z = np.add(st.f_hat[local], bias)
@@ -198,6 +208,7 @@ def _c_weights(part, local, bias):
     return ndtr(z)
 
 
+@read_only
 def _c_nlp(part, bias, all_points):
     st = part.state[_KEY]
     z = st.y * (st.f_hat + bias) / np.sqrt(1.0 + st.diag_A)
@@ -205,6 +216,11 @@ def _c_nlp(part, bias, all_points):
     if not all_points:
         loss = loss[~st.in_basis]
     return float(np.sum(loss)), len(loss)
+
+
+@state_scope(_KEY, resets=True)
+def _c_release(part):
+    part.state.pop(_KEY, None)
 
 
 def label_counts(rows, kernel, positive):
@@ -439,6 +455,10 @@ class PartitionedADFState(ADFState):
         den = np.maximum(1.0 - s * G_u[np.arange(p), np.arange(p)], np.finfo(float).eps)
         coef_f = s * (f_u - self.site_mean[:p]) / den
         return self.rows.sum(_c_deletion, L, den, coef_f, self.bias) / n
+
+    def release(self):
+        """Free the partitions' per-row state (``M``: ``max_basis`` rows of ``n`` numbers)."""
+        self.rows.map(_c_release)
 
     def nlp(self, *, all_points=False):
         total, count = self.rows.sum(_c_nlp, self.bias, all_points)

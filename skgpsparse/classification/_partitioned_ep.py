@@ -23,6 +23,8 @@ the partitions' work is the in-memory sweep's over their rows, in parallel.
 
 import numpy as np
 
+from ..rows._store import read_only, state_scope
+
 from ._all_rows_ep import (
     _EP_MAX_SWEEPS,
     _EP_TOL,
@@ -52,6 +54,7 @@ _KEY = "all_rows_ep"
 
 
 # ---------------------------------------------------------------- on each partition
+@state_scope(_KEY, resets=True)
 def _p_prior(part, kernel, X_u, L, positive, prior, start_zero):
     X = np.asarray(part.X, dtype=np.float64)
     st = {
@@ -72,6 +75,7 @@ def _apply(st, damping):
             st[key] += step
 
 
+@state_scope(_KEY)
 def _p_system(part, damping):
     st = part.state[_KEY]
     _apply(st, damping)
@@ -84,6 +88,7 @@ def _p_system(part, damping):
     return S, Va
 
 
+@state_scope(_KEY)
 def _p_sweep(part, post, bias, damping, accumulate, apply):
     st = part.state[_KEY]
     _apply(st, apply)
@@ -100,12 +105,14 @@ def _p_sweep(part, post, bias, damping, accumulate, apply):
     return change, system
 
 
+@state_scope(_KEY)
 def _p_marginals(part, post, apply):
     st = part.state[_KEY]
     _apply(st, apply)
     st["mu"], st["s2"], _ = marginal_pass(st["prior"], st["tau"], st["nu"], post)
 
 
+@state_scope(_KEY)
 def _p_adf(part, S, Va, post, rows, n_total, bias):
     """Continue the ADF blocks of ``rows`` global rows over this partition's rows."""
     st = part.state[_KEY]
@@ -129,6 +136,7 @@ def _p_adf(part, S, Va, post, rows, n_total, bias):
     return S, Va, post
 
 
+@read_only
 def _p_evidence(part, bias):
     st = part.state[_KEY]
     total = 0.0
@@ -140,11 +148,13 @@ def _p_evidence(part, bias):
     return total
 
 
+@read_only
 def _p_sites(part, local):
     st = part.state[_KEY]
     return st["tau"][local], st["nu"][local]
 
 
+@state_scope(_KEY, resets=True)
 def _p_release(part):
     part.state.pop(_KEY, None)
 

@@ -13,11 +13,13 @@ import numpy as np
 from ..kernels import kernel_diag_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
+from ..rows._store import read_only
 from ._nlp_loss import _probit_terms, _warn_clipped, basis_system
 
 __all__ = ["partitioned_nlp_loss"]
 
 
+@read_only
 def _n_nlp(part, kernel, positive, basis, X_u, C, w, bias, n_rest, eval_gradient):
     rest = np.ones(part.n, dtype=bool)
     local = basis[(basis >= part.offset) & (basis < part.offset + part.n)] - part.offset

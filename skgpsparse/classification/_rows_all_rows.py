@@ -76,7 +76,9 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         selector = partitioned_binary()
         kernel = clone(model.kernel)
         bias = selector._initial_bias(kernel, None, None) + model.bias_offset
-        basis = selector._select(kernel, None, None, bias, rng).basis_indices.copy()
+        state = selector._select(kernel, None, None, bias, rng)
+        basis = state.basis_indices.copy()
+        state.release()  # its p x n block on the partitions, before EP's comes
         curve, n_iter = selector._last_exchange_curve, 1
         X_u = rows.take(basis)[0]
     value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf")

@@ -45,7 +45,7 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from sklearn.gaussian_process.kernels import ConstantKernel, Product
 
-from ..rows._store import RowStore
+from ..rows._store import RowStore, read_only
 from ..kernels import iter_kernel
 
 __all__ = ["kernel_amplitude", "loo_noise_variance"]
@@ -120,6 +120,7 @@ def _row_terms(T, kq, Y, inv, TY, grid):
     return total
 
 
+@read_only
 def _partition_sums(part, kernel, X_basis, W, lam, TY, grid):
     Y = np.asarray(part.y, dtype=np.float64).reshape(part.n, -1)
     return _block_sums(kernel, part.X, Y, X_basis, W, lam, TY, grid)

@@ -37,7 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernels._columns import ColumnBlocks, KernelColumns, kernel_diag
-from ..rows._store import state_scope
+from ..rows._store import read_only, state_scope
 from ..selection import draw_ahead
 from ._scoring import _SCORE_CHUNK_ENTRIES, _STREAM_MAX, CRITERIA, info_gain, streaming_sums
 from ._state import (
@@ -112,27 +112,28 @@ def _residual(st, alpha, p):
     return st.y - st.K.times(alpha) if p else st.y
 
 
-@state_scope(_KEY)
+@read_only
 def _p_residual_sq(part, alpha, p):
     return _sqnorm(_residual(part.state[_KEY], alpha, p))
 
 
-@state_scope(_KEY)
+@read_only
 def _p_q_and_residual(part, local, alpha, p):
     st = part.state[_KEY]
     return st.q[local], _residual(st, alpha, p)[local]
 
 
-@state_scope(_KEY)
+@read_only
 def _p_q(part, local):
     return part.state[_KEY].q[local]
 
 
-@state_scope(_KEY)
+@read_only
 def _p_q_sum(part):
     return float(np.sum(part.state[_KEY].q))
 
 
+@read_only
 def _p_kdiag_sum(part, kernel):
     return float(np.sum(kernel_diag(kernel, part.X)))
 

@@ -26,7 +26,9 @@ the driver is not recoverable (its factors are the fit). The journal forgets wha
 overwritten: a partition function marked with :func:`~skgpsparse.rows._store.state_scope`
 ``(key, resets=True)`` (a new selection state, an objective evaluation's first pass) drops the
 partition's earlier calls of that scope, so over hundreds of objective evaluations it holds
-the calls since each scope's last reset, not every call of the fit.
+the calls since each scope's last reset, not every call of the fit; a function marked
+:func:`~skgpsparse.rows._store.read_only` (an objective's pass over the rows alone, a fetch)
+changes no state and is not journalled.
 
 A worker runs its actors' methods on one thread, so a worker holding several chunks runs them
 one after another; rechunk to about one chunk per worker (or a few) for parallelism.
@@ -183,6 +185,8 @@ class DaskRows(RowStore):
         if fn is _run_and_fetch:  # RowStore.sum_and_fetch: the function it runs
             fn = next(iter(args_per_partition.values()))[0]
         scope, resets = getattr(fn, "state_scope", (None, False))
+        if resets is None:  # rows._store.read_only: replaying it would change nothing
+            return
         for i, payload in payloads.items():
             if resets:
                 kept = [entry for entry in self._journal[i] if entry[0] != scope]

@@ -34,7 +34,9 @@ row by row; only the order of the additions across partitions differs.
 
 import numpy as np
 
-__all__ = ["LocalRows", "RowPartition", "RowStore", "in_order", "row_centre", "state_scope"]
+__all__ = [
+    "LocalRows", "RowPartition", "RowStore", "in_order", "read_only", "row_centre", "state_scope",
+]
 
 
 def state_scope(key, resets=False):
@@ -45,7 +47,8 @@ def state_scope(key, resets=False):
     ``part.state[key]`` from its arguments and the rows alone), the earlier calls of that
     scope: their effect is overwritten, so the journal of a long fit stays as long as the
     calls since each scope's last reset. Unmarked functions are journalled for the whole fit
-    and must not read a marked scope's state.
+    and must not read a marked scope's state; a function that changes no state is marked
+    :func:`read_only` instead and is not journalled.
 
     Examples
     --------
@@ -61,6 +64,25 @@ def state_scope(key, resets=False):
         return fn
 
     return mark
+
+
+def read_only(fn):
+    """Mark a partition function that changes no per-row state (it may read it).
+
+    A store that journals its calls to rebuild lost partitions does not keep such a call:
+    replaying it would change nothing (an objective's pass over the rows alone, a fetch of
+    some rows' values).
+
+    Examples
+    --------
+    >>> @read_only
+    ... def _p_toy_count(part):
+    ...     return part.n
+    >>> _p_toy_count.state_scope
+    (None, None)
+    """
+    fn.state_scope = (None, None)
+    return fn
 
 
 class RowPartition:
@@ -86,6 +108,7 @@ class RowPartition:
         return fn(self, *args)
 
 
+@read_only
 def _take_rows(part, local):
     return part.X[local], (None if part.y is None else part.y[local])
 
@@ -254,6 +277,7 @@ class LocalRows(RowStore):
         self.partitions = []
 
 
+@read_only
 def _column_sums(part):
     return np.sum(part.X, axis=0, dtype=np.float64)
 
