@@ -211,11 +211,14 @@ class PartitionedRegressionState(RegressionState):
         self._fetched = (J, self.rows.take(J)[0])
 
     def append(self, j):
-        self._appending = int(j)
+        self._appending, self._passed = int(j), False
         try:
-            return super().append(j)
+            added = super().append(j)
         finally:
             self._appending = None
+        if not added and self._passed:  # R's pivot was round-off: q as before the pass
+            self.rows.map(_p_restore_q)
+        return added
 
     def _next_working_set(self):
         """The working set the next forward step will draw, or None if it cannot be told."""
@@ -265,7 +268,7 @@ class PartitionedRegressionState(RegressionState):
         return d if np.ndim(J) else d[0]
 
     def _append_pass(self, x_j, t, lpp):
-        p = self.p
+        p, self._passed = self.p, True
         J_next = self._next_working_set()
         if J_next is None:
             acc, total = self.rows.sum(_p_append, x_j, t, lpp, p, self.n_threads)
@@ -277,12 +280,6 @@ class PartitionedRegressionState(RegressionState):
         self._Xu[p] = x_j  # the partitions stored x_j's column in the pass
         vv, vy = total[0], (total[1] if self.y.ndim == 1 else total[1:])
         return (_solve_lower(self.L, acc) if p else np.zeros(0)), vv, vy
-
-    def _save_rows(self):
-        return None  # each partition keeps its q before the append pass
-
-    def _restore_rows(self, saved):
-        self.rows.map(_p_restore_q)
 
     def _delete_rows(self, coef, pos, p, j):
         owner = self.rows.split([j])

@@ -51,13 +51,7 @@ the model (``Q_p`` includes it everywhere, as in the marginal likelihood), by de
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ..kernels._columns import (
-    ColumnBlocks,
-    KernelColumns,
-    blas_threads,
-    kernel_diag,
-    run_chunks,
-)
+from ..kernels._columns import ColumnBlocks, KernelColumns, blas_threads, kernel_diag, run_chunks
 from ..linalg import cholesky_append, cholesky_delete, cholesky_rotate
 from ._scoring import _CandidateScoring
 
@@ -341,12 +335,13 @@ class RegressionState(_CandidateScoring):
         lpp = self._L[p, p]
         # New row of V = L^-1 K_p^T: v = (k_j - V^T l) / l_pp with V^T l = K_p L^-T l; the
         # border of R R^T = V V^T + s2 I needs V v = L^-1 (K_p^T v) and |v|^2 + s2.
-        saved = self._save_rows()  # restored if j is redundant
+        q = self.q.copy() if hasattr(self, "q") else None  # restored if j is redundant; O(n)
         Vv, vv, vy = self._append_pass(z_j, _solve_lower(self.L, l, trans=1) if p else l, lpp)
         rv = _solve_lower(self.R, Vv) if p else Vv
         if not vv - float(rv @ rv) > 1e-10 * vv:  # R's pivot is round-off
-            self._restore_rows(saved)
-            self.redundant[j] = True
+            self.redundant[j] = True  # and q as before (a partitioned state's: in its rows)
+            if q is not None:
+                self.q[:] = q
             return False
         cholesky_append(self._R, Vv, vv + s2, size=p, overwrite_L=True)
         r = self._R[p, :p]
@@ -385,17 +380,6 @@ class RegressionState(_CandidateScoring):
     def _kdiag_at(self, J):
         """``k(x_j, x_j)`` of training points ``J`` (an index or an index array)."""
         return self.kdiag[J]
-
-    def _save_rows(self):
-        """What :meth:`_restore_rows` needs to undo an append pass (a copy of ``q``: O(n))."""
-        return self.q.copy()
-
-    def _restore_rows(self, saved):
-        """Undo the last append pass on the rows (its point was redundant): ``q`` as before.
-
-        The column the pass stored at position ``p`` is overwritten by the next append.
-        """
-        self.q[:] = saved
 
     def _delete_rows(self, coef, pos, p, j):
         """The rows' side of deleting basis position ``pos`` (training point ``j``).
