@@ -16,7 +16,10 @@ partition ``i``:
    returns ``n_theta`` numbers; ``- 1/2 <B W^T, dK_uu>`` is ``p x p`` work on the driver.
 
 So one evaluation sends each partition ``O(p^2)`` numbers (``X_u``, ``L``, ``R``) and gets
-back ``O(p^2 + p m + n_theta)``; each partition keeps its ``V_i`` between the rounds.
+back ``O(p^2 + p m + n_theta)``. With the gradient each partition keeps its ``V_i`` (its
+``n_i x p`` block) between the rounds; without it (the value alone, the posterior of a fit
+that learned on a subsample) no ``n_i x p`` array is formed: step 2 forms ``V_i``'s blocks of
+rows again, one more kernel pass for a partition's memory of ``O(n_i d)``.
 """
 
 import numpy as np
@@ -47,29 +50,50 @@ def _targets(part):
     return y.reshape(part.n, -1)
 
 
-@state_scope(_KEY, resets=True)
-def _p_factors(part, kernel, X_basis, L, with_diag):
-    part.state.pop(_KEY, None)  # an earlier evaluation's V goes before the new one comes
-    p = X_basis.shape[0]
-    V = np.empty((p, part.n))
-    # V is the partition's n x p block; the pass beside it holds a few blocks of rows
-    chunk = max(1, _BLOCK_ENTRIES // max(p, 1))
+def _v_blocks(part, kernel, X_basis, L):
+    """``(rows, V[:, rows])`` of ``V = L^-1 K_uf`` over blocks of the partition's rows."""
+    chunk = max(1, _BLOCK_ENTRIES // max(X_basis.shape[0], 1))
     for rows, K_block in iter_kernel(kernel, part.X, X_basis, chunk_size=chunk):
-        V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
-    Y = _targets(part)
-    part.state[_KEY] = V
+        yield rows, solve_triangular(L, K_block.T, lower=True, check_finite=False)
+
+
+@state_scope(_KEY, resets=True)
+def _p_factors(part, kernel, X_basis, L, with_diag, keep):
+    """Step 1 on the partition; ``keep``: ``V`` stays for the gradient's passes (the
+    partition's ``n x p`` block), else no ``n x p`` array is formed (step 2 forms ``V``'s
+    blocks again)."""
+    part.state.pop(_KEY, None)  # an earlier evaluation's V goes before the new one comes
+    p, Y = X_basis.shape[0], _targets(part)
+    if keep:
+        V = np.empty((p, part.n))
+        for rows, V_rows in _v_blocks(part, kernel, X_basis, L):
+            V[:, rows] = V_rows
+        part.state[_KEY] = V
+        VVt, VY = V @ V.T, V @ Y
+    else:
+        VVt, VY = np.zeros((p, p)), np.zeros((p, Y.shape[1]))
+        for rows, V_rows in _v_blocks(part, kernel, X_basis, L):
+            VVt += V_rows @ V_rows.T
+            VY += V_rows @ Y[rows]
     kd = float(np.sum(kernel.diag(np.asarray(part.X, dtype=np.float64)))) if with_diag else 0.0
-    return V @ V.T, V @ Y, kd
+    return VVt, VY, kd
 
 
 @state_scope(_KEY)
-def _p_residual_terms(part, c, s2, keep):
-    V = part.state[_KEY] if keep else part.state.pop(_KEY)
+def _p_residual_terms(part, c, s2, kernel, X_basis, L):
     Y = _targets(part)
-    a = (Y - V.T @ c) / s2
-    if keep:
+    if _KEY in part.state:  # V kept by _p_factors: a stays beside it for _p_contract
+        V = part.state[_KEY]
+        a = (Y - V.T @ c) / s2
         part.state[_KEY] = (V, a)
-    return float(np.sum(Y * a)), float(np.sum(a * a)), V @ a
+        return float(np.sum(Y * a)), float(np.sum(a * a)), V @ a
+    Ya, aa, Va = 0.0, 0.0, np.zeros((X_basis.shape[0], Y.shape[1]))
+    for rows, V_rows in _v_blocks(part, kernel, X_basis, L):
+        a = (Y[rows] - V_rows.T @ c) / s2
+        Ya += float(np.sum(Y[rows] * a))
+        aa += float(np.sum(a * a))
+        Va += V_rows @ a
+    return Ya, aa, Va
 
 
 @state_scope(_KEY)
@@ -90,11 +114,12 @@ def _first_passes(kernel, rows, X_basis, s2, jitter, eval_gradient, vfe):
     """Steps 1 and 2 of the module docstring: the factors, the residual sums and the value."""
     n, p = rows.n, X_basis.shape[0]
     L, contract_uu = basis_factor(kernel, X_basis, jitter, eval_gradient)
-    VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe)
+    keep = bool(eval_gradient and kernel.n_dims)
+    VVt, VY, kd = rows.sum(_p_factors, kernel, X_basis, L, vfe, keep)
     m = VY.shape[1]
     R = _cholesky(VVt + s2 * np.eye(p), "s2 * I + V V^T", "increase `noise_variance`.")
     c = cho_solve((R, True), VY, check_finite=False)
-    Ya, aa, Va = rows.sum(_p_residual_terms, c, s2, bool(eval_gradient and kernel.n_dims))
+    Ya, aa, Va = rows.sum(_p_residual_terms, c, s2, kernel, X_basis, L)
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
     lml = float(-0.5 * Ya - 0.5 * m * log_det - 0.5 * m * n * _LOG_2PI)
     trace = kd - float(np.trace(VVt)) if vfe else 0.0
