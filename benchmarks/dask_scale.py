@@ -285,9 +285,10 @@ def memory_part(n, d, p, limit_mb, lines, costs, estimators=tuple(ESTIMATORS)):
         f"MiB each (one chunk of {chunk:,} rows per worker, generated on the workers). Peak "
         "RSS: the worker processes' resident memory, sampled every 0.2 s; before the fit: "
         "theirs with no data (the workers' own). The nanny restarts a worker at 95 % of its "
-        f"limit ({0.95 * limit_mb:.0f} MiB). Each partition holds its {block_mb / 2:,.0f} MiB "
-        f"share of the block and its {chunk * d * 8 / 2**20:,.0f} MiB chunk of X. CPU: the "
-        "driver process, and the two workers together.",
+        f"limit ({0.95 * limit_mb:.0f} MiB). Each partition holds its {chunk * d * 8 / 2**20:,.0f} "
+        f"MiB chunk of X; the classifier's also its {block_mb / 2:,.0f} MiB share of the block "
+        "(EP's V = L^-1 K_uf), the regressor's none (its passes form V by blocks of rows). "
+        "CPU: the driver process, and the two workers together.",
         "",
         "| estimator | completed | basis | wall | driver CPU | workers CPU | actor calls "
         "| RSS before the fit | peak RSS worker 1 | peak RSS worker 2 | limit |",
