@@ -16,7 +16,11 @@ memory is its own):
 - ``memory``: ``fit`` on the first ``--subsample`` rows, loaded in memory.
 
 Both with the hyperparameters fixed (``optimizer=None``, the kernel ``C(1) * RBF(sqrt(d))`` and,
-for the regressor, the noise variance 0.01, as ``million.py``) and ``max_basis=--p``; test
+for the regressor, the noise variance 0.01, as ``million.py``) and ``max_basis=--p``, or with
+``--default`` the default constructors (``max_basis=--p, random_state=0``, all else default:
+the first ``partial_fit`` learns the kernel, and the regressor's noise, on the first chunk as
+``fit`` does, the later chunks update the posterior with them fixed; the ``memory`` fit learns
+them on its rows); test
 metrics on ``--test`` fresh rows. The regressor runs when ``SparseGPRegressor`` has a
 ``partial_fit``. Rows per second are the streamed rows after the first chunk over their wall
 and CPU time (``time.process_time``); the machine is shared, so compare within a run.
@@ -111,12 +115,16 @@ def resident_gb():
     return pages * os.sysconf("SC_PAGE_SIZE") / 1024**3
 
 
-def make_model(estimator, d, p, ep_sweeps):
+def make_model(estimator, d, p, ep_sweeps, default=False):
     from sklearn.gaussian_process.kernels import RBF
     from sklearn.gaussian_process.kernels import ConstantKernel as C
 
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
+    if default:
+        if estimator == "classifier":
+            return SparseGPClassifier(max_basis=p, random_state=0, stream_ep_sweeps=ep_sweeps)
+        return SparseGPRegressor(max_basis=p, random_state=0)
     kernel = C(1.0) * RBF(np.sqrt(d))
     if estimator == "classifier":
         return SparseGPClassifier(
@@ -135,7 +143,8 @@ def metrics(estimator, model, X, y):
     mean, std = model.predict(X, return_std=True)
     var = std**2 + model.noise_variance_
     nlpd = 0.5 * np.mean(np.log(2 * np.pi * var) + (y - mean) ** 2 / var)
-    return {"test_rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "test_nlpd": float(nlpd)}
+    return {"test_rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "test_nlpd": float(nlpd),
+            "test_z2": float(np.mean((y - mean) ** 2 / var))}
 
 
 def child(args):
@@ -143,7 +152,7 @@ def child(args):
     test = np.load(folder / "test.npz")
     threshold = float(test["threshold"])
     y_test = targets(args.estimator, test["f"], test["e"], threshold)
-    model = make_model(args.estimator, args.d, args.p, args.ep_sweeps)
+    model = make_model(args.estimator, args.d, args.p, args.ep_sweeps, args.default)
     out = {"estimator": args.estimator, "mode": args.mode, "load_before": os.getloadavg()[0]}
     if args.mode == "stream" and not hasattr(model, "partial_fit"):
         print("RESULT " + json.dumps(dict(out, note="no partial_fit")), flush=True)
@@ -196,7 +205,7 @@ def run_child(args, estimator, mode, folder):
     cmd = [sys.executable, __file__, "--child", "--folder", str(folder), "--estimator",
            estimator, "--mode", mode, "--rows", str(args.rows), "--chunk", str(args.chunk),
            "--d", str(args.d), "--p", str(args.p), "--subsample", str(args.subsample),
-           "--ep-sweeps", str(args.ep_sweeps)]
+           "--ep-sweeps", str(args.ep_sweeps)] + ["--default"] * args.default
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -213,7 +222,8 @@ def table(runs, args):
         f"# stream.py: {args.rows:,} rows x {args.d} from np.memmap, chunks of {args.chunk:,}, "
         f"max_basis={args.p}",
         "",
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine()}; fixed hyperparameters; "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine()}; "
+        f"{'default constructors' if args.default else 'fixed hyperparameters'}; "
         f"classifier stream_ep_sweeps={args.ep_sweeps}. `memory`: fit on the first "
         f"{args.subsample:,} rows in memory. Test: 100,000 fresh rows.",
         "",
@@ -254,6 +264,8 @@ def main():
     parser.add_argument("--modes", default="stream,memory")
     parser.add_argument("--timeout", type=float, default=7200.0)
     parser.add_argument("--tag", default="")
+    parser.add_argument("--default", action="store_true",
+                        help="the default constructors (learned hyperparameters)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--estimator", help=argparse.SUPPRESS)

@@ -248,7 +248,7 @@ def all_rows_ep(
     prior : SparsePrior
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    bias : float
+    bias : float or ndarray of shape (n,)
         Bias ``b`` of ``Phi(y (f + b))``.
     tau, nu : ndarray of shape (n,), default=None
         Starting sites (natural parameters ``tau~``, ``nu~``, a warm start); if None, the sites
@@ -322,7 +322,7 @@ def _converged_run(prior, y, bias, tau, nu, tol):
     y_memo, bias_memo, tol_memo, out = memo
     tau_memo, nu_memo = out[0], out[1]
     same = (
-        bias == bias_memo
+        np.array_equal(bias, bias_memo)
         and tol_memo <= tol
         and np.shape(tau) == tau_memo.shape
         and np.array_equal(y, y_memo)

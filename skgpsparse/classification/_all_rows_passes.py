@@ -61,6 +61,12 @@ def _blocks(n, rows):
     return (slice(start, min(start + rows, n)) for start in range(0, n, rows))
 
 
+def _rows_of(bias, J):
+    """The bias of the rows ``J``: a scalar, or the ``J`` entries of a bias per row (the
+    online posterior's batch EP, whose earlier rows shift each new row's latent mean)."""
+    return bias[J] if np.ndim(bias) else bias
+
+
 def effective_sites(lam, tau, nu):
     """``h = 1 + Lambda tau~``, ``g = tau~ / h``, ``a = nu~ / h`` (finite at ``tau~ = 0``)."""
     h = 1.0 + lam * tau
@@ -153,7 +159,7 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     prior : SparsePrior
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    bias : float
+    bias : float or ndarray of shape (n,)
     tau, nu : ndarray of shape (n,)
         The current sites.
     post : WeightPosterior
@@ -184,7 +190,7 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     for J in _blocks(n, block_rows(p)):
         V_J = V[:, J]
         mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
-        new_tau[J], new_nu[J] = _ep_sites(mu[J], s2[J], tau[J], nu[J], y[J], bias)
+        new_tau[J], new_nu[J] = _ep_sites(mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J))
         if accumulate:
             t_J = tau[J] + damping * (new_tau[J] - tau[J])
             n_J = nu[J] + damping * (new_nu[J] - nu[J])
@@ -205,7 +211,7 @@ def adf_sites(prior, y, bias, rows=None):
     prior : SparsePrior
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    bias : float
+    bias : float or ndarray of shape (n,)
     rows : int, default=None
         Rows per block; None: ``max(block_rows(p), 4 p)``.
 
@@ -237,7 +243,7 @@ def adf_sites(prior, y, bias, rows=None):
     for J in _blocks(n, rows):
         V_J = V[:, J]
         mu, s2, _ = _block_marginals(V_J, lam[J], np.ones(V_J.shape[1]), 0.0, post)
-        tau[J], nu[J] = _matched_sites(mu, s2, y[J], bias)
+        tau[J], nu[J] = _matched_sites(mu, s2, y[J], _rows_of(bias, J))
         _, g_J, a_J = effective_sites(lam[J], tau[J], nu[J])
         S = _accumulate(S, Va, V_J, g_J, a_J)
         post = weight_posterior(S, Va)

@@ -122,6 +122,25 @@ def test_one_batch_with_ep_to_convergence_is_the_batch_ep():
     np.testing.assert_allclose(nu, nu_b, rtol=1e-6, atol=1e-9)
 
 
+def test_batch_ep_over_several_row_blocks_equals_one_block(monkeypatch):
+    """A second batch's EP (each row's bias shifted by the earlier rows' posterior mean) gives
+    the same sites when its sweeps pass over the rows in several blocks (a batch larger than
+    ``block_rows(p)``, as 10^5-row chunks are) as in one."""
+    from skgpsparse.classification import _all_rows_passes
+
+    X, y01 = _problem(300, seed=6)
+    y = np.where(y01 == 1, 1.0, -1.0)
+    kernel, Z = ConstantKernel(1.5) * RBF(1.0), X[:10]
+    sites = []
+    for entries in (1 << 19, 640):  # one block of 150 rows; blocks of 64 rows
+        monkeypatch.setattr(_all_rows_passes, "_BLOCK_ENTRIES", entries)
+        post = OnlinePosterior(kernel, Z, -0.2)
+        post.update(X[:150], y[:150])
+        sites.append(post.update(X[150:], y[150:], ep_sweeps=50, tol=1e-10))
+    np.testing.assert_allclose(sites[1][0], sites[0][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sites[1][1], sites[0][1], rtol=1e-9, atol=1e-12)
+
+
 def test_first_call_needs_classes_and_fits_as_fit_does():
     X, y = _problem(200)
     params = dict(max_basis=10, max_iter=2, random_state=0)
