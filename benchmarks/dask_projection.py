@@ -8,7 +8,8 @@ actor call of the measured fit, its function, wall time and bytes. Each call is 
   and ``t_2`` for two; with ``K`` partitions the driver sends ``K`` messages and waits for
   the slowest, modelled as ``t_1 + (K - 1) (t_2 - t_1)`` (the extra partition's cost as
   measured; the driver's event loop handles the messages one after another);
-- **row work**: the call's wall time less the two-partition round trip, taken as
+- **row work**: the call's wall time less the two-partition round trip (of the run that
+  measured the call, when its costs file has the latency; else the first file's), taken as
   proportional to the rows per partition (every partition function is a pass over its rows
   in blocks; the partitions run in parallel, one per worker, one core each as measured);
 - **bytes**: a call's bytes cross a network of ``--bandwidth`` bytes/s (default 1 GB/s,
@@ -17,6 +18,8 @@ actor call of the measured fit, its function, wall time and bytes. Each call is 
   sent) are scaled by ``N / n``; every other call moves per partition what does not depend
   on its rows (vectors, ``p x p`` matrices, the fixed-size fetch of the learning rows), so
   its measured bytes per partition are scaled by the number of partitions.
+- **fixed-size calls** (``FIXED_SIZE``: the fetch of the learning rows) keep their measured
+  work.
 - **the ADF start** (``SEQUENTIAL``: the classifier's default EP starts by one ADF pass that
   visits the partitions in row order, one call per partition): one call and one single-actor
   round trip per partition, its row work the measured pass's scaled by ``N / n`` (one pass
@@ -77,6 +80,9 @@ BYTES_PER_ROW = {"_p_sites", "_c_weights", "_c_light", "_p_q", "_p_q_and_residua
 # the partitions in row order. Their number grows with the partitions; together they pass
 # over the rows once, on one worker at a time.
 SEQUENTIAL = {"_p_adf"}
+# Calls whose work does not grow with the rows: the fetch of given rows (the learning
+# subsample, whose size is fixed; a working set).
+FIXED_SIZE = {"_take_rows"}
 
 
 def project_calls(fit, latency, n_rows, workers, bandwidth, core_share=1.0):
@@ -84,10 +90,14 @@ def project_calls(fit, latency, n_rows, workers, bandwidth, core_share=1.0):
     ``n_rows`` rows and ``workers`` workers (module docstring)."""
     one, two = latency["one actor"], latency["both partitions (rows.map)"]
     trip = one + (workers - 1) * max(two - one, 0.0)
+    # the round trips inside the measured calls: the latency of the same run, where known
+    own = fit.get("latency") or latency
+    one_m, two_m = own["one actor"], own["both partitions (rows.map)"]
     measured = fit["workers"]
-    scale = (n_rows / workers) / (fit["n"] / measured)  # rows per partition, projected/measured
+    per_partition = (n_rows / workers) / (fit["n"] / measured)  # rows, projected / measured
     out = {}
     for name, (calls, wall, sent, received) in fit["by_function"].items():
+        scale = 1.0 if name in FIXED_SIZE else per_partition
         moved = sent + received
         if name in BYTES_PER_ROW:
             transfer = moved * (n_rows / fit["n"]) / bandwidth
@@ -95,10 +105,10 @@ def project_calls(fit, latency, n_rows, workers, bandwidth, core_share=1.0):
             transfer = moved / measured * workers / bandwidth
         if name in SEQUENTIAL:  # one partition per call, one call per partition
             many = calls * workers / measured
-            out[name] = (many * one, many * max(wall / calls - one, 0.0) * scale * core_share,
+            out[name] = (many * one, many * max(wall / calls - one_m, 0.0) * scale * core_share,
                          transfer)
         else:
-            out[name] = (calls * trip, max(wall - calls * two, 0.0) * scale * core_share,
+            out[name] = (calls * trip, max(wall - calls * two_m, 0.0) * scale * core_share,
                          transfer)
     return out
 
@@ -149,9 +159,11 @@ def main():
         parser.error("--core-share takes one value, or one per --costs file")
     costs = {}
     for path, share in reversed(list(zip(args.costs, shares))):
-        for key, value in json.loads(Path(path).read_text()).items():
-            if key in ("fits", "greedy"):
-                value = {k: {**rec, "core_share": share} for k, rec in value.items()}
+        loaded = json.loads(Path(path).read_text())
+        for key, value in loaded.items():
+            if key in ("fits", "greedy"):  # with the run's core share and latency, if known
+                value = {k: {**rec, "core_share": share, "latency": loaded.get("latency")}
+                         for k, rec in value.items()}
             costs[key] = {**costs.get(key, {}), **value} if isinstance(value, dict) else value
     latency = costs["latency"]
     draw, mask = _driver_per_row()
