@@ -24,7 +24,6 @@ the partitions' work is the in-memory sweep's over their rows, in parallel.
 import numpy as np
 
 from ..rows._store import read_only, state_scope
-
 from ._all_rows_ep import (
     _EP_MAX_SWEEPS,
     _EP_TOL,
