@@ -6,8 +6,8 @@ block); other kernels are called as they are. For a ``float32`` input the column
 score candidates can be computed in ``float32`` (:meth:`KernelColumns.operand` and
 :meth:`KernelColumns.block`). :class:`CrossKernel` holds the same product form against a
 fixed basis, set up once, for the prediction blocks ``K(X*, X_u)`` of a fitted model (and
-:func:`iter_cross_kernel` sets it up per call), for ``c * Matern`` (``nu`` 1.5, 2.5) too. :class:`ColumnBlocks` stores the basis'
-columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
+:func:`iter_cross_kernel` sets it up per call), for ``c * Matern`` (``nu`` 1.5, 2.5) too.
+:class:`ColumnBlocks` stores the basis' columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
 with results that do not depend on the schedule.
 """
 

@@ -77,12 +77,12 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
 def _inverse_from_factor(L):
     """``C^-1`` from the lower Cholesky factor ``L`` of ``C`` (LAPACK ``potri``, mirrored):
     a third of the arithmetic of ``cho_solve`` against the identity."""
-    inverse, info = dpotri(L, lower=1)
+    inverse, info = dpotri(L, lower=1)  # the lower triangle; the upper is L's, zeros
     if info != 0:
         raise LinAlgError(f"potri failed (info={info}): singular factor")
-    inverse = np.tril(inverse)
-    inverse += np.tril(inverse, -1).T
-    return inverse
+    full = inverse + inverse.T
+    full[np.diag_indices_from(full)] = np.diag(inverse)
+    return full
 
 
 def exact_dtc(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,

@@ -37,7 +37,7 @@ from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..rows._dask import is_dask_array
 from ._posterior import StreamingPosterior
-from ._prediction import RegressionPredictor
+from ._prediction import RegressionPredictor, exact_factor
 
 __all__ = ["partial_fit", "stream_nbytes"]
 
@@ -201,11 +201,14 @@ def _store_prediction(model, stream):
     """The fitted attributes and the predictor from the statistics."""
     model.alpha_ = stream.alpha * model._y_train_std
     predictor = model._predictor
+    # every row seen is a basis vector: the exact GP (its factor of K_uu + s2 I, O(p^3))
+    full = stream.n_rows == stream.p
+    exact = exact_factor(stream.L, stream.jitter, stream.s2) if full else None
     if predictor.L.shape[0] == stream.p:
-        predictor.alpha, predictor.S = model.alpha_, stream.S
+        predictor.alpha, predictor.S, predictor.exact = model.alpha_, stream.S, exact
     else:  # a grown basis: a new kernel set-up against it
         model._predictor = RegressionPredictor(
-            model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S
+            model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S, exact
         )
     model.log_marginal_likelihood_value_ = float(stream.value)
 
@@ -222,4 +225,5 @@ def stream_nbytes(model):
     predictor = getattr(model, "_predictor", None)
     if predictor is not None:
         total += predictor.L.nbytes + predictor.S.nbytes
+        total += 0 if predictor.exact is None else predictor.exact.nbytes
     return total
