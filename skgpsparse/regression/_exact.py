@@ -35,7 +35,6 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     X, Y, _ = _check_arguments(kernel, X, y, X, noise_variance, None)
     s2 = float(noise_variance)
     n, m = Y.shape
-    n_theta = kernel.n_dims  # (scikit-learn's theta is slow to read: once)
     blocks = list(iter_kernel_contractions(kernel, X, X)) if eval_gradient else None
     if blocks is not None:
         K = np.empty((n, n))  # a copy: the contractions hold the blocks, without the noise
@@ -58,20 +57,19 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     W = _inverse_from_factor(L)
     W *= -m
     W += A @ A.T
-    grad = np.zeros(n_theta + 1)
-    grad[-1] = 0.5 * s2 * float(np.trace(W))
+    noise_grad = 0.5 * s2 * float(np.trace(W))
+    diag_grad = 0.0
     if trace_term:
         # -m T / (2 s2) with dT = d sum_i k(x_i, x_i) - tr(dK)
-        grad[-1] += 0.5 * m * trace / s2
-        if n_theta and radial_parameters(kernel, X.shape[1]) is None:
-            # the diagonal's part below; tr(dK) = <I, dK> joins the contraction as (m / s2) I
+        noise_grad += 0.5 * m * trace / s2
+        if radial_parameters(kernel, X.shape[1]) is None and kernel.n_dims:
+            # the diagonal's part here; tr(dK) = <I, dK> joins the contraction as (m / s2) I
             # added to W. For c * RBF and c * Matern, K's diagonal is k(x, x) = c, so the
-            # two parts cancel: both are skipped.
-            grad[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
+            # two parts cancel: both are skipped (and scikit-learn's slow theta not read).
+            diag_grad = 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
             W[np.diag_indices(n)] += m / s2
-    for rows, _, contract in blocks:
-        grad[:-1] += 0.5 * contract(W[rows])
-    return value, grad
+    kernel_grad = 0.5 * sum(contract(W[rows]) for rows, _, contract in blocks) - diag_grad
+    return value, np.append(kernel_grad, noise_grad)
 
 
 def _inverse_from_factor(L):
