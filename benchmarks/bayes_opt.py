@@ -14,13 +14,16 @@ expected improvement, and updates the model:
   evaluations (so every evaluation is a basis vector and the model is the full GP),
   ``partial_fit`` with the new evaluation at every step (the basis grows by it: O(p^2) for the
   statistics, O(p^3) for the prediction's factors), and a ``fit`` with ``warm_start=True`` on
-  all evaluations every ``--relearn`` steps, which re-learns the hyperparameters from the
-  previous ones.
+  all evaluations every ``--relearn`` steps (5 by default), which re-learns the
+  hyperparameters from the previous ones, by L-BFGS-B capped at ``--lbfgs-steps`` iterations
+  (15 by default, an ``optimizer`` callable of scikit-learn's contract; 0 for the
+  estimator's own search to convergence).
 
 Both run with one BLAS thread. The table gives, per function and model, the median over seeds
 of the model's wall and CPU seconds (updates and fits) and of the whole loop's (with the
 predictions at the candidates), the ratio ours / sklearn, and the simple regret
-``min f(x_i) - f*`` at iterations 50, 100, 200 (median and quartiles over seeds); the plot
+``min f(x_i) - f*`` at iterations 50, 100, 200 (median and quartiles over seeds) and a paired
+test of the regrets at 200 over the seeds (Wilcoxon's signed-rank test); the plot
 shows the median log10 regret against the iteration with the quartiles shaded, and the
 cumulative model time.
 
@@ -367,16 +370,18 @@ def main(argv=None):
         f"Machine: {machine()}; {date}; one BLAS thread; load average {load} at the end "
         "(a shared machine: wall times are inflated; " + (
             f"merged from the runs of results/{{{','.join(args.load)}}}_runs.json, each "
-            "function in its own process; sklearn and 'ours, k=20' back to back per seed, "
-            "the other schedule run alone later, against the same seeds' sklearn runs)."
+            "function in its own process, the two models of a seed back to back)."
             if args.load else "the two models of a seed ran back to back)."),
         f"`python benchmarks/bayes_opt.py{' ' + shlex.join(argv) if argv else ''}`: "
         f"{args.iterations} iterations after 2d + 1 uniform points, {args.seeds} seeds, "
         f"{args.candidates} uniform + {args.candidates} local candidates per step, ours "
         "re-learning its hyperparameters by a warm_start fit on the schedule in its label "
-        "(every k steps, and with xg once the evaluations grew g-fold since the last). Times "
-        "are medians over seeds of the sums over the run; regret is min f - f* (median "
-        "[quartiles] over seeds).",
+        "(every k steps, with xg also once the evaluations grew g-fold since the last, with "
+        "'s steps' L-BFGS-B capped at s iterations). Times are medians over seeds of the sums "
+        "over the run; regret is min f - f* (median [quartiles] over seeds); the last column "
+        "pairs each seed's runs: the median over seeds of log10(regret ours / regret "
+        "sklearn) at the last iteration, the seeds where ours is lower / higher, and the "
+        "two-sided p-value of Wilcoxon's signed-rank test on those log ratios.",
         "",
         *table,
         "",
