@@ -14,13 +14,16 @@ expected improvement, and updates the model:
   evaluations (so every evaluation is a basis vector and the model is the full GP),
   ``partial_fit`` with the new evaluation at every step (the basis grows by it: O(p^2) for the
   statistics, O(p^3) for the prediction's factors), and a ``fit`` with ``warm_start=True`` on
-  all evaluations every ``--relearn`` steps, which re-learns the hyperparameters from the
-  previous ones.
+  all evaluations every ``--relearn`` steps (5 by default), which re-learns the
+  hyperparameters from the previous ones, by L-BFGS-B capped at ``--lbfgs-steps`` iterations
+  (15 by default, an ``optimizer`` callable of scikit-learn's contract; 0 for the
+  estimator's own search to convergence).
 
 Both run with one BLAS thread. The table gives, per function and model, the median over seeds
 of the model's wall and CPU seconds (updates and fits) and of the whole loop's (with the
 predictions at the candidates), the ratio ours / sklearn, and the simple regret
-``min f(x_i) - f*`` at iterations 50, 100, 200 (median and quartiles over seeds); the plot
+``min f(x_i) - f*`` at iterations 50, 100, 200 (median and quartiles over seeds) and a paired
+test of the regrets at 200 over the seeds (Wilcoxon's signed-rank test); the plot
 shows the median log10 regret against the iteration with the quartiles shaded, and the
 cumulative model time.
 
@@ -116,20 +119,41 @@ class SklearnModel:
         return self.gpr.predict(X, return_std=True)
 
 
+def lbfgs_steps(steps):
+    """scikit-learn's ``optimizer`` contract: L-BFGS-B from the given theta, at most
+    ``steps`` iterations. From a warm start (the previous fit's theta) the objective is
+    within a few 1e-3 nats of its optimum after about ten; the default search's stall rule
+    (ten iterations together gaining < 1e-4 nats per row) and its moving box ran 20 to 250
+    evaluations per re-learn."""
+    import scipy.optimize
+
+    def optimizer(obj_func, initial_theta, bounds):
+        res = scipy.optimize.minimize(
+            obj_func, initial_theta, jac=True, method="L-BFGS-B", bounds=bounds,
+            options={"maxiter": steps},
+        )
+        return res.x, res.fun
+
+    return optimizer
+
+
 class PartialFitModel:
     """SparseGPRegressor: partial_fit every step; a warm_start fit after ``relearn`` steps,
-    or once the evaluations have grown by the factor ``growth`` since the last fit."""
+    or once the evaluations have grown by the factor ``growth`` since the last fit; with
+    ``steps``, its L-BFGS-B capped at that many iterations (:func:`lbfgs_steps`)."""
 
     name = "ours"
     growth = None
+    steps_cap = None
 
     def __init__(self, d, seed, relearn):
         from skgpsparse import SparseGPRegressor
 
+        optimizer = "fmin_l_bfgs_b" if self.steps_cap is None else lbfgs_steps(self.steps_cap)
         self.model = SparseGPRegressor(
             kernel_for(d), noise_variance=1e-6, noise_variance_bounds="fixed",
             max_basis=512, normalize_y=True, max_iter=1, refine_basis=0,
-            noise_calibration=None, warm_start=True, random_state=seed,
+            noise_calibration=None, warm_start=True, random_state=seed, optimizer=optimizer,
         )
         self.relearn, self.steps, self.n_fit = relearn, 0, 0
 
@@ -202,6 +226,19 @@ def quartiles(values):
     return f"{q[1]:.3g} [{q[0]:.2g}, {q[2]:.2g}]"
 
 
+def paired(runs, reference, i):
+    """The paired comparison of the regrets at iteration ``i`` over the seeds: the median
+    log10 ratio to ``reference``'s run of the same seed, the seeds where it is lower / higher,
+    and the two-sided p-value of Wilcoxon's signed-rank test on the log ratios (ties, equal
+    regrets, split between the signs: scipy's ``zero_method="zsplit"``)."""
+    from scipy.stats import wilcoxon
+
+    d = np.log10(np.maximum([r["regret"][i] for r in runs], 1e-300)) - np.log10(
+        np.maximum([r["regret"][i] for r in reference], 1e-300))
+    p = 1.0 if np.all(d == 0) else float(wilcoxon(d, zero_method="zsplit").pvalue)
+    return f"{np.median(d):+.2f}, {int(np.sum(d < 0))}/{int(np.sum(d > 0))}, p={p:.2f}"
+
+
 def plot(runs, iterations, path):
     import matplotlib
 
@@ -240,8 +277,11 @@ def main(argv=None):
                         "seeds of a function between processes, merged by --load)")
     parser.add_argument("--candidates", type=int, default=1000,
                         help="uniform candidates per step (and as many local ones)")
-    parser.add_argument("--relearn", type=int, default=20,
+    parser.add_argument("--relearn", type=int, default=5,
                         help="ours: a warm_start fit every this many steps")
+    parser.add_argument("--lbfgs-steps", type=int, default=15,
+                        help="ours: L-BFGS-B iterations per fit (0: the estimator's default "
+                        "search, to convergence)")
     parser.add_argument("--growth", type=float, default=None,
                         help="ours: also a warm_start fit once the evaluations have grown by "
                         "this factor since the last fit (e.g. 1.5)")
@@ -274,8 +314,10 @@ def main(argv=None):
         classes = [c for c in (SklearnModel, PartialFitModel) if c.name in args.models]
         for fname in args.functions:
             PartialFitModel.growth = args.growth
+            PartialFitModel.steps_cap = args.lbfgs_steps or None
             label = {"sklearn": "sklearn", "ours": f"ours, k={args.relearn}" + (
-                f", x{args.growth:g}" if args.growth else "")}
+                f", x{args.growth:g}" if args.growth else "") + (
+                f", {args.lbfgs_steps} steps" if args.lbfgs_steps else "")}
             runs[fname] = {label[c.name]: [] for c in classes}
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for model_class in classes:  # back to back per seed
@@ -298,20 +340,25 @@ def main(argv=None):
                for m, rs in by_model.items()}
         for m in by_model:
             regrets = [quartiles([r["regret"][i] for r in by_model[m]]) for i in checkpoints]
-            ratio = ("" if m == "sklearn" or "sklearn" not in med else
+            against = m != "sklearn" and "sklearn" in med
+            ratio = ("" if not against else
                      f"{med[m]['model_cpu'] / med['sklearn']['model_cpu']:.3f} / "
                      f"{med[m]['loop_cpu'] / med['sklearn']['loop_cpu']:.3f}")
+            test = (paired(by_model[m], by_model["sklearn"], checkpoints[-1])
+                    if against and len(by_model[m]) == len(by_model["sklearn"]) else "")
             rows.append(
                 f"| {fname} | {m} | {med[m]['model_wall']:.2f} / {med[m]['model_cpu']:.2f} | "
                 f"{med[m]['loop_wall']:.2f} / {med[m]['loop_cpu']:.2f} | {ratio} | "
-                + " | ".join(regrets) + " |"
+                + " | ".join(regrets) + f" | {test} |"
             )
     header = (
         "| function | model | model time s, wall / CPU | loop time s, wall / CPU | "
         "ours / sklearn CPU, model / loop | "
-        + " | ".join(f"regret at {i}" for i in checkpoints) + " |"
+        + " | ".join(f"regret at {i}" for i in checkpoints)
+        + f" | paired at {checkpoints[-1]}: median log10(ours / sklearn), seeds lower/higher, "
+        "Wilcoxon p |"
     )
-    table = [header, "|" + "---|" * (5 + len(checkpoints))] + rows
+    table = [header, "|" + "---|" * (6 + len(checkpoints))] + rows
     print("\n".join(table))
     if args.quick:
         return
@@ -323,16 +370,18 @@ def main(argv=None):
         f"Machine: {machine()}; {date}; one BLAS thread; load average {load} at the end "
         "(a shared machine: wall times are inflated; " + (
             f"merged from the runs of results/{{{','.join(args.load)}}}_runs.json, each "
-            "function in its own process; sklearn and 'ours, k=20' back to back per seed, "
-            "the other schedule run alone later, against the same seeds' sklearn runs)."
+            "function in its own process, the two models of a seed back to back)."
             if args.load else "the two models of a seed ran back to back)."),
         f"`python benchmarks/bayes_opt.py{' ' + shlex.join(argv) if argv else ''}`: "
         f"{args.iterations} iterations after 2d + 1 uniform points, {args.seeds} seeds, "
         f"{args.candidates} uniform + {args.candidates} local candidates per step, ours "
         "re-learning its hyperparameters by a warm_start fit on the schedule in its label "
-        "(every k steps, and with xg once the evaluations grew g-fold since the last). Times "
-        "are medians over seeds of the sums over the run; regret is min f - f* (median "
-        "[quartiles] over seeds).",
+        "(every k steps, with xg also once the evaluations grew g-fold since the last, with "
+        "'s steps' L-BFGS-B capped at s iterations). Times are medians over seeds of the sums "
+        "over the run; regret is min f - f* (median [quartiles] over seeds); the last column "
+        "pairs each seed's runs: the median over seeds of log10(regret ours / regret "
+        "sklearn) at the last iteration, the seeds where ours is lower / higher, and the "
+        "two-sided p-value of Wilcoxon's signed-rank test on those log ratios.",
         "",
         *table,
         "",

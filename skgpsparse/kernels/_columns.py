@@ -6,8 +6,8 @@ block); other kernels are called as they are. For a ``float32`` input the column
 score candidates can be computed in ``float32`` (:meth:`KernelColumns.operand` and
 :meth:`KernelColumns.block`). :class:`CrossKernel` holds the same product form against a
 fixed basis, set up once, for the prediction blocks ``K(X*, X_u)`` of a fitted model (and
-:func:`iter_cross_kernel` sets it up per call). :class:`ColumnBlocks` stores the basis'
-columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
+:func:`iter_cross_kernel` sets it up per call), for ``c * Matern`` (``nu`` 1.5, 2.5) too.
+:class:`ColumnBlocks` stores the basis' columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
 with results that do not depend on the schedule.
 """
 
@@ -20,6 +20,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
 from threadpoolctl import threadpool_info
 
 from ._gradients import chunk_rows, iter_kernel, row_blocks
+from ._radial import radial_parameters
 
 # The inner-product form of the RBF loses ~eps |x|^2 absolutely; it is used only when the
 # centred, scaled inputs satisfy |x|^2 / 2 <= this (an error below ~1e-12 in the kernel).
@@ -208,7 +209,11 @@ class CrossKernel:
     the checks below, the blocks come from inner products of inputs centred on ``Z``'s mean
     and scaled by the length scales, as in :class:`KernelColumns`: rows
     ``[s_x, -|s_x|^2/2, 1]`` times ``[s_z, 1, log c - |s_z|^2/2]`` give the exponent
-    ``log c - |s_x - s_z|^2 / 2`` in one BLAS product, then one ``exp`` (GPML eq. (2.31)). The
+    ``log c - |s_x - s_z|^2 / 2`` in one BLAS product, then one ``exp`` (GPML eq. (2.31)).
+    ``c * Matern`` with ``nu`` in 1.5, 2.5, inf takes the same product without ``log c``,
+    ``-|s_x - s_z|^2 / 2``, and its closed form in ``r`` (GPML eqs. (4.16)-(4.17),
+    :mod:`skgpsparse.kernels._radial`): one ``sqrt`` and one ``exp`` per entry, where the
+    kernel's own call forms the differences by ``cdist``. The
     basis' operand, the centre and ``log c`` are formed here, so a fitted model that keeps
     this object pays for them once, not on every prediction call (for one row, forming them
     cost more than the block itself). A block with a row so far from ``Z`` that the inner
@@ -235,33 +240,51 @@ class CrossKernel:
 
     def __init__(self, kernel, Z):
         self.kernel, self.Z, self.product_form = kernel, Z, False
-        params = rbf_parameters(kernel, Z.shape[1]) if Z.shape[0] else None
+        params = radial_parameters(kernel, Z.shape[1]) if Z.shape[0] else None
         if params is None:
             return
-        c, ls = params
+        c, ls, radial = params
         d = Z.shape[1]
         centre = Z.mean(axis=0)
         Zop = _augmented_rows(Z, centre, ls)
         if not (np.all(np.isfinite(Zop)) and -Zop[:, d].min() <= MAX_HALF_SQNORM):
             return
-        log_c = np.log(c)
+        # the RBF's exponent takes log c; a Matern's E = -r^2 / 2 takes c afterwards
+        rbf = rbf_parameters(kernel, d) is not None
+        log_c = np.log(c) if rbf else 0.0
         Zop = Zop[:, [*range(d), d + 1, d]]
         Zop[:, d + 1] += log_c
         self.product_form = True
         self.c, self.log_c, self.centre, self.length_scale = c, log_c, centre, ls
+        self.radial = None if rbf else radial
         self.operand_T = Zop.T  # the right factor of every block's product
 
     def block(self, X):
         """``kernel(X, Z)`` for one block of rows ``X`` (float64)."""
-        if not self.product_form:
-            return self.kernel(X, self.Z)
-        d = X.shape[1]
-        A = _augmented_rows(X, self.centre, self.length_scale)
-        if not (np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM):
-            return np.asarray(self.kernel(X, self.Z), dtype=float)
-        K = A @ self.operand_T
-        np.minimum(K, self.log_c, out=K)  # |s_x - s_z|^2 >= 0
-        return np.exp(K, out=K)
+        return self.block_and_slopes(X, slopes=False)
+
+    def block_and_slopes(self, X, slopes=True):
+        """``kernel(X, Z)`` and, with ``slopes``, ``G`` with ``dK / d log l_k = G D_k``.
+
+        ``G`` (:mod:`skgpsparse.kernels._radial`) is None when the block went through the
+        kernel's own call (no product form, or a row too far from ``Z``); only the block
+        is returned without ``slopes``.
+        """
+        K, G = None, None
+        if self.product_form:
+            d = X.shape[1]
+            A = _augmented_rows(X, self.centre, self.length_scale)
+            if np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM:
+                K = A @ self.operand_T
+                np.minimum(K, self.log_c, out=K)  # |s_x - s_z|^2 >= 0
+                if self.radial is not None:
+                    K, G = self.radial.values(K, slopes=True) if slopes else (
+                        self.radial.values(K), None)
+                else:
+                    K = G = np.exp(K, out=K)
+        if K is None:
+            K = np.asarray(self.kernel(X, self.Z), dtype=float)
+        return (K, G) if slopes else K
 
     def diag(self, X):
         """``k(x, x)`` of the rows of ``X``: ``c`` for the product form, as the kernel gives."""
@@ -286,9 +309,10 @@ class CrossKernel:
 def iter_cross_kernel(kernel, X, Z, *, chunk_size=None):
     """Yield ``kernel(X[rows], Z)`` over blocks of rows of ``X``, as :func:`iter_kernel`.
 
-    For an exact ``RBF`` or ``ConstantKernel * RBF`` the blocks come from inner products of
-    centred, scaled inputs (:class:`CrossKernel`, set up anew on every call): about half the
-    time of the kernel's own ``cdist`` and ``exp`` for prediction blocks against a basis.
+    For an exact ``RBF``, ``Matern`` (``nu`` 1.5, 2.5, inf) or ``ConstantKernel *`` one the
+    blocks come from inner products of centred, scaled inputs (:class:`CrossKernel`, set up
+    anew on every call): about half the time of the kernel's own ``cdist`` and ``exp`` for
+    prediction blocks against a basis.
 
     Parameters
     ----------

@@ -13,6 +13,10 @@ For the exact ``RBF`` and ``ConstantKernel * RBF`` kernels (GPML eq. (2.31)),
   ``(n x p)(p x d)`` product per block instead of an ``n x p x d`` array (an isotropic length
   scale sums the ``d`` terms).
 
+``Matern`` (``nu`` 1.5, 2.5, inf) and ``ConstantKernel * Matern`` contract the same way with
+``M = W o G`` for the length scales, ``G`` the slopes of :mod:`skgpsparse.kernels._radial`
+(``dK / d log l_k = G D_k``, GPML eqs. (4.16)-(4.17)), and ``sum_ij (W o K)_ij`` for ``c``.
+
 The centre ``m`` is the mean of ``Z``, as for the kernel blocks of
 :func:`skgpsparse.kernels._columns.iter_cross_kernel`, which keeps the cancellation in the
 expanded square at a few ``eps (|s_x|^2 + |s_z|^2)``; blocks with a row (and bases with a
@@ -22,10 +26,11 @@ goes through
 """
 
 import numpy as np
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, Product
 
-from ._columns import MAX_HALF_SQNORM, iter_cross_kernel, rbf_parameters
-from ._gradients import chunk_rows, iter_kernel_gradient
+from ._columns import MAX_HALF_SQNORM, CrossKernel, rbf_parameters
+from ._gradients import chunk_rows, iter_kernel_gradient, row_blocks
+from ._radial import radial_parameters
 
 __all__ = ["contract_given_block", "iter_kernel_contractions"]
 
@@ -33,13 +38,15 @@ __all__ = ["contract_given_block", "iter_kernel_contractions"]
 _BLOCK_ENTRIES = 1 << 21
 
 
-def _rbf_layout(kernel, n_features):
+def _rbf_layout(kernel, n_features, parameters=rbf_parameters):
     """``(c, length_scale, parts)`` for the fast path, else None.
 
     ``parts`` lists the free hyperparameters in the order of ``kernel.theta``:
-    ``"constant"`` or ``"length_scale"`` (with its number of entries).
+    ``"constant"`` or ``"length_scale"`` (with its number of entries). ``parameters`` says
+    which kernels have the fast path: :func:`rbf_parameters` (the RBF) or
+    :func:`~skgpsparse.kernels._radial.radial_parameters` (also ``Matern``).
     """
-    params = rbf_parameters(kernel, n_features)
+    params = parameters(kernel, n_features)
     if params is None:
         return None
     factors = [kernel.k1, kernel.k2] if type(kernel) is Product else [kernel]
@@ -48,13 +55,13 @@ def _rbf_layout(kernel, n_features):
         if type(factor) is ConstantKernel:
             if not factor.hyperparameter_constant_value.fixed:
                 parts.append(("constant", 1))
-        elif type(factor) is RBF:
+        elif type(factor) in (RBF, Matern):
             hp = factor.hyperparameter_length_scale
             if not hp.fixed:
                 parts.append(("length_scale", hp.n_elements))
     if sum(size for _, size in parts) != kernel.n_dims:
         return None
-    return (*params, parts)
+    return (*params[:2], parts)
 
 
 def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
@@ -62,7 +69,9 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
 
     ``K = kernel(X[rows], Z)`` and ``contract(W)`` returns ``sum_ij W_ij dK_ij / d theta``
     (length ``kernel.n_dims``, log-space ``theta`` as in ``kernel.theta``) for a weight matrix
-    ``W`` of ``K``'s shape, equal to ``W.ravel() @ dK.reshape(-1, n_theta)``.
+    ``W`` of ``K``'s shape, equal to ``W.ravel() @ dK.reshape(-1, n_theta)``. For the
+    ``RBF`` and ``Matern`` (``nu`` 1.5, 2.5, inf) kernels, alone or times a
+    ``ConstantKernel``, without ``dK`` (module docs).
 
     Parameters
     ----------
@@ -94,26 +103,26 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
     >>> bool(np.allclose(contract(W), W.ravel() @ dK.reshape(-1, 3)))
     True
     """
-    layout = _rbf_layout(kernel, X.shape[1]) if Z.shape[0] else None
-    if layout is None:
+    layout = _rbf_layout(kernel, X.shape[1], radial_parameters) if Z.shape[0] else None
+    cross = CrossKernel(kernel, Z) if layout is not None else None
+    if cross is None or not cross.product_form:
         yield from _generic(kernel, X, Z, chunk_size)
         return
     _, ls, parts = layout
-    centre = Z.mean(axis=0)
-    scaled_Z = _scaled(Z, centre, ls)
+    scaled_Z = _scaled(Z, cross.centre, ls)
     if scaled_Z is None:
         yield from _generic(kernel, X, Z, chunk_size)
         return
     S_Z, S_Z2 = scaled_Z
-    chunk = chunk_rows(chunk_size, Z.shape[0], 1)
-    for rows, K in iter_cross_kernel(kernel, X, Z, chunk_size=chunk):
-        scaled_X = _scaled(X[rows], centre, ls)
+    for rows in row_blocks(X, chunk_rows(chunk_size, Z.shape[0], 1)):
+        K, G = cross.block_and_slopes(X[rows])
+        scaled_X = None if G is None else _scaled(X[rows], cross.centre, ls)
         if scaled_X is None:
             # rows so far from the centre that the expanded squares would lose digits: the
             # full array, by the (smaller) chunks of iter_kernel_gradient, when contracted
             contract = _generic_contraction(kernel, X[rows], Z)
         else:
-            contract = _rbf_contraction(K, *scaled_X, S_Z, S_Z2, parts)
+            contract = _rbf_contraction(K, G, *scaled_X, S_Z, S_Z2, parts)
         yield rows, K, contract
 
 
@@ -134,13 +143,17 @@ def _generic_contraction(kernel, X, Z):
     return contract
 
 
-def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts):
-    """``sum_ij W_ij dK_ij / d theta`` from ``M = W o K`` (module docs)."""
+def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts, M_slopes=None):
+    """``sum_ij W_ij dK_ij / d theta`` from ``M = W o K`` (module docs), and for a Matern
+    ``M_slopes = W o G`` (:mod:`skgpsparse.kernels._radial`; the RBF's ``G`` is ``K``)."""
+    if M_slopes is not None:
+        constant = M.sum()
+        M = M_slopes
     r, q = M.sum(axis=1), M.sum(axis=0)
     out = []
     for name, size in parts:
         if name == "constant":
-            out.append([r.sum()])
+            out.append([r.sum() if M_slopes is None else constant])
             continue
         # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
         per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
@@ -148,9 +161,10 @@ def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts):
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def _rbf_contraction(K, S_X, S_X2, S_Z, S_Z2, parts):
+def _rbf_contraction(K, G, S_X, S_X2, S_Z, S_Z2, parts):
     def contract(W):
-        return _rbf_theta(W * K, S_X, S_X2, S_Z, S_Z2, parts)
+        slopes = None if G is K else W * G
+        return _rbf_theta(W * K, S_X, S_X2, S_Z, S_Z2, parts, slopes)
 
     return contract
 

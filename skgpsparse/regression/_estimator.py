@@ -8,7 +8,6 @@ from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
-from threadpoolctl import threadpool_limits
 
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
@@ -22,7 +21,7 @@ from ._design import alternate
 from ._fitting import prepare_fit, store_fit
 from ._rows_fit import fit_dask, predict_dask
 from ._sampling import sample_y
-from ._streaming import partial_fit
+from ._streaming import blas_thread_limit, partial_fit
 from ._targets import prior_prediction, target_scaling
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
@@ -346,7 +345,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         self._warm = warm_start_from(self, X)  # taken by _design.alternate (warm_start)
         reset_fitted_state(self, _PRIVATE_STATE)
-        with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+        with blas_thread_limit(_FIT_BLAS_THREADS):
             return self._fit(X, y)
 
     @_fit_context(prefer_skip_nested_validation=True)

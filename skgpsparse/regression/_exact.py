@@ -20,9 +20,11 @@ differ from theirs by the jitter's effect, ``O(n jitter / s2)`` nats.
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky
+from scipy.linalg import LinAlgError, cho_solve, cholesky
+from scipy.linalg.lapack import dpotri
 
 from ..kernels._contraction import iter_kernel_contractions
+from ..kernels._radial import radial_parameters
 from ._likelihood import _check_arguments
 from ._vfe import _diag_gradient_sum
 
@@ -35,7 +37,7 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     n, m = Y.shape
     blocks = list(iter_kernel_contractions(kernel, X, X)) if eval_gradient else None
     if blocks is not None:
-        K = np.empty((n, n))
+        K = np.empty((n, n))  # a copy: the contractions hold the blocks, without the noise
         for rows, K_block, _ in blocks:
             K[rows] = K_block
     else:
@@ -52,21 +54,33 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     if not eval_gradient:
         return value
     # GPML eq. 5.9: 1/2 <a a^T - m C^-1, dC>, summed over the m targets
-    W = cho_solve((L, True), np.eye(n), check_finite=False)
+    W = _inverse_from_factor(L)
     W *= -m
     W += A @ A.T
-    grad = np.zeros(kernel.n_dims + 1)
-    grad[-1] = 0.5 * s2 * float(np.trace(W))
+    noise_grad = 0.5 * s2 * float(np.trace(W))
+    diag_grad = 0.0
     if trace_term:
-        # -m T / (2 s2) with dT = d sum_i k(x_i, x_i) - tr(dK): the diagonal's part below,
-        # tr(dK) = <I, dK> joins the contraction as (m / s2) I added to W
-        grad[-1] += 0.5 * m * trace / s2
-        if kernel.n_dims:
-            grad[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
-        W[np.diag_indices(n)] += m / s2
-    for rows, _, contract in blocks:
-        grad[:-1] += 0.5 * contract(W[rows])
-    return value, grad
+        # -m T / (2 s2) with dT = d sum_i k(x_i, x_i) - tr(dK)
+        noise_grad += 0.5 * m * trace / s2
+        if radial_parameters(kernel, X.shape[1]) is None and kernel.n_dims:
+            # the diagonal's part here; tr(dK) = <I, dK> joins the contraction as (m / s2) I
+            # added to W. For c * RBF and c * Matern, K's diagonal is k(x, x) = c, so the
+            # two parts cancel: both are skipped (and scikit-learn's slow theta not read).
+            diag_grad = 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
+            W[np.diag_indices(n)] += m / s2
+    kernel_grad = 0.5 * sum(contract(W[rows]) for rows, _, contract in blocks) - diag_grad
+    return value, np.append(kernel_grad, noise_grad)
+
+
+def _inverse_from_factor(L):
+    """``C^-1`` from the lower Cholesky factor ``L`` of ``C`` (LAPACK ``potri``, mirrored):
+    a third of the arithmetic of ``cho_solve`` against the identity."""
+    inverse, info = dpotri(L, lower=1)  # the lower triangle; the upper is L's, zeros
+    if info != 0:
+        raise LinAlgError(f"potri failed (info={info}): singular factor")
+    full = inverse + inverse.T
+    full[np.diag_indices_from(full)] = np.diag(inverse)
+    return full
 
 
 def exact_dtc(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,

@@ -17,7 +17,7 @@ from .._progress import Progress
 from ._basis import make_selector
 from ._learning import check_noise_bounds
 from ._posterior import FitStatistics
-from ._prediction import RegressionPredictor, prediction_factors
+from ._prediction import RegressionPredictor, exact_factor, prediction_factors
 from ._refine import check_refinable
 from ._white import fold_white, unfold_white
 
@@ -74,8 +74,11 @@ def store_fit(model, fit, n_rows):
     # as a preconditioner): the exact GP's predictions when every row is in the basis.
     factors = prediction_factors(fit.L, fit.R, fit.Vy, fit.jitter, fit.noise_variance)
     model.alpha_ = factors.alpha * model._y_train_std
+    # every row in the basis: the exact GP, its variances from K_uu + s2 I's factor
+    exact = (exact_factor(fit.L, fit.jitter, fit.noise_variance)
+             if len(fit.basis) == n_rows else None)
     model._predictor = RegressionPredictor(
-        model.kernel_, model.basis_vectors_, model.alpha_, fit.L, factors.S
+        model.kernel_, model.basis_vectors_, model.alpha_, fit.L, factors.S, exact
     )
     model.log_marginal_likelihood_value_ = float(fit.objective)
     model.cost_curve_ = fit.cost_curve

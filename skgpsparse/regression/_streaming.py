@@ -37,9 +37,9 @@ from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..rows._dask import is_dask_array
 from ._posterior import StreamingPosterior
-from ._prediction import RegressionPredictor
+from ._prediction import RegressionPredictor, exact_factor
 
-__all__ = ["partial_fit", "stream_nbytes"]
+__all__ = ["blas_thread_limit", "partial_fit", "stream_nbytes"]
 
 _DEFAULT_WORKING_SET = 59
 _CONTROLLER = None  # threadpoolctl's, made on first use
@@ -84,15 +84,16 @@ def _posterior(model):
     return stream
 
 
-def _one_blas_thread():
-    """A context with one BLAS thread, as ``fit``'s: threadpoolctl's controller is made once
-    (``threadpool_limits`` scans the loaded libraries at every call, ~10 ms, more than a
-    one-row update; with several BLAS threads on a busy machine a ``p x p`` triangular solve
-    took milliseconds instead of tens of microseconds)."""
+def blas_thread_limit(limits=1):
+    """A context with at most ``limits`` BLAS threads (one: ``fit``'s and ``partial_fit``'s);
+    threadpoolctl's controller is made once (``threadpool_limits`` scans the loaded
+    libraries at every call, ~10 ms, more than a one-row update or a warm-started fit on a
+    few hundred rows; with several BLAS threads on a busy machine a ``p x p`` triangular
+    solve took milliseconds instead of tens of microseconds)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    return _CONTROLLER.limit(limits=limits, user_api="blas")
 
 
 def partial_fit(model, X, y):
@@ -110,7 +111,7 @@ def partial_fit(model, X, y):
     >>> model.basis_vectors_.shape, bool(model.score(X, y) > 0.9)
     ((15, 1), True)
     """
-    with _one_blas_thread():
+    with blas_thread_limit():
         return _partial_fit(model, X, y)
 
 
@@ -201,11 +202,14 @@ def _store_prediction(model, stream):
     """The fitted attributes and the predictor from the statistics."""
     model.alpha_ = stream.alpha * model._y_train_std
     predictor = model._predictor
+    # every row seen is a basis vector: the exact GP (its factor of K_uu + s2 I, O(p^3))
+    full = stream.n_rows == stream.p
+    exact = exact_factor(stream.L, stream.jitter, stream.s2) if full else None
     if predictor.L.shape[0] == stream.p:
-        predictor.alpha, predictor.S = model.alpha_, stream.S
+        predictor.alpha, predictor.S, predictor.exact = model.alpha_, stream.S, exact
     else:  # a grown basis: a new kernel set-up against it
         model._predictor = RegressionPredictor(
-            model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S
+            model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S, exact
         )
     model.log_marginal_likelihood_value_ = float(stream.value)
 
@@ -222,4 +226,5 @@ def stream_nbytes(model):
     predictor = getattr(model, "_predictor", None)
     if predictor is not None:
         total += predictor.L.nbytes + predictor.S.nbytes
+        total += 0 if predictor.exact is None else predictor.exact.nbytes
     return total

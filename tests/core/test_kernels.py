@@ -365,7 +365,9 @@ def test_random_composite_kernels_match_finite_differences(log_params, nu, seed)
         RBF([0.5, 2.0, 1.3]),
         ConstantKernel(3.0) * RBF(1.1),
         RBF([0.9, 0.4, 5.0]) * ConstantKernel(0.2),
-        Matern(0.8, nu=1.5),  # not an RBF: the kernel's own call
+        Matern(0.8, nu=1.5),  # the Matern forms in r (kernels._radial)
+        ConstantKernel(1.7) * Matern([0.5, 2.0, 1.3], nu=2.5),
+        Matern(0.8, nu=0.5),  # exp(-r): the kernel's own call
         ConstantKernel(2.0) * RBF(1.0) + WhiteKernel(0.1),  # a sum: the kernel's own call
     ],
 )
@@ -419,7 +421,10 @@ def test_iter_cross_kernel_far_rows_go_through_the_kernel(monkeypatch):
         (ConstantKernel(3.0) * RBF(1.1), True),
         (RBF([0.9, 0.4, 5.0]) * ConstantKernel(0.2), True),
         (ConstantKernel(2) * RBF(1.0), True),  # an integer amplitude, as a user may give it
-        (Matern(0.8, nu=1.5), False),
+        (Matern(0.8, nu=1.5), True),
+        (Matern([0.5, 2.0, 1.3], nu=2.5) * ConstantKernel(0.3), True),
+        (Matern(0.8, nu=np.inf), True),
+        (Matern(0.8, nu=0.5), False),  # exp(-r) is not smooth in r^2 at 0 (kernels._radial)
         (ConstantKernel(2.0) * RBF(1.0) + WhiteKernel(0.1), False),
     ],
 )
@@ -475,6 +480,9 @@ def test_cross_kernel_far_row_goes_through_the_kernel():
         ConstantKernel(2.0, "fixed") * RBF(1.0, "fixed"),
         Matern(1.1, nu=1.5),
         Matern(1.1, length_scale_bounds="fixed", nu=2.5),
+        ConstantKernel(1.3) * Matern([0.5, 1.5, 3.0], nu=2.5),
+        Matern([0.5, 1.5, 3.0], nu=np.inf) * ConstantKernel(0.7),
+        Matern(1.1, nu=0.5),
         ConstantKernel(1.5) * RBF(1.0) + WhiteKernel(0.1),
     ],
     ids=repr,
@@ -509,7 +517,8 @@ def test_kernel_contractions_equal_the_dense_gradient_contraction(kernel):
 
 
 def test_rbf_contractions_never_form_the_gradient_array(monkeypatch):
-    # the fast path for c * RBF: no n x p x n_theta array (iter_kernel_gradient is not called)
+    # the fast path for c * RBF and c * Matern: no n x p x n_theta array (iter_kernel_gradient
+    # is not called)
     from skgpsparse.kernels import _contraction as gc
 
     def forbidden(*args, **kwargs):
@@ -518,7 +527,8 @@ def test_rbf_contractions_never_form_the_gradient_array(monkeypatch):
     monkeypatch.setattr(gc, "iter_kernel_gradient", forbidden)
     rng = np.random.RandomState(1)
     X, Z = rng.normal(size=(50, 4)), rng.normal(size=(7, 4))
-    for kernel in (ConstantKernel(2.0) * RBF(np.ones(4)), RBF(1.5)):
+    for kernel in (ConstantKernel(2.0) * RBF(np.ones(4)), RBF(1.5),
+                   ConstantKernel(2.0) * Matern(np.ones(4), nu=2.5)):
         blocks = list(gc.iter_kernel_contractions(kernel, X, Z, chunk_size=20))
         assert len(blocks) == 3
         assert all(np.all(np.isfinite(c(np.ones_like(K)))) for _, K, c in blocks)

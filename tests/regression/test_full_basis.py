@@ -84,3 +84,28 @@ def test_repeated_rows_give_the_selection_paths_model(monkeypatch):
     assert len(fast.basis_indices_) == len(slow.basis_indices_)
     for a, b in zip(fast.predict(X_test, return_std=True), slow.predict(X_test, return_std=True)):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_exact_gp_variances_after_partial_fit_equal_scikit_learns_and_the_general_form():
+    # Every row in the basis: the variances come from K + s2 I's factor (one triangular
+    # solve); a partial_fit whose row becomes a basis vector keeps the model the exact GP.
+    # Tiny noise, as in Bayesian optimisation (K + s2 I ill-conditioned).
+    X, y, X_test = _data(n=40)
+    kernel = C(1.5) * Matern([0.7, 1.2], nu=2.5)
+    ours = SparseGPRegressor(
+        kernel, noise_variance=1e-6, optimizer=None, max_basis=100, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours.fit(X[:-1], y[:-1]).partial_fit(X[-1:], y[-1:])
+    predictor = ours._predictor
+    assert predictor.exact is not None and predictor.exact.shape == (40, 40)
+    gpr = GaussianProcessRegressor(kernel, alpha=1e-6, optimizer=None).fit(X, y)
+    std = ours.predict(X_test, return_std=True)[1]
+    np.testing.assert_allclose(std, gpr.predict(X_test, return_std=True)[1], atol=1e-7)
+    predictor.exact = None  # the general form a^T S a from the same fit
+    np.testing.assert_allclose(std, ours.predict(X_test, return_std=True)[1], atol=1e-7)
+    # more rows than basis vectors: not the exact GP, no factor
+    capped = SparseGPRegressor(kernel, noise_variance=1e-6, optimizer=None, max_basis=30,
+                               random_state=0).fit(X, y)
+    assert capped._predictor.exact is None
