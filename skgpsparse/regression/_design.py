@@ -26,6 +26,7 @@ from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_ro
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._full_basis import full_basis_fit
+from ._kernel_choice import learn_default_kernel
 from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
@@ -264,13 +265,13 @@ def alternate(model, X, y, p, rng):
             f"learning on {rows.size} of {X.n} rows gathered from {X.n_partitions} row "
             "partitions; the posterior and the calibration on the partitions"
         )
-        fit = _learn_basis(model, X_l, y_l, p, rng)
+        fit = learn_default_kernel(model, X_l, y_l, p, rng, _learn_basis)
         if not every:
             fit = posterior_on_row_store(
                 fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective
             )
     elif rows is None:
-        fit = _learn_basis(model, X, y, p, rng)
+        fit = learn_default_kernel(model, X, y, p, rng, _learn_basis)
     else:
         model._progress.line(
             f"learning on {rows.size} of {X.shape[0]} rows (learning_rows="
@@ -282,7 +283,7 @@ def alternate(model, X, y, p, rng):
             X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
             X.dtype == np.float32,
         ).check()
-        fit = _learn_basis(model, X[rows], y[rows], p, rng)
+        fit = learn_default_kernel(model, X[rows], y[rows], p, rng, _learn_basis)
         fit = posterior_on_all_rows(
             fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective
         )
@@ -294,10 +295,12 @@ def alternate(model, X, y, p, rng):
     return fit
 
 
-def _learn_basis(model, X, y, p, rng):
-    """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
+def _learn_basis(model, X, y, p, rng, kernel=None):
+    """:func:`alternate` on the rows ``X, y`` from ``kernel`` (None: ``model.kernel_``),
+    without the noise calibration."""
     noise_bounds = model._noise.bounds
-    kernel, s2 = model.kernel_, float(model._noise.noise_variance)
+    kernel = model.kernel_ if kernel is None else kernel
+    s2 = float(model._noise.noise_variance)
     warm = model.__dict__.pop("_warm", None)  # warm_start: the previous fit's solution
     seeds = ()
     if warm is not None:
