@@ -295,9 +295,9 @@ def alternate(model, X, y, p, rng):
     return fit
 
 
-def _learn_basis(model, X, y, p, rng, kernel=None):
+def _learn_basis(model, X, y, p, rng, kernel=None, subset=_INIT_SUBSET):
     """:func:`alternate` on the rows ``X, y`` from ``kernel`` (None: ``model.kernel_``),
-    without the noise calibration."""
+    the subset start on at least ``subset`` rows, without the noise calibration."""
     noise_bounds = model._noise.bounds
     kernel = model.kernel_ if kernel is None else kernel
     s2 = float(model._noise.noise_variance)
@@ -354,7 +354,7 @@ def _learn_basis(model, X, y, p, rng, kernel=None):
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
         # the exact GP likelihood), so the first selection does not use a poor kernel.
-        size = min(n, max(p, _INIT_SUBSET))
+        size = min(n, max(p, subset))
         for retry in (False, True):
             X_sub, y_sub = _take(X, y, rng.choice(n, size=size, replace=False))
             start = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)

@@ -24,6 +24,12 @@ from ..rows._store import RowStore, row_centre
 
 __all__ = ["feature_std", "learn_default_kernel", "per_feature_start"]
 
+# The per-feature fit's subset start (the exact GP on a random subset, which sets the
+# hyperparameters the basis is selected and refined from) uses at least this many rows per
+# hyperparameter (the noise included). On 100 rows, pumadyn32nm's 34 hyperparameters fit the
+# subset's noise, and the refinement from there ends in the noise-only model.
+ROWS_PER_HYPERPARAMETER = 10
+
 
 def _squared_deviations(part, centre):
     return np.sum((part.X - centre) ** 2, axis=0, dtype=np.float64)
@@ -73,7 +79,9 @@ def learn_default_kernel(model, X, y, p, rng, learn_basis):
     start = per_feature_start(model.kernel_, X) if choose else None
     if start is None:
         return one
-    per_feature = learn_basis(model, X, y, p, rng, kernel=start)
+    # the subset start's exact GP, ROWS_PER_HYPERPARAMETER rows for each (at least)
+    subset = ROWS_PER_HYPERPARAMETER * (start.n_dims + 1)
+    per_feature = learn_basis(model, X, y, p, rng, kernel=start, subset=subset)
     n = X.shape[0]
     charge = bic_charge(start.n_dims - model.kernel_.n_dims, n)
     gain = float(per_feature.objective - one.objective)
