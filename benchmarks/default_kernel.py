@@ -21,8 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +35,7 @@ def child(package_root, name, seed, basis):
     """One fit with the package under ``package_root``; prints a JSON line."""
     sys.path.insert(0, str(package_root))
     sys.path.insert(0, str(HERE))
-    from _peers import regression_metrics
+    from _peers import fit_and_score
     from peers_regression import load
 
     import skgpsparse
@@ -46,15 +44,9 @@ def child(package_root, name, seed, basis):
     X, y, X_t, y_t = load(name)
     kwargs = {} if basis is None else {"max_basis": basis}
     model = SparseGPRegressor(random_state=seed, **kwargs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cpu = time.process_time()
-        model.fit(X, y)
-        cpu = time.process_time() - cpu
-        mean, std = model.predict(X_t, return_std=True)
-    rec = regression_metrics(y_t, mean, std**2 + model.noise_variance_)
+    rec = fit_and_score(model, X, y, X_t, y_t)
     ls = np.atleast_1d(model.kernel_.k2.length_scale)
-    rec.update(dataset=name, seed=seed, basis=model.max_basis, fit_cpu=cpu,
+    rec.update(dataset=name, seed=seed, basis=model.max_basis,
                package=str(Path(skgpsparse.__file__).parents[1]),
                per_feature=bool(ls.size > 1), relevant=int(np.sum(ls < 100.0)),
                kernel=str(model.kernel_)[:300], load=os.getloadavg()[0])
