@@ -21,12 +21,11 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
-from ..kernels._scales import rows_uncorrelated
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._full_basis import full_basis_fit
-from ._kernel_choice import learn_default_kernel
+from ._kernel_choice import subset_start
 from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
@@ -265,13 +264,13 @@ def alternate(model, X, y, p, rng):
             f"learning on {rows.size} of {X.n} rows gathered from {X.n_partitions} row "
             "partitions; the posterior and the calibration on the partitions"
         )
-        fit = learn_default_kernel(model, X_l, y_l, p, rng, _learn_basis)
+        fit = _learn_basis(model, X_l, y_l, p, rng)
         if not every:
             fit = posterior_on_row_store(
                 fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective
             )
     elif rows is None:
-        fit = learn_default_kernel(model, X, y, p, rng, _learn_basis)
+        fit = _learn_basis(model, X, y, p, rng)
     else:
         model._progress.line(
             f"learning on {rows.size} of {X.shape[0]} rows (learning_rows="
@@ -283,7 +282,7 @@ def alternate(model, X, y, p, rng):
             X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
             X.dtype == np.float32,
         ).check()
-        fit = learn_default_kernel(model, X[rows], y[rows], p, rng, _learn_basis)
+        fit = _learn_basis(model, X[rows], y[rows], p, rng)
         fit = posterior_on_all_rows(
             fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective
         )
@@ -295,12 +294,10 @@ def alternate(model, X, y, p, rng):
     return fit
 
 
-def _learn_basis(model, X, y, p, rng, kernel=None, subset=_INIT_SUBSET):
-    """:func:`alternate` on the rows ``X, y`` from ``kernel`` (None: ``model.kernel_``),
-    the subset start on at least ``subset`` rows, without the noise calibration."""
+def _learn_basis(model, X, y, p, rng):
+    """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
     noise_bounds = model._noise.bounds
-    kernel = model.kernel_ if kernel is None else kernel
-    s2 = float(model._noise.noise_variance)
+    kernel, s2 = model.kernel_, float(model._noise.noise_variance)
     warm = model.__dict__.pop("_warm", None)  # warm_start: the previous fit's solution
     seeds = ()
     if warm is not None:
@@ -353,17 +350,14 @@ def _learn_basis(model, X, y, p, rng, kernel=None, subset=_INIT_SUBSET):
     if learn and warm is None:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
-        # the exact GP likelihood), so the first selection does not use a poor kernel.
-        size = min(n, max(p, subset))
-        for retry in (False, True):
-            X_sub, y_sub = _take(X, y, rng.choice(n, size=size, replace=False))
-            start = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)
-            # a kernel that leaves the subset's rows uncorrelated explains them as noise:
-            # too few rows to see the signal (20 features, 100 rows): once 4 times as many
-            if retry or size == n or not rows_uncorrelated(start[0], X_sub):
-                break
-            size = min(n, 4 * size)
-        kernel, s2 = start
+        # the exact GP likelihood), so the first selection does not use a poor kernel; the
+        # default kernel's choice of one length scale per feature (._kernel_choice)
+        exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+        kernel, s2 = subset_start(
+            model, kernel, X, y, max(p, _INIT_SUBSET), rng, _take,
+            lambda k, X_s, y_s: _subset_start(model, k, s2, X_s, y_s, noise_bounds),
+            lambda k, s, X_s, y_s: exact(k, X_s, y_s, X_s, s, jitter=jitter(k, X_s)),
+        )
     if p >= n and not refine and not isinstance(X, RowStore):
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(

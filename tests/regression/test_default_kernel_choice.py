@@ -1,11 +1,12 @@
 """The default regressor kernel's choice between one length scale and one per feature.
 
-With ``kernel=None`` the regressor learns ``C(1) * RBF(1)``, then the same kernel with one
-length scale per feature from ``sqrt(d) std_j``, and keeps the latter only when its objective
-exceeds the single length scale's by the BIC charge ``(d - 1) / 2 * log(n)``
-(:mod:`skgpsparse.regression._kernel_choice`). With every row in the basis each fit is the
-exact GP, so the two candidates are refitted here by hand as user kernels and the decision
-recomputed from their log marginal likelihoods.
+With ``kernel=None`` the regressor's subset start learns the full GP with ``C(1) * RBF(1)``
+and with one length scale per feature from ``sqrt(d) std_j``, and keeps the latter only when
+its log marginal likelihood exceeds the single length scale's by the BIC charge
+``(d - 1) / 2 * log(m)`` on the ``m`` subset rows (:mod:`skgpsparse.regression._kernel_choice`).
+With every row in the basis the subset is every row and each fit is the exact GP, so the two
+candidates are refitted here by hand as user kernels and the decision recomputed from their
+log marginal likelihoods.
 """
 
 import warnings
