@@ -55,11 +55,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : kernel instance, default=None
-        Covariance function. ``None`` learns ``ConstantKernel(1.0) * RBF(1.0)`` and then the
-        same with one length scale per feature (started at ``sqrt(d)`` times each feature's
-        standard deviation) on the same rows, and keeps the per-feature kernel only if its
-        objective exceeds the single length scale's by the BIC charge ``(d - 1) / 2 log n``
-        (``n`` the learning rows); ``verbose=1`` prints the decision. A kernel passed is
+        Covariance function. ``None`` is ``ConstantKernel(1.0) * RBF(1.0)`` or the same
+        with one length scale per feature (started at ``sqrt(d)`` times each feature's
+        standard deviation): the starting full GP on a random subset of ``m`` rows is
+        learned with both, and the per-feature kernel is kept only if its log marginal
+        likelihood there exceeds the single length scale's by the BIC charge
+        ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
         learned as given. A
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
