@@ -12,8 +12,8 @@ import numpy as np
 from sklearn.base import clone
 
 __all__ = [
-    "bic_charge", "data_scaled_start", "per_feature_length_scale_positions", "per_feature_length_scales",
-    "rows_uncorrelated",
+    "bic_charge", "data_scaled_start", "per_feature_length_scale_positions",
+    "per_feature_length_scales", "rows_uncorrelated",
 ]
 
 # Length scales within this factor of the data's scale are left as they are.
