@@ -76,32 +76,41 @@ def subset_start(model, kernel, X, y, size, rng, take, fit_subset, log_likelihoo
 
     ``take(X, y, indices)`` gives the subset's rows; ``fit_subset(kernel, X_sub, y_sub)``
     learns the full GP's ``(kernel, noise_variance)`` there from ``kernel``, and
-    ``log_likelihood(kernel, noise_variance, X_sub, y_sub)`` is its objective's value. With
-    ``kernel=None`` (``model.kernel``) the subset has at least ``ROWS_PER_HYPERPARAMETER``
-    rows per hyperparameter of the per-feature kernel, which is learned there too and kept
-    if its log likelihood pays the BIC charge (the module docstring). A start that leaves
-    the subset's rows uncorrelated (:func:`~skgpsparse.kernels._scales.rows_uncorrelated`)
-    explains them as noise (20 features and 100 rows can be too few to see the signal): the
-    kernel kept is learned once more on four times as many rows.
+    ``log_likelihood(kernel, noise_variance, X_sub, y_sub)`` is its objective's value. A
+    start that leaves the subset's rows uncorrelated
+    (:func:`~skgpsparse.kernels._scales.rows_uncorrelated`) explains them as noise (20
+    features and 100 rows can be too few to see the signal): it is learned once more on four
+    times as many rows. With ``kernel=None`` (``model.kernel``) the decision between one
+    length scale and one per feature is made on a subset of at least
+    ``ROWS_PER_HYPERPARAMETER`` rows per hyperparameter of the per-feature kernel, where both
+    kernels are learned (the module docstring); its first ``size`` rows are the subset drawn
+    otherwise (``rng`` is a ``RandomState``, whose draws without replacement are a prefix of
+    one permutation), so that a fit which keeps one length scale is the fit of
+    ``C(1.0) * RBF(1.0)`` passed as a user kernel.
     """
     n = X.shape[0]
     trial = per_feature_start(kernel, X) if model.kernel is None else None
-    if trial is not None:
-        size = max(size, ROWS_PER_HYPERPARAMETER * (trial.n_dims + 1))
     size = min(n, size)
-    X_sub, y_sub = take(X, y, rng.choice(n, size=size, replace=False))
-    start = fit_subset(kernel, X_sub, y_sub)
+    rows = min(n, max(size, ROWS_PER_HYPERPARAMETER * (trial.n_dims + 1))) if trial else size
+    drawn = rng.choice(n, size=rows, replace=False)
     if trial is not None:
+        X_sub, y_sub = take(X, y, drawn)
+        one = start = fit_subset(kernel, X_sub, y_sub)
         other = fit_subset(trial, X_sub, y_sub)
-        gain = log_likelihood(*other, X_sub, y_sub) - log_likelihood(*start, X_sub, y_sub)
-        charge = bic_charge(trial.n_dims - kernel.n_dims, size)
+        gain = log_likelihood(*other, X_sub, y_sub) - log_likelihood(*one, X_sub, y_sub)
+        charge = bic_charge(trial.n_dims - kernel.n_dims, rows)
         keep = gain > charge
         model._progress.line(
             f"one length scale per feature: the subset's log likelihood {gain:+.2f} nats "
-            f"over one for all on {size} rows, BIC charge {charge:.2f}: "
+            f"over one for all on {rows} rows, BIC charge {charge:.2f}: "
             f"{'kept' if keep else 'not kept'}"
         )
-        kernel, start = (trial, other) if keep else (kernel, start)
+        if keep:
+            kernel, start, size = trial, other, rows
+    if trial is None or not keep:
+        if rows > size or trial is None:
+            X_sub, y_sub = take(X, y, drawn[:size])
+            start = fit_subset(kernel, X_sub, y_sub)
     if size < n and rows_uncorrelated(start[0], X_sub):
         X_sub, y_sub = take(X, y, rng.choice(n, size=min(n, 4 * size), replace=False))
         start = fit_subset(kernel, X_sub, y_sub)

@@ -73,3 +73,20 @@ def test_feature_std_of_row_partitions_equals_numpy():
     rows = LocalRows(X, np.zeros(53), 20)
     np.testing.assert_allclose(feature_std(rows), np.std(X, axis=0), rtol=1e-12)
     np.testing.assert_allclose(feature_std(X), np.std(X, axis=0), rtol=0)
+
+
+def test_a_fit_that_keeps_one_length_scale_is_the_user_kernels_fit():
+    # the decision's subset (10 rows per hyperparameter: 140) extends the 100 rows the
+    # subset start draws otherwise, so keeping one length scale changes nothing
+    rng = np.random.RandomState(2)
+    X = rng.randn(300, 12)
+    y = np.sin(X.sum(axis=1) / np.sqrt(12)) + 0.3 * rng.randn(300)
+    kw = dict(max_basis=15, max_iter=2, refine_basis=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = SparseGPRegressor(**kw).fit(X, y)
+        user = SparseGPRegressor(C(1.0) * RBF(1.0), **kw).fit(X, y)
+    assert np.ndim(default.kernel_.k2.length_scale) == 0
+    np.testing.assert_array_equal(default.basis_indices_, user.basis_indices_)
+    np.testing.assert_allclose(default.kernel_.theta, user.kernel_.theta, rtol=0, atol=0)
+    np.testing.assert_allclose(default.predict(X[:20]), user.predict(X[:20]), rtol=0, atol=0)
