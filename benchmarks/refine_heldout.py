@@ -18,17 +18,14 @@ Usage::
 
 import argparse
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import load_dataset  # noqa: E402
 from _machine import machine  # noqa: E402
-from _peers import regression_metrics, standardise  # noqa: E402
+from _peers import fit_and_score, standardise  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETS = ("pmlb_537_houses", "pmlb_574_house_16H", "uci_bike", "uci_protein", "uci_keggdirected")
@@ -60,14 +57,8 @@ def fit(kernel, config, X, y, X_test, y_test):
     from skgpsparse import SparseGPRegressor
 
     model = SparseGPRegressor(kernel, max_basis=200, random_state=0, **config)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tic = time.process_time()
-        model.fit(X, y)
-        cpu = time.process_time() - tic
-        mean, std = model.predict(X_test, return_std=True)
-    rec = regression_metrics(y_test, mean, std**2 + model.noise_variance_)
-    rec.update(cpu=cpu, n_refine=int(model.n_refine_iter_))
+    rec = fit_and_score(model, X, y, X_test, y_test)
+    rec.update(cpu=rec.pop("fit_cpu"), n_refine=int(model.n_refine_iter_))
     return rec
 
 

@@ -22,7 +22,7 @@ from sklearn.utils.optimize import _check_optimize_result
 
 from .._learning_rows import learning_subsample
 from ..kernels._columns import CrossKernel
-from ..kernels._scales import data_scaled_start, per_feature_length_scales
+from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import (
     _EP_TOL,
     SparsePrior,
@@ -198,12 +198,6 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
         if model.optimizer is None or not improved:
             break
     return best, it + 1
-
-
-def bic_charge(n_extra, n):
-    """The Bayesian information criterion's charge, ``n_extra / 2 * log(n)`` nats, for
-    ``n_extra`` more hyperparameters fitted to ``n`` rows (Schwarz 1978)."""
-    return 0.5 * n_extra * np.log(n)
 
 
 def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,

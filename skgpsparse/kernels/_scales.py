@@ -12,8 +12,8 @@ import numpy as np
 from sklearn.base import clone
 
 __all__ = [
-    "data_scaled_start", "per_feature_length_scale_positions", "per_feature_length_scales",
-    "rows_uncorrelated",
+    "bic_charge", "data_scaled_start", "per_feature_length_scale_positions",
+    "per_feature_length_scales", "rows_uncorrelated",
 ]
 
 # Length scales within this factor of the data's scale are left as they are.
@@ -31,12 +31,14 @@ def _free_length_scales(kernel):
     return [h for h in kernel.hyperparameters if _is_length_scale(h)]
 
 
-def data_scaled_start(kernel, X):
+def data_scaled_start(kernel, X, std=None):
     """``kernel`` with each free length scale at the data's scale, or None.
 
     The data's scale of feature ``j`` is ``sqrt(d) std_j`` (for standardised inputs
     ``sqrt(d)``, the package's default classifier kernel): an isotropic length scale takes
-    the root mean square of those, an ARD one each its own. Clipped to the bounds.
+    the root mean square of those, an ARD one each its own. Clipped to the bounds. ``std``
+    (shape ``(d,)``) gives the features' standard deviations of rows held elsewhere (``X``
+    then only gives ``d``: ``X.shape[1]``); ``None`` computes them from ``X``.
 
     Returns
     -------
@@ -47,9 +49,8 @@ def data_scaled_start(kernel, X):
     scales = _free_length_scales(kernel)
     if not scales:
         return None
-    X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
-    std = np.std(X, axis=0)
+    std = np.std(np.asarray(X, dtype=np.float64), axis=0) if std is None else np.asarray(std)
     std = np.where(std > 0, std, 1.0)
     params, far = {}, False
     current = kernel.get_params()
@@ -85,6 +86,13 @@ def per_feature_length_scales(kernel, n_features):
     if not params:
         return None
     return clone(kernel).set_params(**params)
+
+
+def bic_charge(n_extra, n):
+    """The Bayesian information criterion's charge, ``n_extra / 2 * log(n)`` nats, for
+    ``n_extra`` more hyperparameters fitted to ``n`` rows (Schwarz 1978): what one length
+    scale per feature must gain in log evidence over one for all to be kept."""
+    return 0.5 * n_extra * np.log(n)
 
 
 def per_feature_length_scale_positions(kernel):

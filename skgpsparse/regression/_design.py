@@ -21,11 +21,11 @@ from .._memory import FitMemory, gigabytes, largest_fitting
 from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
-from ..kernels._scales import rows_uncorrelated
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._full_basis import full_basis_fit
+from ._kernel_choice import subset_start
 from ._learning import check_noise_bounds, learn_hyperparameters
 from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
@@ -350,17 +350,14 @@ def _learn_basis(model, X, y, p, rng):
     if learn and warm is None:
         # Initialisation as in the exchange paper's experiments: hyperparameters of the
         # full GP on a random subset (eq. (8.17) with every subset point in the basis is
-        # the exact GP likelihood), so the first selection does not use a poor kernel.
-        size = min(n, max(p, _INIT_SUBSET))
-        for retry in (False, True):
-            X_sub, y_sub = _take(X, y, rng.choice(n, size=size, replace=False))
-            start = _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds)
-            # a kernel that leaves the subset's rows uncorrelated explains them as noise:
-            # too few rows to see the signal (20 features, 100 rows): once 4 times as many
-            if retry or size == n or not rows_uncorrelated(start[0], X_sub):
-                break
-            size = min(n, 4 * size)
-        kernel, s2 = start
+        # the exact GP likelihood), so the first selection does not use a poor kernel; the
+        # default kernel's choice of one length scale per feature (._kernel_choice)
+        exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+        kernel, s2 = subset_start(
+            model, kernel, X, y, max(p, _INIT_SUBSET), rng, _take,
+            lambda k, X_s, y_s: _subset_start(model, k, s2, X_s, y_s, noise_bounds),
+            lambda k, s, X_s, y_s: exact(k, X_s, y_s, X_s, s, jitter=jitter(k, X_s)),
+        )
     if p >= n and not refine and not isinstance(X, RowStore):
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(

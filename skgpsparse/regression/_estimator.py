@@ -54,7 +54,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : kernel instance, default=None
-        Covariance function; ``None`` means ``ConstantKernel(1.0) * RBF(1.0)``. A
+        Covariance function. ``None`` is ``ConstantKernel(1.0) * RBF(1.0)`` or the same
+        with one length scale per feature (started at ``sqrt(d)`` times each feature's
+        standard deviation): the starting full GP on a random subset of ``m`` rows is
+        learned with both, and the per-feature kernel is kept only if its log marginal
+        likelihood there exceeds the single length scale's by the BIC charge
+        ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
+        learned as given. A
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.

@@ -114,7 +114,9 @@ def test_a_start_that_leaves_the_rows_uncorrelated_is_taken_again_on_four_times_
         return (C(1.0) * RBF(1e-3), found[1]) if len(sizes) == 1 else found
 
     monkeypatch.setattr(design, "_subset_start", spy)
-    params = dict(max_basis=20, max_iter=1, refine_basis=0, random_state=0)
+    # (a kernel passed: the default kernel's subset also fits one length scale per feature)
+    params = dict(kernel=C(1.0) * RBF(1.0), max_basis=20, max_iter=1, refine_basis=0,
+                  random_state=0)
     SparseGPRegressor(**params).fit(X, y)
     assert sizes == [100, 400]
     sizes.clear()
