@@ -74,10 +74,11 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     ]
     if all_rows:
         parts.append((
-            "the all-rows EP's max_basis x n arrays",
-            # V, and with fixed hyperparameters a second p x n array at the peak (tracemalloc
-            # in tests/test_bounded_memory.py; a learned fit's peak is in its gradient blocks)
-            (1 if learn else 2) * 8.0 * p * n,
+            "the all-rows EP's max_basis x n array",
+            # V (tracemalloc in tests/test_bounded_memory.py: with fixed hyperparameters the
+            # selection's state is freed before EP; a learned fit's peak is in its gradient
+            # blocks)
+            8.0 * p * n,
             (lower_p, "pass posterior='basis' (the basis rows' likelihoods only)"),
         ))
     if n_parallel > 1:
