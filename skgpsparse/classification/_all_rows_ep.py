@@ -67,6 +67,7 @@ from ._all_rows_passes import (
     system,
     weight_posterior,
 )
+from ._ep_acceleration import AndersonSites
 from ._probit import inverse_mills
 
 __all__ = [
@@ -238,7 +239,8 @@ def _factors(prior, tau, nu, uu, post):
 
 
 def all_rows_ep(
-    prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None
+    prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None,
+    accelerate=False,
 ):
     """Parallel EP for the probit sites of all rows under ``prior`` (:class:`SparsePrior`).
 
@@ -257,6 +259,9 @@ def all_rows_ep(
         ``max_sweeps`` sweeps.
     progress : Progress, default=None
         Reports the sweeps (the fit's ``verbose``).
+    accelerate : bool, default=False
+        Anderson acceleration of the sweeps (:mod:`._ep_acceleration`) in place of damping:
+        the same fixed point and stopping rule, in fewer sweeps.
 
     Returns
     -------
@@ -277,11 +282,12 @@ def all_rows_ep(
         post = system(prior, tau, nu)
     damping, last_change, previous_change = 1.0, np.inf, np.inf
     converged = False
+    mixer = AndersonSites() if accelerate else None
     for sweep in range(max_sweeps):
         # the sweep that will find convergence need not form the next system: skip it when
         # the geometric decrease of the changes predicts that, and form it after if wrong
         # (a SYRK pass on its own costs about what it adds to the sweep)
-        expect_last = np.isfinite(previous_change) and (
+        expect_last = mixer is not None or np.isfinite(previous_change) and (
             last_change * min(last_change / previous_change, 1.0) < tol
         )
         (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
@@ -293,6 +299,10 @@ def all_rows_ep(
         if change < tol:
             converged = True
             break
+        if mixer is not None:  # the next sites mix the last sweeps; their system is formed
+            tau, nu = mixer.step(tau, nu, new_tau, new_nu)
+            post = system(prior, tau, nu)
+            continue
         if change > last_change:  # oscillation of the parallel updates: damp them more
             damping = max(0.5 * damping, _MIN_DAMPING)
             next_system = None  # formed with the previous damping
@@ -344,7 +354,8 @@ def weight_posterior_of(prior, tau, nu):
 
 
 def negative_log_evidence_all_rows(
-    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None
+    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None,
+    accelerate=False,
 ):
     """Minus the EP log marginal likelihood of all labels under the sparse prior, and gradient.
 
@@ -363,6 +374,8 @@ def negative_log_evidence_all_rows(
         EP's tolerance on the site parameters.
     progress : Progress, default=None
         Reports EP's sweeps.
+    accelerate : bool, default=False
+        Anderson acceleration of EP (:func:`all_rows_ep`).
 
     Returns
     -------
@@ -374,7 +387,7 @@ def negative_log_evidence_all_rows(
         The EP sites (to warm-start the next call).
     """
     tau, nu, (mu, s2, factors), _ = all_rows_ep(
-        prior, y, bias, tau, nu, tol=tol, progress=progress
+        prior, y, bias, tau, nu, tol=tol, progress=progress, accelerate=accelerate
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
     rows_sum, z, q = evidence_row_terms(mu, s2, tau, nu, prior.lam, y, bias)

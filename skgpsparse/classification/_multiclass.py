@@ -169,7 +169,7 @@ class SharedObjective:
             outs = [
                 negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
                                                *self.sites[k], eval_gradient=eval_gradient,
-                                               tol=self.tol)
+                                               tol=self.tol, accelerate=True)
                 for k in range(K)
             ]
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
@@ -293,7 +293,7 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
         # the class's own basis under the shared kernel and its bias, EP over all rows
         basis = model._select(kernel, X, Y[k], biases[k], rng).basis_indices.copy()
         prior = SparsePrior(kernel, X, X[basis], PRIOR)
-        tau, nu, _, _ = all_rows_ep(prior, Y[k], biases[k])
+        tau, nu, _, _ = all_rows_ep(prior, Y[k], biases[k], accelerate=True)
         binary = _BinarySparseGPClassifier(**params)
         binary.loss_curve_, binary.n_iter_ = list(model.loss_curve_), n_iter
         binary.exchange_loss_curve_ = [float(v) for v in model._last_exchange_curve]
