@@ -69,7 +69,8 @@ class AndersonSites:
         if len(self._x) > 1:
             dX = np.diff(self._x, axis=0).T
             dF = np.diff(self._f, axis=0).T
-            gamma = np.linalg.lstsq(dF, f, rcond=None)[0]
+            # the normal equations (m x m): an SVD of the 2n x m dF took a tenth of EP's time
+            gamma = np.linalg.lstsq(dF.T @ dF, dF.T @ f, rcond=None)[0]
             mixed = nxt - (dX + dF) @ gamma
             if np.all(np.isfinite(mixed)) and np.all(mixed[:n] >= 0.0):
                 nxt = mixed

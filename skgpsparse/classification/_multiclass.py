@@ -37,7 +37,13 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ._adf import ADFState
-from ._all_rows_ep import _EP_TOL, SparsePrior, all_rows_ep, negative_log_evidence_all_rows
+from ._all_rows_ep import (
+    _EP_TOL,
+    SparsePrior,
+    all_rows_ep,
+    contract_theta_gradient,
+    negative_log_evidence_all_rows,
+)
 from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
@@ -169,16 +175,19 @@ class SharedObjective:
             outs = [
                 negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
                                                *self.sites[k], eval_gradient=eval_gradient,
-                                               tol=self.tol, accelerate=True)
+                                               tol=self.tol, accelerate=True, contract=False)
                 for k in range(K)
             ]
+            grad = np.zeros(theta.shape)
+            if eval_gradient:
+                # the theta gradient is linear in each class's weights: their sum, contracted
+                # with the kernel's derivatives once for all classes
+                summed = [sum(out[2][i] for out in outs) for i in range(3)]
+                grad[:n_theta] = -contract_theta_gradient(prior, *summed) / (K * n)
+                grad[n_theta:] = [out[1] / (K * n) for out in outs]
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             outs = None
         value = None if outs is None else sum(out[0] for out in outs) / (K * n)
-        grad = np.zeros(theta.shape)
-        if eval_gradient and outs is not None:
-            grad[:n_theta] = sum(out[1][:-1] for out in outs) / (K * n)
-            grad[n_theta:] = [out[1][-1] / (K * n) for out in outs]
         if value is None or not np.isfinite(value) or not np.all(np.isfinite(grad)):
             return (failed, np.zeros(theta.shape)) if eval_gradient else failed
         self.sites = [out[-1] for out in outs]
