@@ -43,6 +43,7 @@ from ._all_rows_ep import (
     all_rows_ep,
     contract_theta_gradient,
     negative_log_evidence_all_rows,
+    reusing_priors,
 )
 from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
@@ -297,22 +298,26 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:
         kernel._check_bounds_params()
-    models = []
-    for k in range(n_classes):
-        # the class's own basis under the shared kernel and its bias, EP over all rows
-        basis = model._select(kernel, X, Y[k], biases[k], rng).basis_indices.copy()
-        prior = SparsePrior(kernel, X, X[basis], PRIOR)
-        tau, nu, _, _ = all_rows_ep(prior, Y[k], biases[k], accelerate=True)
-        binary = _BinarySparseGPClassifier(**params)
-        binary.loss_curve_, binary.n_iter_ = list(model.loss_curve_), n_iter
-        binary.exchange_loss_curve_ = [float(v) for v in model._last_exchange_curve]
-        binary.kernel_, binary.bias_, binary.basis_indices_ = kernel, float(biases[k]), basis
-        binary.site_precision_ = tau
-        binary.site_mean_ = np.divide(nu, tau, out=np.zeros(n), where=tau > 0)
-        binary._train = (X, Y[k])
-        binary._set_fitted_basis(X, Y[k])
-        models.append(binary)
-    return models
+    return [_class_model(params, model, n_iter, kernel, biases[k], X, Y[k], rng)
+            for k in range(n_classes)]
+
+
+@reusing_priors()
+def _class_model(params, model, n_iter, kernel, bias, X, y, rng):
+    """One class's binary model: its own basis under the shared kernel and its bias, EP over
+    all rows (the prior and the converged EP run are reused by its predictor and evidence)."""
+    basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
+    prior = SparsePrior(kernel, X, X[basis], PRIOR)
+    tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=True)
+    binary = _BinarySparseGPClassifier(**params)
+    binary.loss_curve_, binary.n_iter_ = list(model.loss_curve_), n_iter
+    binary.exchange_loss_curve_ = [float(v) for v in model._last_exchange_curve]
+    binary.kernel_, binary.bias_, binary.basis_indices_ = kernel, float(bias), basis
+    binary.site_precision_ = tau
+    binary.site_mean_ = np.divide(nu, tau, out=np.zeros(y.size), where=tau > 0)
+    binary._train = (X, y)
+    binary._set_fitted_basis(X, y)
+    return binary
 
 
 def _fit_independent(params, restarts, X, y, seed):
