@@ -289,9 +289,10 @@ def all_rows_ep(
         # the sweep that will find convergence need not form the next system: skip it when
         # the geometric decrease of the changes predicts that, and form it after if wrong
         # (a SYRK pass on its own costs about what it adds to the sweep)
-        expect_last = mixer is not None or np.isfinite(previous_change) and (
+        # (accelerated, the next sites are not the damped ones: their system is formed apart)
+        expect_last = mixer is not None or (np.isfinite(previous_change) and (
             last_change * min(last_change / previous_change, 1.0) < tol
-        )
+        ))
         (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
             prior, y, bias, tau, nu, post, damping, accumulate=not expect_last
         )
