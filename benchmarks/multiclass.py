@@ -21,6 +21,7 @@ Usage::
 
     python benchmarks/multiclass.py --fits binary,shared,independent,hgb
     python benchmarks/multiclass.py --data pmlb_pendigits --fits shared,independent
+    python benchmarks/multiclass.py --fits binary,shared --repeats 3   # interleaved, medians
     python benchmarks/multiclass.py --report
 """
 
@@ -143,12 +144,23 @@ def main(argv=None):
     parser.add_argument("--n-train", type=int, default=5000)
     parser.add_argument("--n-test", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the fits this many times, interleaved; print CPU medians")
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args(argv)
     if args.report:
         return report()
-    for fit in args.fits.split(","):
-        run(args.data, fit, args.n_train, args.n_test, args.seed)
+    fits = args.fits.split(",")
+    cpu = {fit: [] for fit in fits}
+    for _ in range(args.repeats):
+        for fit in fits:
+            cpu[fit].append(run(args.data, fit, args.n_train, args.n_test, args.seed)["cpu_s"])
+    if args.repeats > 1:
+        medians = {fit: float(np.median(times)) for fit, times in cpu.items()}
+        print(json.dumps({"cpu_s": cpu, "median_cpu_s": medians}))
+        if "binary" in medians:
+            print(json.dumps({f"{fit} / binary": round(m / medians["binary"], 2)
+                              for fit, m in medians.items()}))
 
 
 if __name__ == "__main__":

@@ -67,16 +67,19 @@ from ._all_rows_passes import (
     system,
     weight_posterior,
 )
+from ._ep_acceleration import AndersonSites
 from ._probit import inverse_mills
 
 __all__ = [
     "SparsePrior",
     "all_rows_ep",
     "basis_cholesky",
+    "contract_theta_gradient",
     "evidence_row_terms",
     "marginals",
     "negative_log_evidence_all_rows",
     "reusing_priors",
+    "theta_gradient_weights",
     "weight_posterior_of",
 ]
 
@@ -239,7 +242,8 @@ def _factors(prior, tau, nu, uu, post):
 
 
 def all_rows_ep(
-    prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None
+    prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None,
+    accelerate=False,
 ):
     """Parallel EP for the probit sites of all rows under ``prior`` (:class:`SparsePrior`).
 
@@ -258,6 +262,9 @@ def all_rows_ep(
         ``max_sweeps`` sweeps.
     progress : Progress, default=None
         Reports the sweeps (the fit's ``verbose``).
+    accelerate : bool, default=False
+        Anderson acceleration of the sweeps (:mod:`._ep_acceleration`) in place of damping:
+        the same fixed point and stopping rule, in fewer sweeps.
 
     Returns
     -------
@@ -278,13 +285,15 @@ def all_rows_ep(
         post = system(prior, tau, nu)
     damping, last_change, previous_change = 1.0, np.inf, np.inf
     converged = False
+    mixer = AndersonSites() if accelerate else None
     for sweep in range(max_sweeps):
         # the sweep that will find convergence need not form the next system: skip it when
         # the geometric decrease of the changes predicts that, and form it after if wrong
         # (a SYRK pass on its own costs about what it adds to the sweep)
-        expect_last = np.isfinite(previous_change) and (
+        # (accelerated, the next sites are not the damped ones: their system is formed apart)
+        expect_last = mixer is not None or (np.isfinite(previous_change) and (
             last_change * min(last_change / previous_change, 1.0) < tol
-        )
+        ))
         (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
             prior, y, bias, tau, nu, post, damping, accumulate=not expect_last
         )
@@ -294,6 +303,10 @@ def all_rows_ep(
         if change < tol:
             converged = True
             break
+        if mixer is not None:  # the next sites mix the last sweeps; their system is formed
+            tau, nu = mixer.step(tau, nu, new_tau, new_nu)
+            post = system(prior, tau, nu)
+            continue
         if change > last_change:  # oscillation of the parallel updates: damp them more
             damping = max(0.5 * damping, _MIN_DAMPING)
             next_system = None  # formed with the previous damping
@@ -345,7 +358,8 @@ def weight_posterior_of(prior, tau, nu):
 
 
 def negative_log_evidence_all_rows(
-    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None
+    prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None,
+    accelerate=False, contract=True,
 ):
     """Minus the EP log marginal likelihood of all labels under the sparse prior, and gradient.
 
@@ -364,6 +378,12 @@ def negative_log_evidence_all_rows(
         EP's tolerance on the site parameters.
     progress : Progress, default=None
         Reports EP's sweeps.
+    accelerate : bool, default=False
+        Anderson acceleration of EP (:func:`all_rows_ep`).
+    contract : bool, default=True
+        With ``eval_gradient``: False returns, in place of ``grad``, the gradient with respect
+        to ``b`` and the weights whose contraction (:func:`contract_theta_gradient`) is the
+        theta part of ``-grad`` (its sign flipped: it is ``d log Z / d theta``).
 
     Returns
     -------
@@ -375,7 +395,7 @@ def negative_log_evidence_all_rows(
         The EP sites (to warm-start the next call).
     """
     tau, nu, (mu, s2, factors), _ = all_rows_ep(
-        prior, y, bias, tau, nu, tol=tol, progress=progress
+        prior, y, bias, tau, nu, tol=tol, progress=progress, accelerate=accelerate
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
     rows_sum, z, q = evidence_row_terms(mu, s2, tau, nu, prior.lam, y, bias)
@@ -384,18 +404,23 @@ def negative_log_evidence_all_rows(
         return float(-log_z), (tau, nu)
     r, _ = inverse_mills(z)
     grad_b = np.sum(y * r / np.sqrt(q))
-    grad_theta = _theta_gradient(prior, g, a, L_B, uu, mean_w)
+    weights = theta_gradient_weights(prior, g, a, L_B, uu, mean_w)
+    if not contract:
+        return float(-log_z), -grad_b, weights, (tau, nu)
+    grad_theta = contract_theta_gradient(prior, *weights)
     return float(-log_z), -np.append(grad_theta, grad_b), (tau, nu)
 
 
-def _theta_gradient(prior, g, a, L_B, uu, mean_w):
-    """``d log Z / d theta`` at the EP fixed point (module docstring), O(n p^2).
+def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):
+    """``(diag(M), M P^T, P M P^T)`` of ``d log Z / d theta`` (module docstring), O(n p^2).
 
+    The gradient (:func:`contract_theta_gradient`) is linear in them, so a sum of evidences
+    under one prior (the shared one-vs-rest fit's classes) contracts their sum once.
     ``M P^T`` (``n x p``) is formed a block of rows at a time with ``P^T = V^T L^-1`` and
     ``V G P^T = (B - I) L^-1`` (``B = I + V G V^T``), so ``V^T B^-1 V G P^T = V^T W`` with
     ``W = (I - B^-1) L^-1``, a ``p x p`` matrix: one product per block and no ``p x n`` ``P``.
     """
-    kernel, X, X_u, L, V = prior.kernel, prior.X, prior.X_u, prior.L, prior.V
+    X, L, V = prior.X, prior.L, prior.V
     p, n = V.shape
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
     alpha = a - g * (V.T @ mean_w)
@@ -405,12 +430,8 @@ def _theta_gradient(prior, g, a, L_B, uu, mean_w):
     right = np.hstack([W, L_inv])
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
     diag_M = alpha**2 - g + g**2 * uu  # uu = diag(V^T B^-1 V)
-    grad = np.zeros(kernel.n_dims)
-    shift = g
-    if prior.prior == "fitc":
-        shift = g + diag_M  # M' = M - diag(M): dLambda takes the diagonal
-        _, d_diag = kernel_diag_gradient(kernel, X)
-        grad += 0.5 * diag_M @ d_diag
+    # FITC: M' = M - diag(M) in M P^T, as dLambda takes the diagonal
+    shift = g + diag_M if prior.prior == "fitc" else g
     MPt = np.empty((n, p))
     VMPt = np.zeros((p, p))
     for J in row_blocks(X, block_rows(p)):
@@ -420,8 +441,17 @@ def _theta_gradient(prior, g, a, L_B, uu, mean_w):
         block -= shift[J, None] * both[:, p:]
         block += np.outer(alpha[J], P_alpha)
         VMPt += V[:, J] @ block
+    return diag_M, MPt, L_inv.T @ VMPt  # P M P^T
+
+
+def contract_theta_gradient(prior, diag_M, MPt, PMPt):
+    """``d log Z / d theta`` from :func:`theta_gradient_weights` (module docstring)."""
+    kernel, X, X_u = prior.kernel, prior.X, prior.X_u
+    grad = np.zeros(kernel.n_dims)
+    if prior.prior == "fitc":
+        _, d_diag = kernel_diag_gradient(kernel, X)
+        grad += 0.5 * diag_M @ d_diag
     _, dK_uu = kernel(X_u, eval_gradient=True)
-    PMPt = L_inv.T @ VMPt  # P M P^T
     grad -= 0.5 * np.einsum("jk,jkt->t", PMPt, dK_uu)
     for rows, _, contract in iter_kernel_contractions(kernel, X, X_u):
         grad += contract(MPt[rows])

@@ -101,6 +101,26 @@ def test_adf_start_reaches_the_fixed_point_of_the_zero_start(prior):
     np.testing.assert_allclose(value_adf, value_zero, rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("prior", ["fitc", "dtc"])
+@pytest.mark.parametrize("start", ["adf", "zero"])
+def test_anderson_accelerated_ep_reaches_the_plain_fixed_point(prior, start):
+    # a large amplitude saturates the probit: plain parallel EP converges slowly there
+    rng = np.random.RandomState(4)
+    X = rng.randn(150, 2)
+    y = np.where(X[:, 0] + 0.3 * rng.randn(150) > 0.8, 1.0, -1.0)
+    sparse = SparsePrior(C(60.0) * RBF(1.2), X, X[::6], prior)
+    sites = (None, None) if start == "adf" else (np.zeros(150), np.zeros(150))
+    plain = all_rows_ep(sparse, y, -2.0, *sites, tol=1e-11, max_sweeps=2000)
+    fast = all_rows_ep(sparse, y, -2.0, *sites, tol=1e-11, accelerate=True)
+    assert plain[3] and fast[3]
+    np.testing.assert_allclose(fast[0], plain[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(fast[1], plain[1], rtol=0, atol=1e-8)
+    # the marginals returned are those of the returned sites
+    np.testing.assert_allclose(fast[2][0], plain[2][0], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(fast[2][1], plain[2][1], rtol=1e-7)
+
+
 def _random_sites(n, seed):
     rng = np.random.RandomState(seed)
     tau = rng.uniform(0.0, 0.8, n)

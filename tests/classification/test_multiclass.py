@@ -35,20 +35,21 @@ def _fit(multi_class, X, y, **params):
 
 def test_with_the_hyperparameters_fixed_the_shared_fit_is_the_independent_one():
     # nothing is learned, so nothing is shared: each class's basis (entropy, deterministic),
-    # class-balance bias and all-rows EP must be the independent binary fit's
+    # class-balance bias and all-rows EP must be the independent binary fit's (EP's fixed
+    # point to its tolerance, 1e-6 on the sites: the shared fit's EP is Anderson-accelerated)
     X, y = _blobs()
     params = dict(kernel=C(2.0) * RBF(1.5), optimizer=None, max_basis=12)
     shared, independent = _fit("shared", X, y, **params), _fit("independent", X, y, **params)
     for a, b in zip(shared.estimators_, independent.estimators_, strict=True):
         np.testing.assert_array_equal(a.basis_indices_, b.basis_indices_)
         assert a.bias_ == pytest.approx(b.bias_, abs=1e-12)
-        np.testing.assert_allclose(a.site_precision_, b.site_precision_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.site_precision_, b.site_precision_, rtol=0, atol=1e-5)
     X_test = _blobs(seed=1)[0]
     np.testing.assert_allclose(
-        shared.predict_proba(X_test), independent.predict_proba(X_test), rtol=1e-9, atol=1e-12
+        shared.predict_proba(X_test), independent.predict_proba(X_test), rtol=0, atol=1e-6
     )
     assert shared.log_marginal_likelihood_value_ == pytest.approx(
-        independent.log_marginal_likelihood_value_, rel=1e-9
+        independent.log_marginal_likelihood_value_, rel=1e-7
     )
 
 
