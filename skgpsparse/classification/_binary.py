@@ -54,7 +54,8 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     ``n_parallel`` binary fits (one-vs-rest with
     ``n_jobs``) run at the same time. ``all_rows`` (``posterior="all_rows"``) adds the EP's
     ``p x n`` array ``V = L^-1 K_uf`` (:mod:`._all_rows_ep`; its passes read it by row blocks)
-    and, when learning, the evidence gradient's ``n x p`` ``M P^T``.
+    and, when learning, the evidence gradient's ``n x p`` ``M P^T`` and one row block of its
+    kernel contraction in place of the NLP gradient's four.
     """
     kept = working_set if working_set <= 64 else 0
     lower_p = f"lower `max_basis` (now {p})"
@@ -63,7 +64,9 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
         (
             "the max_basis x max_basis factors" + (" and gradient blocks" if learn else ""),
             8.0 * p * p * ((10 + n_theta) if learn else 4)
-            + (4 * min(32 * 2**20, 8.0 * n * p) if learn else 0.0),
+            # the NLP gradient's four row blocks; the evidence gradient's M P^T and one
+            # block of its kernel contraction (tracemalloc, tests/test_bounded_memory.py)
+            + ((2 if all_rows else 4) * min(32 * 2**20, 8.0 * n * p) if learn else 0.0),
             (lower_p, "pass optimizer=None (fixed hyperparameters)") if learn else lower_p,
         ),
         (
