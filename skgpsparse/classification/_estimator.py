@@ -127,7 +127,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         amplitude cap) from overfitting. ``"basis"``: the papers' method, ADF with the basis
         rows' likelihoods only (as the IVM), with ``hyperparameter_objective``; its
         probabilities move with the basis drawn (``random_state``). ``"auto"``:
-        ``"all_rows"``, except on a dask array, where only ``"basis"`` is distributed.
+        ``"all_rows"``, on a dask array too (its EP sweeps run on the row partitions).
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
         Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
         non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the

@@ -143,8 +143,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         iterations when the objective is ``"vfe"``, the hyperparameters are learned by the
         default optimizer, the basis is smaller than the training set, ``X`` is in memory and
         the kernel has those gradients, and keeps the selected rows otherwise (``"dtc"``,
-        fixed hyperparameters, a callable optimizer, a dask array, other kernels, or every
-        row in the basis, where the model is the full GP).
+        fixed hyperparameters, a callable optimizer, a dask array with ``learning_rows=None``
+        (a warning says so; with the default ``learning_rows`` the refinement runs on the
+        rows gathered to the driver, as in memory), other kernels, or every row in the
+        basis, where the model is the full GP).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that
