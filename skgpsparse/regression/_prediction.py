@@ -49,6 +49,7 @@ from scipy.linalg.lapack import dtrtrs
 
 from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
+from ..linalg import cholesky_append
 from ._targets import to_target_units
 
 __all__ = ["PredictionFactors", "RegressionPredictor", "exact_factor", "prediction_factors"]
@@ -151,7 +152,7 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
     return PredictionFactors(alpha, S, delta)
 
 
-def exact_factor(L, jitter, noise_variance):
+def exact_factor(L, jitter, noise_variance, previous=None):
     """Lower Cholesky factor of ``K_uu + s2 I`` from ``L L^T = K_uu + j I``, or None.
 
     With every training row in the basis the model is the exact GP, whose variance is
@@ -160,6 +161,9 @@ def exact_factor(L, jitter, noise_variance):
     ``a^T S a`` takes a solve and a ``p x p`` product. It is scikit-learn's form, without
     the jitter ``delta`` of :func:`prediction_factors` (the exact GP needs none: ``s2 > 0``
     keeps ``K + s2 I`` positive definite). None when ``s2 <= j`` or the factor fails.
+    ``previous``: this factor for the leading basis vectors of ``L`` (a basis grown by
+    ``partial_fit``), extended by one ``cholesky_append`` per new vector, O(p^2) each, instead
+    of factored anew in O(p^3).
 
     Examples
     --------
@@ -175,6 +179,17 @@ def exact_factor(L, jitter, noise_variance):
     s2, j = float(noise_variance), max(float(jitter), 0.0)
     if not s2 > j:
         return None
+    p = L.shape[0]
+    if previous is not None and previous.shape[0] < p:
+        W = previous
+        try:
+            for i in range(previous.shape[0], p):
+                # K_uu's new column off the diagonal is L's (the jitter is on the diagonal only)
+                b, l_i = L[:i, :i] @ L[i, :i], L[i, : i + 1]
+                W = cholesky_append(W, b, float(l_i @ l_i) - j + s2)
+            return np.ascontiguousarray(W)
+        except LinAlgError:
+            pass  # factored anew below
     C = L @ L.T
     C[np.diag_indices_from(C)] += s2 - j
     try:

@@ -202,9 +202,10 @@ def _store_prediction(model, stream):
     """The fitted attributes and the predictor from the statistics."""
     model.alpha_ = stream.alpha * model._y_train_std
     predictor = model._predictor
-    # every row seen is a basis vector: the exact GP (its factor of K_uu + s2 I, O(p^3))
+    # every row seen is a basis vector: the exact GP (its factor of K_uu + s2 I, extended
+    # from the previous one by the new basis vectors, O(p^2) each)
     full = stream.n_rows == stream.p
-    exact = exact_factor(stream.L, stream.jitter, stream.s2) if full else None
+    exact = exact_factor(stream.L, stream.jitter, stream.s2, predictor.exact) if full else None
     if predictor.L.shape[0] == stream.p:
         predictor.alpha, predictor.S, predictor.exact = model.alpha_, stream.S, exact
     else:  # a grown basis: a new kernel set-up against it
