@@ -17,6 +17,7 @@ from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
 from ..rows._store import row_centre
 from ._binary import _BinarySparseGPClassifier
 from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._one_vs_rest import multi_class_mode
 from ._partitioned import PartitionedADFState, label_counts
 from ._partitioned_nlp import partitioned_nlp_loss
 from ._rows_all_rows import fit_binary_on_rows, gathered_rows
@@ -86,6 +87,7 @@ def fit_rows(clf, rows, classes):
 
     if n_classes == 2:
         return store_binary(clf, fit_one(classes[1], rng))
+    clf.multi_class_ = multi_class_mode(clf, params["posterior"], dask=True)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     return store_one_vs_rest(
         clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]

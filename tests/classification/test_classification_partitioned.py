@@ -79,6 +79,8 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
         X, y = make_moons(n, noise=0.3, random_state=0)
     else:
         X, y = make_blobs(n, centers=3, cluster_std=2.0, random_state=1)
+        # the fit on partitions is the independent one-vs-rest fit (see the test below)
+        params = {"multi_class": "independent", **params}
     params = {"max_basis": 10, "random_state": 0, **params}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing to warn about: the same model
@@ -99,6 +101,21 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
         assert clf.log_marginal_likelihood_value_ == pytest.approx(
             reference.log_marginal_likelihood_value_, rel=1e-9
         )
+
+
+@pytest.mark.parametrize("multi_class", ["auto", "shared"])
+def test_partitioned_multiclass_fit_warns_that_it_is_the_independent_one(multi_class):
+    # the shared one-vs-rest fit (the in-memory default above two classes) is not
+    # distributed: the partitions fit the independent models, and say so
+    X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
+    params = {"max_basis": 10, "random_state": 0, "optimizer": None}
+    reference = SparseGPClassifier(multi_class="independent", **params).fit(X, y)
+    with pytest.warns(UserWarning, match="shared one-vs-rest fit in memory, which is not "
+                                         "distributed"):
+        clf = _fit_local({"multi_class": multi_class, **params}, X, y, partition_rows=90)
+    assert clf.multi_class_ == "independent"
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-8)
 
 
 def test_partitioned_all_rows_learning_needs_learning_rows():
