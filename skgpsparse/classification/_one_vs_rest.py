@@ -25,8 +25,9 @@ def multi_class_mode(clf, posterior, *, dask=False):
     """``"shared"`` or ``"independent"``: the one-vs-rest fit ``clf`` runs (``K > 2``).
 
     ``posterior`` is the binary models' (``"all_rows"`` or ``"basis"``). ``"auto"`` is the
-    shared fit under the all-rows posterior; a ``dask`` fit runs the independent fits (the
-    shared one is not distributed), with a warning when that is not what was asked for.
+    shared fit under the all-rows posterior; a ``dask`` fit (rows left on the partitions)
+    runs the independent fits (the shared one is not distributed), with a warning when that
+    is not what was asked for.
     """
     mode = clf.multi_class
     if mode == "shared" and posterior != "all_rows":
@@ -41,8 +42,9 @@ def multi_class_mode(clf, posterior, *, dask=False):
         warnings.warn(
             f"multi_class={clf.multi_class!r} with more than two classes is the shared "
             "one-vs-rest fit in memory, which is not distributed: this fit on a dask array "
-            "fits one whole binary model per class (multi_class='independent'), about K "
-            "times one binary fit. Pass multi_class='independent' to silence this warning.",
+            "with more rows than learning_rows fits one whole binary model per class "
+            "(multi_class='independent'), about K times one binary fit. Pass "
+            "multi_class='independent' to silence this warning.",
             UserWarning,
         )
         mode = "independent"
