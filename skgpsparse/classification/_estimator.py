@@ -146,7 +146,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
     learning_rows : int, "auto" or None, default="auto"
         As the regressor's, for ``posterior="all_rows"``: above it the rounds learn on a random
-        subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all.
+        subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all;
+        the shared multi-class fit learns on at most 1,000 rows (fewer if this is smaller).
     n_restarts : int, default=0
         Extra fits from other starts of the bias ``b``: the class-balance start plus 4, -4,
         2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that order, at most 10. All rows

@@ -9,11 +9,10 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
 - one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
-  classes), on a class-stratified subsample of ``n_l`` rows and a basis of ``p_l`` of them
-  shared by the classes (:func:`shared_learning_size`: ``K n_l p_l^2`` bounded, so fewer
-  classes learn on more rows and a larger basis), chosen greedily on the criteria of their
-  ``K`` ADF states summed (:class:`SummedStates`), in rounds of selection and learning as
-  the binary fit's;
+  classes), on a class-stratified subsample of ``LEARN_ROWS`` rows (at most
+  ``learning_rows``) and a basis of at most ``LEARN_BASIS`` of them shared by the classes,
+  chosen greedily on the criteria of their ``K`` ADF states summed (:class:`SummedStates`),
+  in rounds of selection and learning as the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
   ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
@@ -33,8 +32,8 @@ accelerated), and the gradient in ``theta`` contracts the classes' summed weight
 kernel's derivatives once per evaluation, not once per class
 (:func:`~._all_rows_ep.contract_theta_gradient`).
 
-Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K p_l
-n_l`` floats).
+Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K
+LEARN_BASIS LEARN_ROWS`` floats).
 
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
 (same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by all classes in the final
@@ -66,16 +65,18 @@ from ._hyperprior import with_length_scale_prior
 
 __all__ = ["SharedObjective", "SummedStates", "fit_shared"]
 
-# The shared learning's size. Each L-BFGS evaluation is K EP runs on n_l learning rows with
-# a basis of p_l, about K n_l p_l^2: it is held at letter's measured setting (K = 26, n_l =
-# 1,000, p_l = 50; benchmarks/RESULTS.md, "Many classes": p_l = 50 against 100 there was
-# 0.59x the CPU at test NLP 0.3692 against 0.3711). Fewer classes get more rows (up to
-# LEARN_LABELS / K), then a larger basis (up to max_basis): with 3 classes (pmlb connect-4,
-# 2,000 rows) the 1,000 rows and basis 50 of letter's setting left test NLP 0.83 where the
-# 2,000 rows and basis 100 this rule gives reached 0.72 (the independent fits 0.75).
-LEARN_LABELS = 26_000
-MIN_LEARN_ROWS = 1000
-LEARN_COST = LEARN_LABELS * 50**2
+# Rows of the stratified subsample on which the shared kernel and the biases are learned
+# (each evaluation is one EP run per class on them); all rows when there are fewer, and at
+# most ``learning_rows`` (an int).
+LEARN_ROWS = 1000
+# Largest basis of the shared learning on those rows (each class's final basis is max_basis on
+# all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
+# 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456,
+# pendigits 0.65x at 0.0649 against 0.0624 (a trade, not a free gain). Session 20 tried
+# more rows and a larger basis for fewer classes (K n_l p_l^2 held at letter's): connect-4
+# 0.717 against 0.828 on one split, but splice 0.27-0.28 against 0.23-0.26 on three, at
+# 1.5-2.5x the CPU; not kept (benchmarks/RESULTS.md, "Many classes: the default").
+LEARN_BASIS = 50
 # EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
 _SEARCH_TOL = 1e-3
 
@@ -245,26 +246,6 @@ def _select(model, kernel, X, Y, biases, rng):
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
 
 
-def shared_learning_size(n, n_classes, max_basis, learning_rows=None):
-    """``(rows, basis)`` of the shared learning on ``n`` rows (``LEARN_COST`` above).
-
-    Rows first, ``max(MIN_LEARN_ROWS, LEARN_LABELS / K)`` (at most ``n``, and at most the
-    ``learning_rows`` rows, an int, if given), then the basis ``sqrt(LEARN_COST / (K
-    rows))``, at most ``max_basis``.
-
-    Examples
-    --------
-    >>> from skgpsparse.classification._multiclass import shared_learning_size
-    >>> [shared_learning_size(n, k, 100) for n, k in ((5000, 26), (2000, 3), (2000, 10))]
-    [(1000, 50), (2000, 100), (2000, 57)]
-    """
-    rows = min(n, max(MIN_LEARN_ROWS, LEARN_LABELS // n_classes))
-    if learning_rows is not None:
-        rows = min(rows, max(int(learning_rows), max_basis))
-    basis = int(np.sqrt(LEARN_COST / (n_classes * rows)))
-    return rows, max(1, min(max_basis, rows, basis))
-
-
 def _learning_rows(y_enc, n_rows, rng):
     """Sorted indices of a class-stratified subsample of about ``n_rows`` rows (all if fewer)."""
     n = y_enc.size
@@ -334,10 +315,11 @@ def _learn_shared(params, X, y_enc, n_classes, rng, warm, bias_offset):
     model = _BinarySparseGPClassifier(**params)
     Y = np.where(y_enc[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
     n = y_enc.size
-    # an int learning_rows caps the rows ("auto" is above this size)
-    cap = params["learning_rows"]
-    cap = cap if isinstance(cap, numbers.Integral) and not isinstance(cap, bool) else None
-    learn_rows, learn_basis = shared_learning_size(n, n_classes, model.max_basis, cap)
+    learn_rows = params["learning_rows"]  # an int caps the rows ("auto" is above them)
+    if isinstance(learn_rows, numbers.Integral) and not isinstance(learn_rows, bool):
+        learn_rows = min(LEARN_ROWS, max(int(learn_rows), model.max_basis))
+    else:
+        learn_rows = LEARN_ROWS
     learn = _learning_rows(y_enc, learn_rows, rng)
     kernel = clone(model.kernel)
     if warm is None:
@@ -347,8 +329,9 @@ def _learn_shared(params, X, y_enc, n_classes, rng, warm, bias_offset):
     biases = biases + bias_offset
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
-    # the shared rounds on the learning rows (a basis of learn_basis of them)
-    learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(learn_basis, learn.size)))
+    # the shared rounds on the learning rows (a basis of at most LEARN_BASIS of them)
+    learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
+                                                                     LEARN_BASIS, learn.size)))
     learner.loss_curve_ = model.loss_curve_
     X_l, Y_l = X[learn], Y[:, learn]
     # the binary fit's rounds and per-feature trial with the shared steps; the extra length
