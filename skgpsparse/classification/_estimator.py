@@ -43,7 +43,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
     training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
     costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
-    classes are handled one vs rest (``multi_class``: a whole fit each, or a shared kernel).
+    classes are handled one vs rest (``multi_class``: by default one kernel shared by the classes).
 
     Parameters
     ----------
@@ -146,7 +146,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
     learning_rows : int, "auto" or None, default="auto"
         As the regressor's, for ``posterior="all_rows"``: above it the rounds learn on a random
-        subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all.
+        subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all;
+        the shared multi-class fit learns on at most 1,000 rows (fewer if this is smaller).
     n_restarts : int, default=0
         Extra fits from other starts of the bias ``b``: the class-balance start plus 4, -4,
         2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that order, at most 10. All rows
@@ -156,21 +157,29 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         apart, so each start is fitted on ``1 - validation_fraction`` of the rows
         (stratified) for two outer iterations and judged by the held-out NLP; the class-balance
         start is kept unless another is lower by more than 2 paired standard errors than it
-        and the class prior, and refitted on all rows. Ignored when ``optimizer=None``.
+        and the class prior, and refitted on all rows. The shared multi-class fit: the same
+        offset for every class's bias, the fit with the highest log evidence summed over
+        the classes kept. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts (``"basis"``).
-    multi_class : {"independent", "shared"}, default="independent"
-        More than two classes, one vs rest: a whole binary fit per class (its own kernel,
-        length-scale decision, bias, basis and EP), or ``"shared"`` (the all-rows posterior):
-        one kernel and one-or-per-feature length-scale decision learned on the classes' summed
-        evidence over a stratified subsample of rows, then a basis, bias and EP per class on
-        all rows (``_multiclass``; no restarts); costs and accuracy in the user guide.
+    multi_class : {"auto", "shared", "independent"}, default="auto"
+        More than two classes, one vs rest (two classes: one binary fit, whatever this says).
+        ``"shared"`` (the all-rows posterior): one kernel and one-or-per-feature length-scale
+        decision learned on the classes' summed evidence over a stratified subsample of
+        rows, then a basis, bias and EP per class on all rows (``_multiclass``); about twice
+        one binary fit on 26 classes, where ``"independent"``, a whole binary fit per class
+        (its own kernel, length-scale decision, bias, basis and EP), costs about ``K`` of
+        them. ``"auto"``: ``"shared"`` under the all-rows posterior, ``"independent"`` under
+        ``posterior="basis"`` and on a dask array (with a warning: the shared fit is not
+        distributed). Costs and accuracy in the user guide.
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
-        two classes, the one-vs-rest models are fitted in parallel; with two, the row blocks
-        of each scored working set are spread over threads (BLAS runs on one thread per block
-        meanwhile). The fitted model does not depend on it.
+        two classes, the one-vs-rest models are fitted in parallel (the shared fit: each
+        class's basis selection and EP on all rows; its shared learning runs in one
+        process); with two, the row blocks of each scored working set are spread over
+        threads (BLAS runs on one thread per block meanwhile). The fitted model does not
+        depend on it.
     random_state : int, RandomState instance or None, default=None
         Randomness of the working sets, random selection and the ``learning_rows`` subsample
         (below ``learning_rows`` the default fit draws nothing).
@@ -179,7 +188,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         few seconds one from each phase's steps (selection, hyperparameters, EP; 2: all).
     warm_start : bool, default=False
         ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
-        from its basis when the basis rows are rows of ``X`` at the same index.
+        from its basis when the basis rows are rows of ``X`` at the same index (the shared
+        multi-class fit: the shared kernel, every class's bias and basis).
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
         many, when they have grown by a quarter and when they reach it; later rows leave the
@@ -217,6 +227,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         posterior and ``selection="random"``, which form no basis posterior).
     estimators_ : list
         The binary one-vs-rest models (more than two classes).
+    multi_class_ : {"shared", "independent"}
+        The one-vs-rest fit that ran (more than two classes; ``multi_class`` resolved).
     n_samples_seen_ : int
         Rows seen by :meth:`partial_fit` (only after it).
     n_features_in_ : int
@@ -261,7 +273,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "learning_rows": LEARNING_ROWS_OPTIONS,
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "multi_class": [StrOptions({"independent", "shared"})],
+        "multi_class": [StrOptions({"auto", "shared", "independent"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -287,7 +299,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         learning_rows="auto",
         n_restarts=0,
         validation_fraction=0.2,
-        multi_class="independent",
+        multi_class="auto",
         n_jobs=None,
         random_state=None,
         verbose=0,

@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from ._binary import _make_selector, fit_memory
-from ._multiclass import one_vs_rest
+from ._one_vs_rest import one_vs_rest
 from ._restarts import fit_binary
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
@@ -138,7 +138,8 @@ def fit_models(clf, X, y_enc, previous=None):
     if n_classes == 2:
         y_pm = np.where(y_enc == 1, 1.0, -1.0)
         return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
-    return store_one_vs_rest(clf, one_vs_rest(clf, per_model, restarts, X, y_enc, rng))
+    models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
+    return store_one_vs_rest(clf, models)
 
 
 def previous_models(clf):

@@ -9,17 +9,22 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
 - one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
-  classes), on a class-stratified subsample of ``learn_rows`` rows and a basis of at most
-  ``LEARN_BASIS`` of them shared by the classes, chosen greedily on the criteria of their
-  ``K`` ADF states summed (:class:`SummedStates`), in rounds of selection and learning as
-  the binary fit's;
+  classes), on a class-stratified subsample of ``LEARN_ROWS`` rows (at most
+  ``learning_rows``) and a basis of at most ``LEARN_BASIS`` of them shared by the classes,
+  chosen greedily on the criteria of their ``K`` ADF states summed (:class:`SummedStates`),
+  in rounds of selection and learning as the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
   ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
   basis (one round, no re-selection);
 - then each class selects its own basis on all rows under the shared kernel and its bias (the
   binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
-  becomes a binary model as the independent fit's (``estimators_``).
+  becomes a binary model as the independent fit's (``estimators_``); this stage runs over
+  ``n_jobs`` (joblib), the shared learning in one process.
+
+A warm start begins the learning at the last fit's kernel and biases and each class's
+selection at its last basis; restarts (``n_restarts``, :mod:`._one_vs_rest`) offset every
+class's starting bias alike and keep the fit of the highest summed evidence.
 
 Every EP run here is Anderson-accelerated (:mod:`._ep_acceleration`: the same fixed point in
 fewer sweeps; on letter each class's EP on all rows took 18-200 plain sweeps, 14-25
@@ -27,14 +32,16 @@ accelerated), and the gradient in ``theta`` contracts the classes' summed weight
 kernel's derivatives once per evaluation, not once per class
 (:func:`~._all_rows_ep.contract_theta_gradient`).
 
-Memory: one binary fit's, plus the ``K`` ADF states of the learning rows (``K max_basis
-learn_rows`` floats); the classes run one after the other (``n_jobs`` is not used).
+Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K
+LEARN_BASIS LEARN_ROWS`` floats).
 
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
 (same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by all classes in the final
 posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows, ``max_basis=100``)
 test NLP 0.68 against 0.48 with a basis per class (benchmarks/RESULTS.md, "Many classes").
 """
+
+import numbers
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -55,17 +62,20 @@ from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
-from ._restarts import fit_binary
 
-__all__ = ["SharedObjective", "SummedStates", "fit_shared", "one_vs_rest"]
+__all__ = ["SharedObjective", "SummedStates", "fit_shared"]
 
 # Rows of the stratified subsample on which the shared kernel and the biases are learned
-# (each evaluation is one EP run per class on them); all rows when there are fewer.
+# (each evaluation is one EP run per class on them); all rows when there are fewer, and at
+# most ``learning_rows`` (an int).
 LEARN_ROWS = 1000
 # Largest basis of the shared learning on those rows (each class's final basis is max_basis on
 # all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
 # 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456,
-# pendigits 0.65x at 0.0649 against 0.0624 (a trade, not a free gain).
+# pendigits 0.65x at 0.0649 against 0.0624 (a trade, not a free gain). Session 20 tried
+# more rows and a larger basis for fewer classes (K n_l p_l^2 held at letter's): connect-4
+# 0.717 against 0.828 on one split, but splice 0.27-0.28 against 0.23-0.26 on three, at
+# 1.5-2.5x the CPU; not kept (benchmarks/RESULTS.md, "Many classes: the default").
 LEARN_BASIS = 50
 # EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
 _SEARCH_TOL = 1e-3
@@ -249,40 +259,74 @@ def _learning_rows(y_enc, n_rows, rng):
     return np.sort(np.concatenate(keep))
 
 
-def fit_shared(params, X, y_enc, n_classes, rng, learn_rows=LEARN_ROWS):
+def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
+               n_jobs=None):
     """The one-vs-rest binary models of a shared fit (module docstring).
 
     Parameters
     ----------
     params : dict
         Arguments of ``_BinarySparseGPClassifier`` (:func:`~._fitting.binary_params`), with
-        ``posterior="all_rows"``.
+        ``posterior="all_rows"``; its kernel is the start of the shared one.
     X : ndarray of shape (n, n_features)
     y_enc : ndarray of shape (n,)
         Class indices ``0..n_classes-1``.
     n_classes : int
     rng : numpy.random.RandomState
-        Draws the learning subsample (and the selector's working sets, if it draws).
-    learn_rows : int, default=LEARN_ROWS
-        Rows of the subsample the kernel and biases are learned on.
+        Draws the learning subsample, the selector's working sets (if it draws) and a seed
+        per class for its own selection.
+    warm : list of (bias, basis indices or None), default=None
+        A warm start (:func:`~._fitting._warm_params`), one per class: the biases start
+        there (not at the class balance), and each class's selection on all rows starts from
+        its previous basis when that is given.
+    bias_offset : float, default=0.0
+        Added to every class's starting bias (a restart, :mod:`._one_vs_rest`).
+    n_jobs : int, default=None
+        Jobs (joblib) over the classes' own stage, their basis selection and EP on all rows;
+        the shared learning runs in this process. The models do not depend on it.
 
     Returns
     -------
     models : list of _BinarySparseGPClassifier
-        One per class, fitted: the shared kernel and basis, their own bias and EP sites on all
+        One per class, fitted: the shared kernel, their own basis, bias and EP sites on all
         rows; the shared fit's ``loss_curve_``, ``n_iter_`` and exchange curve.
     """
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        return _fit_shared(params, X, y_enc, n_classes, rng, learn_rows)
+        kernel, biases, n_iter, model = _learn_shared(params, X, y_enc, n_classes, rng,
+                                                      warm, bias_offset)
+    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
+    bases = [None] * n_classes if warm is None else [w[1] for w in warm]
+    shared = (model.loss_curve_, n_iter)
+    models = Parallel(n_jobs=n_jobs)(
+        delayed(_class_model)(params, shared, kernel, biases[k], bases[k], X,
+                              np.where(y_enc == k, 1.0, -1.0), seeds[k])
+        for k in range(n_classes)
+    )
+    for k, binary in enumerate(models):
+        # back from a worker process, pickled without the training rows (_BinarySparse...)
+        if not hasattr(binary, "_train"):
+            binary._train = (X, np.where(y_enc == k, 1.0, -1.0))
+    return models
 
 
-def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
+def _learn_shared(params, X, y_enc, n_classes, rng, warm, bias_offset):
+    """The shared kernel and the biases learned on the learning rows: ``(kernel, biases,
+    rounds run, the learning model)``."""
     model = _BinarySparseGPClassifier(**params)
     Y = np.where(y_enc[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
     n = y_enc.size
+    learn_rows = params["learning_rows"]  # an int caps the rows ("auto" is above them)
+    if isinstance(learn_rows, numbers.Integral) and not isinstance(learn_rows, bool):
+        learn_rows = min(LEARN_ROWS, max(int(learn_rows), model.max_basis))
+    else:
+        learn_rows = LEARN_ROWS
     learn = _learning_rows(y_enc, learn_rows, rng)
     kernel = clone(model.kernel)
-    biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
+    if warm is None:
+        biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
+    else:
+        biases = np.array([float(w[0]) for w in warm])
+    biases = biases + bias_offset
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
     # the shared rounds on the learning rows (a basis of at most LEARN_BASIS of them)
@@ -304,61 +348,29 @@ def _fit_shared(params, X, y_enc, n_classes, rng, learn_rows):
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:
         kernel._check_bounds_params()
-    return [_class_model(params, model, n_iter, kernel, biases[k], X, Y[k], rng)
-            for k in range(n_classes)]
+    return kernel, biases, n_iter, model
 
 
 @reusing_priors()
-def _class_model(params, model, n_iter, kernel, bias, X, y, rng):
-    """One class's binary model: its own basis under the shared kernel and its bias, EP over
-    all rows (the prior and the converged EP run are reused by its predictor and evidence)."""
-    basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
-    prior = SparsePrior(kernel, X, X[basis], PRIOR)
-    tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=True)
-    binary = _BinarySparseGPClassifier(**params)
-    binary.loss_curve_, binary.n_iter_ = list(model.loss_curve_), n_iter
-    binary.exchange_loss_curve_ = [float(v) for v in model._last_exchange_curve]
-    binary.kernel_, binary.bias_, binary.basis_indices_ = kernel, float(bias), basis
-    binary.site_precision_ = tau
-    binary.site_mean_ = np.divide(nu, tau, out=np.zeros(y.size), where=tau > 0)
-    binary._train = (X, y)
-    binary._set_fitted_basis(X, y)
-    return binary
-
-
-def _fit_independent(params, restarts, X, y, seed):
-    return fit_binary(params, X, y, check_random_state(seed), *restarts)
-
-
-def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
-    """The binary models of ``clf``'s one-vs-rest fit (more than two classes).
-
-    ``per_model`` holds each class's binary parameters (:func:`~._fitting.binary_params`, the
-    same for every class unless a warm start gives each its previous model).
-    ``clf.multi_class``: ``"shared"`` by :func:`fit_shared` (the all-rows posterior only,
-    never warm-started); ``"independent"``, a whole binary fit per class
-    (:func:`~._restarts.fit_binary`, with ``restarts``), in parallel over ``clf.n_jobs``,
-    each from its own seed drawn from ``rng``.
-    """
-    n_classes = int(y_enc.max()) + 1
-    if clf.multi_class == "shared":
-        params = {**per_model[0], "warm": None}
-        if params["posterior"] != "all_rows":
-            raise ValueError(
-                "multi_class='shared' needs the all-rows posterior (posterior='auto' or "
-                f"'all_rows'); got posterior={clf.posterior!r}. Use "
-                "multi_class='independent'."
-            )
-        return fit_shared(params, X, y_enc, n_classes, rng)
-    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-    targets = [np.where(y_enc == k, 1.0, -1.0) for k in range(n_classes)]
-    models = Parallel(n_jobs=clf.n_jobs)(
-        delayed(_fit_independent)(per_model[k], restarts, X, targets[k], seeds[k])
-        for k in range(n_classes)
-    )
-    for model, target in zip(models, targets):
-        # a model back from a worker process was pickled without the training rows that
-        # log_marginal_likelihood(theta) of the all-rows posterior needs: the driver has them
-        if model.posterior == "all_rows" and not hasattr(model, "_train"):
-            model._train = (X, target)
-    return models
+def _class_model(params, shared, kernel, bias, basis, X, y, seed):
+    """One class's binary model: its own basis under the shared kernel and its bias (from
+    ``basis``, its previous one, on a warm start), EP over all rows (the prior and the
+    converged EP run are reused by its predictor and evidence)."""
+    with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
+        warm = None if basis is None else (bias, basis)
+        binary = _BinarySparseGPClassifier(**dict(params, warm=warm))
+        binary.basis_indices_ = binary._select(kernel, X, y, bias,
+                                               check_random_state(seed)).basis_indices.copy()
+        prior = SparsePrior(kernel, X, X[binary.basis_indices_], PRIOR)
+        tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=True)
+        loss_curve, n_iter = shared
+        binary.loss_curve_, binary.n_iter_ = list(loss_curve), n_iter
+        binary.exchange_loss_curve_ = [float(v) for v in binary._last_exchange_curve]
+        # a kernel object per class, as the independent fits' (log_marginal_likelihood's
+        # clone_kernel=False sets each class's theta in place)
+        binary.kernel_, binary.bias_ = clone(kernel), float(bias)
+        binary.site_precision_ = tau
+        binary.site_mean_ = np.divide(nu, tau, out=np.zeros(y.size), where=tau > 0)
+        binary._train = (X, y)
+        binary._set_fitted_basis(X, y)
+        return binary

@@ -17,6 +17,7 @@ from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
 from ..rows._store import row_centre
 from ._binary import _BinarySparseGPClassifier
 from ._fitting import binary_params, store_binary, store_one_vs_rest
+from ._one_vs_rest import multi_class_mode, one_vs_rest
 from ._partitioned import PartitionedADFState, label_counts
 from ._partitioned_nlp import partitioned_nlp_loss
 from ._rows_all_rows import fit_binary_on_rows, gathered_rows
@@ -62,7 +63,9 @@ def fit_rows(clf, rows, classes):
 
     ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver
     over the rows gathered from the partitions, EP over every row on the partitions
-    (:mod:`._rows_all_rows`); ``"basis"``: :class:`PartitionedBinary`.
+    (:mod:`._rows_all_rows`); ``"basis"``: :class:`PartitionedBinary`. More than two
+    classes: the shared one-vs-rest fit (``multi_class="auto"``) where every row is gathered
+    to the driver (at most ``learning_rows``), else the independent fits, with a warning.
     """
     n_classes = len(classes)
     all_rows = clf.posterior in ("auto", "all_rows")
@@ -86,6 +89,13 @@ def fit_rows(clf, rows, classes):
 
     if n_classes == 2:
         return store_binary(clf, fit_one(classes[1], rng))
+    if gathered is not None and multi_class_mode(clf, params["posterior"]) == "shared":
+        # every row on the driver: the in-memory shared fit itself
+        X, labels = gathered
+        models, clf.multi_class_ = one_vs_rest(clf, [params], (0, clf.validation_fraction), X,
+                                               np.searchsorted(classes, labels), rng)
+        return store_one_vs_rest(clf, models)
+    clf.multi_class_ = multi_class_mode(clf, params["posterior"], dask=True)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     return store_one_vs_rest(
         clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]

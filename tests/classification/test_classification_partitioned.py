@@ -66,6 +66,7 @@ def test_partitioned_fit_equals_in_memory_fit(data, params):
         # every row gathered to the driver: the in-memory fit itself
         ("moons", 150, {"max_iter": 2}),
         ("blobs", 150, {"optimizer": None}),
+        ("blobs", 150, {"max_iter": 1}),  # (the shared one-vs-rest fit)
         # learning on the in-memory fit's subsample, EP over every row on the partitions
         ("moons", 400, {"max_iter": 2, "learning_rows": 150}),
         ("blobs", 300, {"max_iter": 1, "learning_rows": 120}),
@@ -79,6 +80,8 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
         X, y = make_moons(n, noise=0.3, random_state=0)
     else:
         X, y = make_blobs(n, centers=3, cluster_std=2.0, random_state=1)
+        if "learning_rows" in params:  # rows left on the partitions: the independent fits
+            params = {"multi_class": "independent", **params}  # (see the test below)
     params = {"max_basis": 10, "random_state": 0, **params}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing to warn about: the same model
@@ -99,6 +102,22 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
         assert clf.log_marginal_likelihood_value_ == pytest.approx(
             reference.log_marginal_likelihood_value_, rel=1e-9
         )
+
+
+@pytest.mark.parametrize("multi_class", ["auto", "shared"])
+def test_partitioned_multiclass_fit_warns_that_it_is_the_independent_one(multi_class):
+    # the shared one-vs-rest fit (the in-memory default above two classes) is not
+    # distributed: with the rows left on the partitions (more than learning_rows) they fit
+    # the independent models, and say so
+    X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
+    params = {"max_basis": 10, "random_state": 0, "optimizer": None, "learning_rows": 60}
+    reference = SparseGPClassifier(multi_class="independent", **params).fit(X, y)
+    with pytest.warns(UserWarning, match="shared one-vs-rest fit in memory, which is not "
+                                         "distributed"):
+        clf = _fit_local({"multi_class": multi_class, **params}, X, y, partition_rows=90)
+    assert clf.multi_class_ == "independent"
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
+                               atol=1e-8)
 
 
 def test_partitioned_all_rows_learning_needs_learning_rows():

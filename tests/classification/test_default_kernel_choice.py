@@ -106,7 +106,7 @@ def test_one_vs_rest_models_may_choose_differently(monkeypatch):
     monkeypatch.setattr(all_rows_fit, "bic_charge", lambda n_extra, n: next(charges, np.inf))
     X, y01, _, _ = _irrelevant_features(300)
     y = np.where(X[:, 2] > 0.5, 2, y01)
-    model = _fit(X, y)
+    model = _fit(X, y, multi_class="independent")  # (the shared fit decides once)
     sizes = [k.n_dims for k in model.kernels_]
     assert sizes == [9, 2, 2], model.kernels_
     thetas = np.concatenate([k.theta for k in model.kernels_])

@@ -55,10 +55,24 @@ def test_with_the_hyperparameters_fixed_the_shared_fit_is_the_independent_one():
 
 def test_with_two_classes_the_parameter_keeps_the_binary_fit():
     X, y = _blobs(n=60, n_classes=2)
-    shared = _fit("shared", X, y, max_basis=8, max_iter=2)
-    independent = _fit("independent", X, y, max_basis=8, max_iter=2)
-    np.testing.assert_array_equal(shared.predict_proba(X), independent.predict_proba(X))
-    assert not hasattr(shared, "estimators_")
+    fits = [_fit(mode, X, y, max_basis=8, max_iter=2) for mode in ("shared", "independent",
+                                                                   "auto")]
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fits[0].predict_proba(X), fit.predict_proba(X))
+    assert not any(hasattr(fit, "estimators_") or hasattr(fit, "multi_class_") for fit in fits)
+
+
+def test_the_default_above_two_classes_is_the_shared_fit_under_the_all_rows_posterior():
+    X, y = _blobs(n=60, n_classes=3)
+    params = dict(max_basis=6, max_iter=1)
+    default = SparseGPClassifier().get_params()["multi_class"]
+    assert default == "auto"
+    auto, shared = _fit(default, X, y, **params), _fit("shared", X, y, **params)
+    assert (auto.multi_class_, shared.multi_class_) == ("shared", "shared")
+    np.testing.assert_array_equal(auto.predict_proba(X), shared.predict_proba(X))
+    # the basis posterior has no shared fit: the independent one, as asked explicitly
+    basis = dict(params, posterior="basis")
+    assert _fit(default, X, y, **basis).multi_class_ == "independent"
 
 
 def test_shared_objective_is_the_mean_of_the_binary_objectives_and_its_gradient():
@@ -178,3 +192,59 @@ def test_shared_learning_with_the_kernel_fixed_gives_each_class_its_own_best_bia
         best = minimize_scalar(lambda b: own(np.append(kernel.theta, b), eval_gradient=False),
                                bounds=(-10, 10), method="bounded", options={"xatol": 1e-8})
         assert biases[k] == pytest.approx(best.x, abs=2e-3)
+
+
+def test_shared_warm_start_starts_from_the_last_kernel_biases_and_bases(monkeypatch):
+    import skgpsparse.classification._multiclass as multiclass
+
+    starts = []
+    rounds = multiclass._rounds
+
+    def recording(model, kernel, biases, *args, **kwargs):
+        starts.append((kernel.theta.copy(), np.array(biases)))
+        return rounds(model, kernel, biases, *args, **kwargs)
+
+    monkeypatch.setattr(multiclass, "_rounds", recording)
+    X, y = _blobs(n=60, n_classes=3)
+    clf = _fit("auto", X, y, max_basis=6, max_iter=1, kernel=C(1.0) * RBF(1.0))
+    cold_start, cold = starts[-1], clf.predict_proba(X)
+    kernel, biases = clf.kernels_[0].theta.copy(), clf.bias_.copy()
+    bases = [b.copy() for b in clf.basis_indices_]
+    clf.set_params(warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    np.testing.assert_allclose(starts[-1][0], kernel, rtol=1e-12)
+    np.testing.assert_allclose(starts[-1][1], biases, rtol=1e-12)
+    assert not np.allclose(cold_start[1], biases)  # (the cold start was elsewhere)
+    # each class's selection started from its previous basis, already full: kept
+    for got, want in zip(clf.basis_indices_, bases, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert clf.multi_class_ == "shared"
+    np.testing.assert_allclose(clf.predict_proba(X), cold, atol=0.05)
+
+
+def test_shared_restarts_keep_the_highest_summed_evidence():
+    X, y = _blobs(n=60, n_classes=3)
+    params = dict(max_basis=6, max_iter=1)
+    plain = _fit("shared", X, y, **params)
+    restarted = _fit("shared", X, y, n_restarts=1, **params)
+    evidence = [sum(m.log_marginal_likelihood_value_ for m in fit.estimators_)
+                for fit in (plain, restarted)]
+    for model in restarted.estimators_:
+        np.testing.assert_array_equal(model.restart_offsets_, [0.0, 4.0])
+        # the first start is the plain fit (the same random state), in the per-row units
+        assert model.restart_losses_[0] == pytest.approx(-evidence[0] / (3 * 60), rel=1e-10)
+    assert evidence[1] >= evidence[0] - 1e-9
+    assert evidence[1] == pytest.approx(-min(restarted.estimators_[0].restart_losses_) * 180,
+                                        rel=1e-10)
+
+
+def test_shared_classes_in_parallel_jobs_give_the_same_model():
+    from joblib import parallel_config
+
+    X, y = _blobs(n=60, n_classes=4)
+    one = _fit("shared", X, y, max_basis=6, max_iter=1)
+    with parallel_config(backend="threading"):  # the n_jobs path, without process start-up
+        two = _fit("shared", X, y, max_basis=6, max_iter=1, n_jobs=2)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
