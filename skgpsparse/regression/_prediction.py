@@ -160,7 +160,11 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     with this factor, where :meth:`RegressionPredictor.latent`'s general form
     ``a^T S a`` takes a solve and a ``p x p`` product. It is scikit-learn's form, without
     the jitter ``delta`` of :func:`prediction_factors` (the exact GP needs none: ``s2 > 0``
-    keeps ``K + s2 I`` positive definite). None when ``s2 <= j`` or the factor fails.
+    keeps ``K + s2 I`` positive definite). ``K_uu = L L^T - j I`` holds to about
+    ``p eps k(x, x)``, so an ``s2`` below the jitter ``j`` (a large prior variance against a
+    tiny noise, as in Bayesian optimisation) still gives ``K + s2 I`` to that accuracy: None
+    only when a pivot is at the level of rounding (``pivot^2 <= p eps`` times the largest
+    diagonal entry, as :func:`prediction_factors` asks) or the factor fails.
     ``previous``: this factor for the leading basis vectors of ``L`` (a basis grown by
     ``partial_fit``), extended by one ``cholesky_append`` per new vector, O(p^2) each, instead
     of factored anew in O(p^3).
@@ -177,25 +181,26 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     True
     """
     s2, j = float(noise_variance), max(float(jitter), 0.0)
-    if not s2 > j:
+    if not s2 > 0:
         return None
     p = L.shape[0]
     if previous is not None and previous.shape[0] < p:
         W = previous
+        diagonal = np.einsum("ij,ij->i", L, L) - j + s2  # K_uu + s2 I's diagonal
+        floor = p * _EPS * float(np.max(diagonal))
         try:
             for i in range(previous.shape[0], p):
                 # K_uu's new column off the diagonal is L's (the jitter is on the diagonal only)
-                b, l_i = L[:i, :i] @ L[i, :i], L[i, : i + 1]
-                W = cholesky_append(W, b, float(l_i @ l_i) - j + s2)
+                W = cholesky_append(W, L[:i, :i] @ L[i, :i], float(diagonal[i]))
+                if not W[i, i] ** 2 > floor:
+                    return None
             return np.ascontiguousarray(W)
         except LinAlgError:
             pass  # factored anew below
     C = L @ L.T
     C[np.diag_indices_from(C)] += s2 - j
-    try:
-        return np.ascontiguousarray(cholesky(C, lower=True, check_finite=False))
-    except LinAlgError:
-        return None
+    W = _clear_cholesky(C)
+    return None if W is None else np.ascontiguousarray(W)
 
 
 def _clip_variance(var, prior):
