@@ -149,7 +149,7 @@ class StreamingPosterior:
             self.P = self.P_j
         else:
             L_inv = _solve_lower(self.L, eye)
-            A = self.VVt + s2 * (eye - (j - self.delta) * (L_inv.T @ L_inv))
+            A = self.VVt + s2 * (eye - (j - self.delta) * (L_inv @ L_inv.T))
             F = cholesky(0.5 * (A + A.T), lower=True, check_finite=False)
             self.P = np.ascontiguousarray(cho_solve((F, True), eye, check_finite=False))
         self.since_refresh, self.stale = 0, False
