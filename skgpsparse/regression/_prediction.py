@@ -45,7 +45,8 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
-from scipy.linalg.lapack import dtrtrs
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dtrtri, dtrtrs
 
 from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
@@ -230,6 +231,27 @@ def _solve_lower(L, B):
     return x
 
 
+def _inverse_lower(L):
+    """``L^-T`` (upper triangular, Fortran-ordered) of a C-contiguous lower factor ``L``
+    (LAPACK ``trtri`` on its transposed view), or None if ``trtri`` reports a zero pivot."""
+    inverse, info = dtrtri(L.T, lower=0)
+    return inverse if info == 0 else None
+
+
+def _whiten_rows(factor, inverse, K):
+    """``factor^-1 K^T`` (``p x m``) for a block ``K`` (``m x p``) that may be overwritten.
+
+    With ``inverse = factor^-T`` (:func:`_inverse_lower`) it is one triangular product
+    (BLAS ``trmm``), about twice as fast as the triangular solve at a few hundred rows
+    (``p`` = 200: 2.1 against 6.2 ms for 655 rows, one run); the inverse of a Cholesky
+    factor with pivots clear of rounding adds an error of the solve's order.
+    """
+    if inverse is None:
+        return _solve_lower(factor, K.T)
+    # K.T is K's Fortran-ordered view: trmm writes L^-1 K^T into K's memory
+    return dtrmm(1.0, inverse, K.T, lower=0, trans_a=1, overwrite_b=1)
+
+
 class RegressionPredictor:
     """What prediction needs of a fitted regressor, formed once at the end of the fit.
 
@@ -260,6 +282,16 @@ class RegressionPredictor:
         self.kernel, self.alpha = kernel, alpha
         self.L, self.S = np.ascontiguousarray(L), np.ascontiguousarray(S)
         self.exact = exact
+        self._inverse = (None, None)  # (factor, factor^-T), made on a first call of >= p rows
+
+    def _whiten(self, factor, K):
+        """``factor^-1 K^T``: by the factor's inverse (made once per factor, O(p^3 / 3))
+        for a block of at least ``p`` rows, where it pays; else by a triangular solve."""
+        if K.shape[0] < K.shape[1] or not factor.flags.c_contiguous:
+            return _solve_lower(factor, K.T)
+        if self._inverse[0] is not factor:
+            self._inverse = (factor, _inverse_lower(factor))
+        return _whiten_rows(factor, self._inverse[1], K)
 
     def latent(self, X, return_std=False, return_cov=False):
         """Latent mean, and variance or covariance, at the rows of ``X``, by row blocks.
@@ -277,11 +309,11 @@ class RegressionPredictor:
             mean[rows] = K @ alpha
             if return_std and not return_cov and self.exact is not None:
                 # GPML eq. (2.26): k** - k_u^T (K + s2 I)^-1 k_u, one triangular solve
-                A = _solve_lower(self.exact, K.T)
+                A = self._whiten(self.exact, K)
                 A *= A
                 var[rows] = prior[rows] - A.sum(axis=0)
             elif return_std or return_cov:
-                A = _solve_lower(self.L, K.T)
+                A = self._whiten(self.L, K)
                 if return_cov:
                     A_all[:, rows] = A
                 else:

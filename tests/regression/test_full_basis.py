@@ -108,6 +108,8 @@ def test_exact_gp_variances_after_partial_fit_equal_scikit_learns_and_the_genera
     std = ours.predict(X_test, return_std=True)[1]
     tol = 1e-7 * np.sqrt(amplitude)  # std scales with the amplitude's square root
     np.testing.assert_allclose(std, gpr.predict(X_test, return_std=True)[1], atol=tol)
+    # 50 rows >= p = 40: by the factor's inverse (trmm); 5 rows: by the triangular solve
+    np.testing.assert_allclose(ours.predict(X_test[:5], return_std=True)[1], std[:5], atol=tol)
     predictor.exact = None  # the general form a^T S a from the same fit
     np.testing.assert_allclose(std, ours.predict(X_test, return_std=True)[1], atol=tol)
     # more rows than basis vectors: not the exact GP, no factor
