@@ -69,6 +69,7 @@ class PredictionFactors(NamedTuple):
     alpha: np.ndarray  # (p,) weights of the mean, mean(x) = k_u(x)^T alpha
     S: np.ndarray  # (p, p) symmetric, var(x) = k(x, x) - a^T S a with a = L^-1 k_u(x)
     jitter: float  # delta, the jitter of K_uu in the predictions
+    A_factor: np.ndarray = None  # (p, p) lower factor of A' (R itself when delta = jitter)
 
 
 def _clear_cholesky(matrix):
@@ -150,7 +151,7 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
     X = VVt if M_factor is None else cho_solve((M_factor, True), VVt, check_finite=False)
     S = cho_solve((A_factor, True), X.T, check_finite=False).T
     S = 0.5 * (S + S.T)
-    return PredictionFactors(alpha, S, delta)
+    return PredictionFactors(alpha, S, delta, A_factor)
 
 
 def exact_factor(L, jitter, noise_variance, previous=None):
