@@ -70,10 +70,19 @@ class Radial:
         # block size costs about as much in page faults as the arithmetic on it
         E *= -4.0 * nu
         t = np.sqrt(E)
+        if not slopes:  # seven passes, c in the exponent: c exp(-t) = exp(log c - t)
+            if nu == 1.5:  # GPML eq. (4.17), first form
+                E = np.add(t, 1.0, out=E)
+            else:  # nu == 2.5, GPML eq. (4.17), second form: 1 + t + t^2 / 3
+                E *= 1.0 / 3.0
+                E += t
+                E += 1.0
+            np.subtract(np.log(c), t, out=t)
+            return np.multiply(E, np.exp(t, out=t), out=E)
         e = np.negative(t)
         np.exp(e, out=e)
         if nu == 1.5:  # GPML eq. (4.17), first form
-            G = np.multiply(e, 3.0 * c) if slopes else None
+            G = np.multiply(e, 3.0 * c)
             t += 1.0
             K = np.multiply(t, e, out=E)
         else:  # nu == 2.5, GPML eq. (4.17), second form
@@ -81,13 +90,12 @@ class Radial:
             E += t
             E += 1.0
             t += 1.0
-            G = np.multiply(t, e, out=t) if slopes else None
-            if slopes:
-                G *= 5.0 / 3.0 * c
+            G = np.multiply(t, e, out=t)
+            G *= 5.0 / 3.0 * c
             K = np.multiply(E, e, out=E)
         if c != 1.0:
             K *= c
-        return (K, G) if slopes else K
+        return K, G
 
 
 def radial_parameters(kernel, n_features):
