@@ -19,6 +19,9 @@ with ``D_k = (s_xk - s_zk)^2`` (:mod:`skgpsparse.kernels._rules`). For the RBF (
 RBF's exponent. ``nu = 0.5`` (``exp(-r)``, whose slope in ``r^2`` is unbounded at 0) would be
 off by ``sqrt(delta)`` near the diagonal and keeps the kernel's own call, as do the Bessel
 forms of other ``nu``.
+
+:func:`with_theta` builds these kernels at a new ``theta`` without scikit-learn's
+``clone_with_theta`` (a hyperparameter search's candidate kernels).
 """
 
 import numpy as np

@@ -275,7 +275,8 @@ class RegressionPredictor:
     exact : ndarray of shape (p, p) or None, default=None
         With every training row in the basis (the exact GP), the lower Cholesky factor of
         ``K_uu + s2 I`` (:func:`exact_factor`), from which the variances are computed with
-        one triangular solve per block of rows.
+        one triangular solve per block of rows (a product with the factor's inverse for a
+        block of at least ``p`` rows).
     """
 
     def __init__(self, kernel, basis_vectors, alpha, L, S, exact=None):
