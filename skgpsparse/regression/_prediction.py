@@ -289,7 +289,7 @@ class RegressionPredictor:
     def _whiten(self, factor, K):
         """``factor^-1 K^T``: by the factor's inverse (made once per factor, O(p^3 / 3))
         for a block of at least ``p`` rows, where it pays; else by a triangular solve."""
-        if K.shape[0] < K.shape[1] or not factor.flags.c_contiguous:
+        if not 0 < K.shape[1] <= K.shape[0] or not factor.flags.c_contiguous:
             return _solve_lower(factor, K.T)
         if self._inverse[0] is not factor:
             self._inverse = (factor, _inverse_lower(factor))
