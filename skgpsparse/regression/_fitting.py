@@ -84,4 +84,4 @@ def store_fit(model, fit, n_rows):
     model.cost_curve_ = fit.cost_curve
     model._jitter_value = fit.jitter
     # the p x p statistics that partial_fit updates (._posterior)
-    model._stream = FitStatistics(fit.L, fit.R, fit.Vy, fit.jitter, int(n_rows))
+    model._stream = FitStatistics(fit.L, fit.R, fit.Vy, fit.jitter, int(n_rows), factors)

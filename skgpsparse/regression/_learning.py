@@ -13,6 +13,7 @@ from scipy.linalg import LinAlgError
 from sklearn.exceptions import ConvergenceWarning
 
 from .._optimize import check_optimizer_result, lbfgs_in_moving_box
+from ..kernels._radial import with_theta
 from ._likelihood import dtc_log_marginal_likelihood
 
 __all__ = ["check_noise_bounds", "learn_hyperparameters", "warn_at_noise_bound"]
@@ -92,7 +93,7 @@ def learn_hyperparameters(
         objective = dtc_log_marginal_likelihood
 
     def split(theta):
-        k = kernel.clone_with_theta(theta[:n_k])
+        k = with_theta(kernel, theta[:n_k])
         return k, (float(np.exp(theta[n_k])) if learn_noise else noise_variance)
 
     def obj_func(theta, eval_gradient=True):

@@ -39,10 +39,11 @@ its part that depends only on the rows (``-|y|^2 / (2 s2) - m n/2 log(2 pi s2)``
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.blas import dgemm
 
-from ._prediction import prediction_factors
+from ._exact import _inverse_from_factor
+from ._prediction import PredictionFactors, prediction_factors
 
 __all__ = ["FitStatistics", "StreamingPosterior"]
 
@@ -63,6 +64,7 @@ class FitStatistics(NamedTuple):
     Vy: np.ndarray  # (p,) or (p, m), normalised targets
     jitter: float
     n_rows: int
+    factors: PredictionFactors = None  # the fit's prediction_factors(L, R, Vy, ...), if made
 
 
 def _solve_lower(L, B, trans=0):
@@ -117,7 +119,7 @@ class StreamingPosterior:
         self.Vy = np.array(start.Vy, dtype=np.float64)
         self.m = 1 if self.Vy.ndim == 1 else self.Vy.shape[1]
         self.n_rows = int(start.n_rows)
-        self.refresh()
+        self.refresh(start.R, start.factors)  # the fit's factors of these statistics
         # the objective's part that depends only on the rows (see the module docstring)
         self.rows_part = float(objective_value) - self._statistics_part()
 
@@ -135,23 +137,24 @@ class StreamingPosterior:
         return self.rows_part + self._statistics_part()
 
     # ------------------------------------------------------------------ exact rebuild
-    def refresh(self):
-        """Every derived quantity from ``V V^T`` and ``V y``: O(p^3)."""
+    def refresh(self, R=None, factors=None):
+        """Every derived quantity from ``V V^T`` and ``V y``: O(p^3). ``R`` (the factor of
+        ``V V^T + s2 I``) and ``factors`` (:func:`~._prediction.prediction_factors` of
+        these statistics): a fit's, not computed again."""
         p, s2, j = self.p, self.s2, self.jitter
         eye = np.eye(p)
-        R = cholesky(self.VVt + s2 * eye, lower=True, check_finite=False)
-        f = prediction_factors(self.L, R, self.Vy, j, s2)
+        if R is None:
+            R = cholesky(self.VVt + s2 * eye, lower=True, check_finite=False)
+        f = prediction_factors(self.L, R, self.Vy, j, s2) if factors is None else factors
         self.alpha, self.S, self.delta = f.alpha, np.ascontiguousarray(f.S), f.jitter
-        self.P_j = np.ascontiguousarray(cho_solve((R, True), eye, check_finite=False))
+        # the inverses by LAPACK potri: a third of cho_solve's arithmetic against I
+        self.P_j = np.ascontiguousarray(_inverse_from_factor(R))
         self.log_det = 2.0 * float(np.sum(np.log(np.diag(R))))
         self.beta2 = _sqnorm(_solve_lower(R, self.Vy))
         if self.delta >= j:  # the prediction's model is the state's
             self.P = self.P_j
-        else:
-            L_inv = _solve_lower(self.L, eye)
-            A = self.VVt + s2 * (eye - (j - self.delta) * (L_inv.T @ L_inv))
-            F = cholesky(0.5 * (A + A.T), lower=True, check_finite=False)
-            self.P = np.ascontiguousarray(cho_solve((F, True), eye, check_finite=False))
+        else:  # P = A'^-1, A' = V V^T + s2 (I - (j - delta) L^-1 L^-T), factored there
+            self.P = np.ascontiguousarray(_inverse_from_factor(f.A_factor))
         self.since_refresh, self.stale = 0, False
 
     def refresh_if_due(self):

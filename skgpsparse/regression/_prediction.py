@@ -45,7 +45,8 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
-from scipy.linalg.lapack import dtrtrs
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dtrtri, dtrtrs
 
 from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
@@ -68,6 +69,7 @@ class PredictionFactors(NamedTuple):
     alpha: np.ndarray  # (p,) weights of the mean, mean(x) = k_u(x)^T alpha
     S: np.ndarray  # (p, p) symmetric, var(x) = k(x, x) - a^T S a with a = L^-1 k_u(x)
     jitter: float  # delta, the jitter of K_uu in the predictions
+    A_factor: np.ndarray = None  # (p, p) lower factor of A' (R itself when delta = jitter)
 
 
 def _clear_cholesky(matrix):
@@ -149,7 +151,7 @@ def prediction_factors(L, R, Vy, jitter, noise_variance):
     X = VVt if M_factor is None else cho_solve((M_factor, True), VVt, check_finite=False)
     S = cho_solve((A_factor, True), X.T, check_finite=False).T
     S = 0.5 * (S + S.T)
-    return PredictionFactors(alpha, S, delta)
+    return PredictionFactors(alpha, S, delta, A_factor)
 
 
 def exact_factor(L, jitter, noise_variance, previous=None):
@@ -160,7 +162,11 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     with this factor, where :meth:`RegressionPredictor.latent`'s general form
     ``a^T S a`` takes a solve and a ``p x p`` product. It is scikit-learn's form, without
     the jitter ``delta`` of :func:`prediction_factors` (the exact GP needs none: ``s2 > 0``
-    keeps ``K + s2 I`` positive definite). None when ``s2 <= j`` or the factor fails.
+    keeps ``K + s2 I`` positive definite). ``K_uu = L L^T - j I`` holds to about
+    ``p eps k(x, x)``, so an ``s2`` below the jitter ``j`` (a large prior variance against a
+    tiny noise, as in Bayesian optimisation) still gives ``K + s2 I`` to that accuracy: None
+    only when a pivot is at the level of rounding (``pivot^2 <= p eps`` times the largest
+    diagonal entry, as :func:`prediction_factors` asks) or the factor fails.
     ``previous``: this factor for the leading basis vectors of ``L`` (a basis grown by
     ``partial_fit``), extended by one ``cholesky_append`` per new vector, O(p^2) each, instead
     of factored anew in O(p^3).
@@ -177,25 +183,26 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     True
     """
     s2, j = float(noise_variance), max(float(jitter), 0.0)
-    if not s2 > j:
+    if not s2 > 0:
         return None
     p = L.shape[0]
     if previous is not None and previous.shape[0] < p:
         W = previous
+        diagonal = np.einsum("ij,ij->i", L, L) - j + s2  # K_uu + s2 I's diagonal
+        floor = p * _EPS * float(np.max(diagonal))
         try:
             for i in range(previous.shape[0], p):
                 # K_uu's new column off the diagonal is L's (the jitter is on the diagonal only)
-                b, l_i = L[:i, :i] @ L[i, :i], L[i, : i + 1]
-                W = cholesky_append(W, b, float(l_i @ l_i) - j + s2)
+                W = cholesky_append(W, L[:i, :i] @ L[i, :i], float(diagonal[i]))
+                if not W[i, i] ** 2 > floor:
+                    return None
             return np.ascontiguousarray(W)
         except LinAlgError:
             pass  # factored anew below
     C = L @ L.T
     C[np.diag_indices_from(C)] += s2 - j
-    try:
-        return np.ascontiguousarray(cholesky(C, lower=True, check_finite=False))
-    except LinAlgError:
-        return None
+    W = _clear_cholesky(C)
+    return None if W is None else np.ascontiguousarray(W)
 
 
 def _clip_variance(var, prior):
@@ -225,6 +232,27 @@ def _solve_lower(L, B):
     return x
 
 
+def _inverse_lower(L):
+    """``L^-T`` (upper triangular, Fortran-ordered) of a C-contiguous lower factor ``L``
+    (LAPACK ``trtri`` on its transposed view), or None if ``trtri`` reports a zero pivot."""
+    inverse, info = dtrtri(L.T, lower=0)
+    return inverse if info == 0 else None
+
+
+def _whiten_rows(factor, inverse, K):
+    """``factor^-1 K^T`` (``p x m``) for a block ``K`` (``m x p``) that may be overwritten.
+
+    With ``inverse = factor^-T`` (:func:`_inverse_lower`) it is one triangular product
+    (BLAS ``trmm``), about twice as fast as the triangular solve at a few hundred rows
+    (``p`` = 200: 2.1 against 6.2 ms for 655 rows, one run); the inverse of a Cholesky
+    factor with pivots clear of rounding adds an error of the solve's order.
+    """
+    if inverse is None:
+        return _solve_lower(factor, K.T)
+    # K.T is K's Fortran-ordered view: trmm writes L^-1 K^T into K's memory
+    return dtrmm(1.0, inverse, K.T, lower=0, trans_a=1, overwrite_b=1)
+
+
 class RegressionPredictor:
     """What prediction needs of a fitted regressor, formed once at the end of the fit.
 
@@ -247,7 +275,8 @@ class RegressionPredictor:
     exact : ndarray of shape (p, p) or None, default=None
         With every training row in the basis (the exact GP), the lower Cholesky factor of
         ``K_uu + s2 I`` (:func:`exact_factor`), from which the variances are computed with
-        one triangular solve per block of rows.
+        one triangular solve per block of rows (a product with the factor's inverse for a
+        block of at least ``p`` rows).
     """
 
     def __init__(self, kernel, basis_vectors, alpha, L, S, exact=None):
@@ -255,6 +284,16 @@ class RegressionPredictor:
         self.kernel, self.alpha = kernel, alpha
         self.L, self.S = np.ascontiguousarray(L), np.ascontiguousarray(S)
         self.exact = exact
+        self._inverse = (None, None)  # (factor, factor^-T), made on a first call of >= p rows
+
+    def _whiten(self, factor, K):
+        """``factor^-1 K^T``: by the factor's inverse (made once per factor, O(p^3 / 3))
+        for a block of at least ``p`` rows, where it pays; else by a triangular solve."""
+        if not 0 < K.shape[1] <= K.shape[0] or not factor.flags.c_contiguous:
+            return _solve_lower(factor, K.T)
+        if self._inverse[0] is not factor:
+            self._inverse = (factor, _inverse_lower(factor))
+        return _whiten_rows(factor, self._inverse[1], K)
 
     def latent(self, X, return_std=False, return_cov=False):
         """Latent mean, and variance or covariance, at the rows of ``X``, by row blocks.
@@ -272,11 +311,11 @@ class RegressionPredictor:
             mean[rows] = K @ alpha
             if return_std and not return_cov and self.exact is not None:
                 # GPML eq. (2.26): k** - k_u^T (K + s2 I)^-1 k_u, one triangular solve
-                A = _solve_lower(self.exact, K.T)
+                A = self._whiten(self.exact, K)
                 A *= A
                 var[rows] = prior[rows] - A.sum(axis=0)
             elif return_std or return_cov:
-                A = _solve_lower(self.L, K.T)
+                A = self._whiten(self.L, K)
                 if return_cov:
                     A_all[:, rows] = A
                 else:

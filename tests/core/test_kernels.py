@@ -552,3 +552,22 @@ def test_far_rows_fall_back_within_a_block_larger_than_a_gradient_chunk(monkeypa
     dK = kernel_gradient(kernel, X, Z)[1]
     expected = W.ravel() @ dK.reshape(W.size, kernel.n_dims)
     np.testing.assert_allclose(blocks[0][2](W), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_with_theta_is_clone_with_theta():
+    from skgpsparse.kernels._radial import with_theta
+
+    X = np.random.RandomState(0).uniform(-1, 1, (5, 2))
+    kernels = [
+        C(2.0) * Matern([1.0, 3.0], nu=2.5), Matern([1.0, 3.0], nu=1.5) * C(3.0), RBF(1.0),
+        C(1.0) * RBF([2.0]), C(1.0, "fixed") * RBF(1.0), RBF([1.0, 2.0], "fixed") * C(2.0),
+        C(2.0) * RBF(1.0) + WhiteKernel(),  # the last three through clone_with_theta
+    ]
+    for kernel in kernels:
+        theta = kernel.theta + 0.3
+        got, expected = with_theta(kernel, theta), kernel.clone_with_theta(theta)
+        assert repr(got) == repr(expected)
+        np.testing.assert_array_equal(got.theta, expected.theta)
+        np.testing.assert_array_equal(got.bounds, expected.bounds)
+        np.testing.assert_array_equal(got(X), expected(X))
+        assert kernel.theta.tolist() != theta.tolist()  # the kernel itself is not changed

@@ -86,12 +86,16 @@ def test_repeated_rows_give_the_selection_paths_model(monkeypatch):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
-def test_exact_gp_variances_after_partial_fit_equal_scikit_learns_and_the_general_form():
+@pytest.mark.parametrize("amplitude", [1.5, 1e3])
+def test_exact_gp_variances_after_partial_fit_equal_scikit_learns_and_the_general_form(
+    amplitude,
+):
     # Every row in the basis: the variances come from K + s2 I's factor (one triangular
     # solve); a partial_fit whose row becomes a basis vector keeps the model the exact GP.
-    # Tiny noise, as in Bayesian optimisation (K + s2 I ill-conditioned).
+    # Tiny noise, as in Bayesian optimisation (K + s2 I ill-conditioned); at amplitude 1e3
+    # the noise 1e-6 is below the jitter 1e-8 * 1e3 (the factor still exact).
     X, y, X_test = _data(n=40)
-    kernel = C(1.5) * Matern([0.7, 1.2], nu=2.5)
+    kernel = C(amplitude) * Matern([0.7, 1.2], nu=2.5)
     ours = SparseGPRegressor(
         kernel, noise_variance=1e-6, optimizer=None, max_basis=100, random_state=0
     )
@@ -102,9 +106,12 @@ def test_exact_gp_variances_after_partial_fit_equal_scikit_learns_and_the_genera
     assert predictor.exact is not None and predictor.exact.shape == (40, 40)
     gpr = GaussianProcessRegressor(kernel, alpha=1e-6, optimizer=None).fit(X, y)
     std = ours.predict(X_test, return_std=True)[1]
-    np.testing.assert_allclose(std, gpr.predict(X_test, return_std=True)[1], atol=1e-7)
+    tol = 1e-7 * np.sqrt(amplitude)  # std scales with the amplitude's square root
+    np.testing.assert_allclose(std, gpr.predict(X_test, return_std=True)[1], atol=tol)
+    # 50 rows >= p = 40: by the factor's inverse (trmm); 5 rows: by the triangular solve
+    np.testing.assert_allclose(ours.predict(X_test[:5], return_std=True)[1], std[:5], atol=tol)
     predictor.exact = None  # the general form a^T S a from the same fit
-    np.testing.assert_allclose(std, ours.predict(X_test, return_std=True)[1], atol=1e-7)
+    np.testing.assert_allclose(std, ours.predict(X_test, return_std=True)[1], atol=tol)
     # more rows than basis vectors: not the exact GP, no factor
     capped = SparseGPRegressor(kernel, noise_variance=1e-6, optimizer=None, max_basis=30,
                                random_state=0).fit(X, y)

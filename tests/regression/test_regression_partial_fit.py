@@ -233,3 +233,25 @@ def test_warm_start_with_a_white_kernel_term_starts_from_its_level():
     assert isinstance(model.kernel_.k2, WhiteKernel) and not isinstance(model.kernel_.k1.k2,
                                                                          WhiteKernel)
     np.testing.assert_allclose(model.kernel_.k2.noise_level, previous.k2.noise_level)
+
+
+def test_streamed_inverse_is_that_of_the_predictions_matrix():
+    # P = A'^-1 with A' = V V^T + s2 M, M = I - (j - delta) L^-1 L^-T (the prediction's
+    # model, ._prediction); S = M^-1 - s2 P. A noise below the jitter (amplitude 1e3,
+    # dense rows) makes delta < j matter: the transposed L^-T L^-1 was off by O(1).
+    from skgpsparse.regression._streaming import _posterior
+
+    X, y = _data(60)
+    model = _model(kernel=C(1e3) * RBF(2.0), noise_variance=1e-6, max_basis=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X[:40], y[:40])
+    stream = _posterior(model)
+    p, s2, excess = stream.p, stream.s2, stream.jitter - stream.delta
+    assert excess > 0
+    L_inv = np.linalg.inv(stream.L)
+    M = np.eye(p) - excess * (L_inv @ L_inv.T)
+    A = stream.VVt + s2 * M
+    np.testing.assert_allclose(stream.P @ A, np.eye(p), atol=1e-6)
+    np.testing.assert_allclose(stream.S + s2 * stream.P, np.linalg.inv(M), rtol=1e-6,
+                               atol=1e-6)
