@@ -45,18 +45,24 @@ _SEARCH_TOL = 1e-3
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
 _POLISH_GTOL = 1e-5
+# EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
+# sweeps (benchmarks/RESULTS.md, session 20).
+ACCELERATE = True
 
 
 class AllRowsObjective:
     """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` of all labels, per row.
 
     Divided by ``n`` so that the optimiser's tolerances do not depend on the data size. EP is
-    warm-started from the sites of the previous finite evaluation.
+    warm-started from the sites of the previous finite evaluation, its sweeps
+    Anderson-accelerated unless ``accelerate`` is False (None: the module's ``ACCELERATE``).
     """
 
-    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None):
+    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None,
+                 accelerate=None):
         self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
         self.sites, self.tol, self.progress = sites, tol, progress
+        self.accelerate = ACCELERATE if accelerate is None else accelerate
 
     def __call__(self, theta, eval_gradient=True):
         kernel = self.kernel.clone_with_theta(theta[:-1])
@@ -65,7 +71,7 @@ class AllRowsObjective:
             prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
             out = negative_log_evidence_all_rows(
                 prior, self.y, theta[-1], *self.sites, eval_gradient=eval_gradient, tol=self.tol,
-                progress=self.progress,
+                progress=self.progress, accelerate=self.accelerate,
             )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out = None
