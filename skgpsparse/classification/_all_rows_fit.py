@@ -7,7 +7,8 @@ and EP (:mod:`._all_rows_ep`) matches the probit likelihood of every training ro
 the generalized FITC classifier of Naish-Guzman and Holden (2008) do. The hyperparameters
 ``(theta, b)`` maximise the EP evidence of all labels (GPML eq. (3.65) under the sparse prior)
 with the basis fixed, EP warm-started from the sites of the previous evaluation (the sites
-belong to rows, not to the basis, so they carry over from one basis to the next). Rounds of
+belong to rows, not to the basis, so they carry over from one basis to the next) and its
+sweeps Anderson-accelerated (:mod:`._ep_acceleration`). Rounds of
 basis selection under the current ``(theta, b)`` and hyperparameter learning alternate until
 the evidence per row stops improving by ``tol``; the round with the highest evidence is kept.
 """
@@ -40,6 +41,8 @@ __all__ = ["AllRowsObjective", "AllRowsPredictor", "bic_charge", "fit_all_rows"]
 PRIOR = "fitc"
 # EP's tolerance on the sites while the optimiser searches (the evidence is stationary in the
 # sites, so its error is second order in theirs); the kept theta's sites are then refined.
+# Looser (3e-3, 1e-2) halved the learning's sweeps but ended on pmlb adult in another optimum
+# (test NLP 0.317-0.318 against 0.310-0.312; benchmarks/RESULTS.md, session 20).
 _SEARCH_TOL = 1e-3
 # The final L-BFGS-B run on the kept basis (_converged): its iterations, and its tolerance on
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
