@@ -280,7 +280,7 @@ def test_accelerated_fit_is_the_plain_fit(monkeypatch, learn):
             fits.append(model.fit(X, y))
         counts.append(len(sweeps))
     plain, fast = fits
-    assert counts[1] < 0.8 * counts[0]  # the fit's EP ran accelerated (seen: 19 against 50)
+    assert counts[1] < 0.8 * counts[0]  # the fit's EP ran accelerated (seen: 18 of 47, 165 of 401)
     np.testing.assert_array_equal(fast.basis_indices_, plain.basis_indices_)
     # fixed: the same EP fixed point to its tolerance (1e-6 on the sites); learned: both end
     # where L-BFGS-B's projected gradient per row is below 1e-5, on an evidence flat in the
