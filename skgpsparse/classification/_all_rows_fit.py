@@ -168,8 +168,10 @@ def _learn(model, kernel, bias, sites, X, y, basis):
         search = model._progress.counting("hyperparameters", target)
         theta, _ = minimize_theta(model.optimizer, search, theta0, bounds)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
-    # the sites at the kept theta (the last evaluation may have been another), refined
+    # the sites at the kept theta (the last evaluation may have been another), refined;
+    # without learning they are the fitted posterior, by plain EP as on row partitions
     objective.tol = _EP_TOL
+    objective.accelerate = objective.accelerate and model.optimizer is not None
     loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     return loss, kernel, bias, objective.sites
 
@@ -311,7 +313,10 @@ def _round_on_all_rows(model, best, X, y, rows):
     loss, kernel, bias, basis, _, curve = best
     basis = rows[basis]
     n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None))  # EP from an ADF pass
+    # EP from an ADF pass, plain (damped) as the same step on row partitions (a dask fit's
+    # posterior equals the in-memory one): acceleration saves little here (adult 40,000
+    # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
+    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False)
     target = with_length_scale_prior(objective, kernel, n)
     loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
