@@ -7,8 +7,8 @@ and EP (:mod:`._all_rows_ep`) matches the probit likelihood of every training ro
 the generalized FITC classifier of Naish-Guzman and Holden (2008) do. The hyperparameters
 ``(theta, b)`` maximise the EP evidence of all labels (GPML eq. (3.65) under the sparse prior)
 with the basis fixed, EP warm-started from the sites of the previous evaluation (the sites
-belong to rows, not to the basis, so they carry over from one basis to the next) and its
-sweeps Anderson-accelerated (:mod:`._ep_acceleration`). Rounds of
+belong to rows, not to the basis, so they carry over from one basis to the next) and, while
+learning, its sweeps Anderson-accelerated (:mod:`._ep_acceleration`). Rounds of
 basis selection under the current ``(theta, b)`` and hyperparameter learning alternate until
 the evidence per row stops improving by ``tol``; the round with the highest evidence is kept.
 """
