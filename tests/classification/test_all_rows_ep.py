@@ -251,3 +251,42 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba, 1.0 / 3.0)
     np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
+
+
+def test_accelerated_fit_is_the_plain_fit(monkeypatch):
+    # the default fit learns with Anderson-accelerated EP; the plain damped sweeps reach the
+    # same fixed point. A large amplitude saturates the probit: plain EP takes many sweeps there
+    from skgpsparse.classification import _all_rows_ep, _all_rows_fit
+
+    sweeps, sweep = [], _all_rows_ep.ep_sweep
+
+    def counting_sweep(*args, **kwargs):
+        sweeps.append(1)
+        return sweep(*args, **kwargs)
+
+    monkeypatch.setattr(_all_rows_ep, "ep_sweep", counting_sweep)
+    rng = np.random.RandomState(4)
+    X, X_test = rng.randn(150, 2), rng.randn(300, 2)
+    y = (X[:, 0] + 0.3 * rng.randn(150) > 0.8).astype(int)
+    fits, counts = [], []
+    for accelerate in (False, True):
+        monkeypatch.setattr(_all_rows_fit, "ACCELERATE", accelerate)
+        sweeps.clear()
+        model = SparseGPClassifier(posterior="all_rows", max_basis=25, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the amplitude reaches its bound
+            fits.append(model.fit(X, y))
+        counts.append(len(sweeps))
+    plain, fast = fits
+    assert counts[1] < 0.8 * counts[0]  # the fit's EP ran accelerated (seen: 165 of 401)
+    np.testing.assert_array_equal(fast.basis_indices_, plain.basis_indices_)
+    # both end where L-BFGS-B's projected gradient per row is below 1e-5, on an evidence flat
+    # in the amplitude and bias (seen: theta 2.6e-3, bias 4.7e-3, probabilities 8e-5 apart)
+    close = np.testing.assert_allclose
+    close(fast.kernel_.theta, plain.kernel_.theta, rtol=0, atol=1e-2)
+    close(fast.bias_, plain.bias_, rtol=0, atol=2e-2)
+    close(fast.site_precision_, plain.site_precision_, rtol=0, atol=1e-3)
+    close(fast.site_mean_ * fast.site_precision_, plain.site_mean_ * plain.site_precision_,
+          rtol=0, atol=2e-2)
+    close(fast.log_marginal_likelihood_value_, plain.log_marginal_likelihood_value_, rtol=1e-6)
+    close(fast.predict_proba(X_test), plain.predict_proba(X_test), rtol=0, atol=5e-4)
