@@ -239,6 +239,23 @@ def _inverse_lower(L):
     return inverse if info == 0 else None
 
 
+def _bordered_inverse(L, inverse):
+    """``L^-T`` (as :func:`_inverse_lower`) of a lower factor ``L`` whose leading block's
+    ``L_0^-T`` is ``inverse``, in O(k p^2) for ``k`` new rows ``[B, D]`` instead of trtri's
+    O(p^3 / 3): by block inversion ``L^-1 = [[L_0^-1, 0], [-D^-1 B L_0^-1, D^-1]]``, so
+    ``L^-T`` is ``inverse`` bordered by the column block ``-inverse B^T D^-T`` over ``D^-T``.
+    None if ``D``'s inverse does (a zero pivot)."""
+    p0, p = inverse.shape[0], L.shape[0]
+    D_inv_T = _inverse_lower(np.ascontiguousarray(L[p0:, p0:]))
+    if D_inv_T is None:
+        return None
+    out = np.zeros((p, p), order="F")
+    out[:p0, :p0] = inverse
+    out[:p0, p0:] = -(inverse @ L[p0:, :p0].T) @ D_inv_T
+    out[p0:, p0:] = D_inv_T
+    return out
+
+
 def _whiten_rows(factor, inverse, K):
     """``factor^-1 K^T`` (``p x m``) for a block ``K`` (``m x p``) that may be overwritten.
 
@@ -286,13 +303,31 @@ class RegressionPredictor:
         self.exact = exact
         self._inverse = (None, None)  # (factor, factor^-T), made on a first call of >= p rows
 
+    def inherit_inverse(self, previous):
+        """Keep ``previous``'s inverse of its exact factor when this predictor's exact factor
+        extends it (``partial_fit`` growing the basis, :func:`exact_factor`'s ``previous``):
+        the first large block then borders it (O(p^2) per new row) instead of inverting the
+        whole factor."""
+        factor, inverse = previous._inverse
+        if (
+            inverse is not None and self.exact is not None
+            and factor.shape[0] < self.exact.shape[0]
+            and np.array_equal(self.exact[: factor.shape[0], : factor.shape[0]], factor)
+        ):
+            self._inverse = (factor, inverse)
+
     def _whiten(self, factor, K):
         """``factor^-1 K^T``: by the factor's inverse (made once per factor, O(p^3 / 3))
         for a block of at least ``p`` rows, where it pays; else by a triangular solve."""
         if not 0 < K.shape[1] <= K.shape[0] or not factor.flags.c_contiguous:
             return _solve_lower(factor, K.T)
         if self._inverse[0] is not factor:
-            self._inverse = (factor, _inverse_lower(factor))
+            held, inverse = self._inverse
+            extends = (
+                factor is self.exact and held is not None and held.shape[0] < factor.shape[0]
+            )
+            inverse = _bordered_inverse(factor, inverse) if extends else None
+            self._inverse = (factor, _inverse_lower(factor) if inverse is None else inverse)
         return _whiten_rows(factor, self._inverse[1], K)
 
     def latent(self, X, return_std=False, return_cov=False):

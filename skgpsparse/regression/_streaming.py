@@ -152,7 +152,7 @@ def _partial_fit(model, X, y):
 
 def _grow(model, stream, X, y, V_b, kdiag):
     """Append basis vectors from the batch while the basis is not full; True if any."""
-    rng = check_random_state(model.random_state)
+    rng = None  # made on first use (a RandomState from an int costs ~0.1 ms)
     kernel, s2, jitter = model.kernel_, stream.s2, stream.jitter
     b = X.shape[0]
     offered = np.zeros(b, dtype=bool)
@@ -164,6 +164,8 @@ def _grow(model, stream, X, y, V_b, kdiag):
         candidates = np.flatnonzero(~offered)
         if not len(candidates):
             break
+        if model.selection == "random" or len(candidates) > kappa:
+            rng = check_random_state(model.random_state) if rng is None else rng
         if model.selection == "random":
             J = rng.choice(candidates, size=1)
         elif len(candidates) > kappa:
@@ -212,6 +214,7 @@ def _store_prediction(model, stream):
         model._predictor = RegressionPredictor(
             model.kernel_, model.basis_vectors_, model.alpha_, stream.L, stream.S, exact
         )
+        model._predictor.inherit_inverse(predictor)
     model.log_marginal_likelihood_value_ = float(stream.value)
 
 

@@ -255,3 +255,28 @@ def test_streamed_inverse_is_that_of_the_predictions_matrix():
     np.testing.assert_allclose(stream.P @ A, np.eye(p), atol=1e-6)
     np.testing.assert_allclose(stream.S + s2 * stream.P, np.linalg.inv(M), rtol=1e-6,
                                atol=1e-6)
+
+
+def test_grown_exact_factor_inverse_is_bordered_not_recomputed():
+    # one row at a time into a full basis (Bayesian optimisation): the prediction's inverse
+    # of the exact factor is carried and bordered; it is the factor's inverse (numpy's)
+    from skgpsparse.regression._prediction import _bordered_inverse
+
+    X, y = _data(40)
+    X_test, _ = _data(60, seed=1)
+    model = _model(max_basis=40, noise_variance=1e-4).partial_fit(X[:10], y[:10])
+    model.predict(X_test, return_std=True)
+    for i in range(10, 14):
+        model.partial_fit(X[i : i + 1], y[i : i + 1])
+        carried = model._predictor._inverse
+        assert carried[1] is not None and carried[0].shape == (i, i)  # the previous factor's
+        _, std = model.predict(X_test, return_std=True)
+        factor, inverse = model._predictor._inverse
+        assert factor is model._predictor.exact and factor.shape == (i + 1, i + 1)
+        np.testing.assert_allclose(inverse, np.linalg.inv(factor).T, rtol=1e-10, atol=1e-10)
+        mean, var = _dense_posterior(model, X[: i + 1], y[: i + 1], X_test)
+        np.testing.assert_allclose(std**2, var, atol=1e-6)
+    # several rows at once: the block form against numpy's inverse
+    L = np.linalg.cholesky(model.kernel_(X[:20]) + 1e-4 * np.eye(20))
+    got = _bordered_inverse(L, np.linalg.inv(L[:15, :15]).T)
+    np.testing.assert_allclose(got, np.linalg.inv(L).T, rtol=1e-9, atol=1e-9)
