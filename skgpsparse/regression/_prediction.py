@@ -293,7 +293,7 @@ class RegressionPredictor:
         With every training row in the basis (the exact GP), the lower Cholesky factor of
         ``K_uu + s2 I`` (:func:`exact_factor`), from which the variances are computed with
         one triangular solve per block of rows (a product with the factor's inverse for a
-        block of at least ``p`` rows).
+        call on at least ``p`` rows).
     """
 
     def __init__(self, kernel, basis_vectors, alpha, L, S, exact=None):
@@ -316,10 +316,14 @@ class RegressionPredictor:
         ):
             self._inverse = (factor, inverse)
 
-    def _whiten(self, factor, K):
-        """``factor^-1 K^T``: by the factor's inverse (made once per factor, O(p^3 / 3))
-        for a block of at least ``p`` rows, where it pays; else by a triangular solve."""
-        if not 0 < K.shape[1] <= K.shape[0] or not factor.flags.c_contiguous:
+    def _whiten(self, factor, K, by_inverse):
+        """``factor^-1 K^T`` for the exact factor of ``K_uu + s2 I``: by the factor's
+        inverse (made once per factor, O(p^3 / 3)) when the call predicts at least ``p``
+        rows (``by_inverse``), where it pays; else by a triangular solve. The choice is the
+        call's, not the block's. (The jittered ``K_uu``'s factor ``L``, conditioned at the
+        jitter's level, keeps the solve: whitening by its inverse moved the variances by
+        1e-11 relative between block sizes.)"""
+        if not (by_inverse and K.shape[1] > 0) or not factor.flags.c_contiguous:
             return _solve_lower(factor, K.T)
         if self._inverse[0] is not factor:
             held, inverse = self._inverse
@@ -342,15 +346,16 @@ class RegressionPredictor:
         var = np.empty(m) if return_std else None
         prior = self.cross.diag(X) if (return_std or return_cov) else None
         A_all = np.empty((len(alpha), m)) if return_cov else None
+        by_inverse = m >= len(alpha)
         for rows, K in self.cross.blocks(X):
             mean[rows] = K @ alpha
             if return_std and not return_cov and self.exact is not None:
                 # GPML eq. (2.26): k** - k_u^T (K + s2 I)^-1 k_u, one triangular solve
-                A = self._whiten(self.exact, K)
+                A = self._whiten(self.exact, K, by_inverse)
                 A *= A
                 var[rows] = prior[rows] - A.sum(axis=0)
             elif return_std or return_cov:
-                A = self._whiten(self.L, K)
+                A = _solve_lower(self.L, K.T)  # the jittered K_uu's factor: the backward-stable solve
                 if return_cov:
                     A_all[:, rows] = A
                 else:
