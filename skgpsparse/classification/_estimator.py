@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -21,6 +22,7 @@ from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba,
                           proba, proba_of_margins)
 from ._rows_fit import fit_dask, predict_dask
 from ._streaming import partial_fit as _partial_fit
+from ._streaming import streams as _streams
 
 __all__ = ["SparseGPClassifier"]
 
@@ -367,7 +369,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             )
         return fit_models(self, X, y_enc, previous)
 
-    partial_fit = _partial_fit  # one batch of a stream (_streaming)
+    partial_fit = available_if(_streams)(_partial_fit)  # a stream's batch (all-rows posterior)
 
     log_marginal_likelihood = log_marginal_likelihood
 

@@ -24,7 +24,7 @@ from ..rows._dask import is_dask_array
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._online import OnlinePosterior
 
-__all__ = ["partial_fit"]
+__all__ = ["partial_fit", "streams"]
 
 # EP's tolerance on the batch's sites (that of the all-rows fit, _all_rows_ep._EP_TOL).
 _EP_TOL = 1e-6
@@ -43,8 +43,9 @@ def partial_fit(self, X, y, classes=None):
     ``stream_ep_sweeps`` EP sweeps over the batch, with the basis and hyperparameters
     fixed (learned on the first ``stream_buffer`` rows, see ``stream_buffer``); the rows
     are not kept, so memory does not grow with the rows streamed. Needs the all-rows
-    posterior (``posterior="auto"`` or ``"all_rows"``) and in-memory arrays; a fitted
-    model (by ``fit``) is updated as well, unless it has been pickled.
+    posterior (``posterior="auto"`` or ``"all_rows"``; with ``posterior="basis"`` the
+    classifier has no ``partial_fit`` attribute) and in-memory arrays; a fitted model (by
+    ``fit``) is updated as well, unless it has been pickled.
 
     Parameters
     ----------
@@ -76,6 +77,18 @@ def partial_fit(self, X, y, classes=None):
     return _partial_fit(self, X, y, classes)
 
 
+def streams(clf):
+    """True if ``clf``'s posterior takes ``partial_fit`` (the all-rows one); else raise the
+    ValueError that says why (``partial_fit``'s ``available_if`` check: a classifier with
+    ``posterior="basis"`` has no ``partial_fit``, as scikit-learn's checks expect)."""
+    if clf.posterior == "basis":
+        raise ValueError(
+            "partial_fit needs the all-rows posterior (posterior='auto' or 'all_rows'), got "
+            "posterior='basis': its sites are on the basis rows only, new rows cannot enter."
+        )
+    return True
+
+
 def _partial_fit(clf, X, y, classes):
     """:func:`partial_fit` (module docstring)."""
     if is_dask_array(X) or is_dask_array(y):
@@ -83,11 +96,7 @@ def _partial_fit(clf, X, y, classes):
             "partial_fit takes in-memory batches (numpy arrays); pass a dask array's row "
             "chunks one at a time, or fit on the dask array."
         )
-    if clf.posterior == "basis":
-        raise ValueError(
-            "partial_fit needs the all-rows posterior (posterior='auto' or 'all_rows'), got "
-            "posterior='basis': its sites are on the basis rows only, new rows cannot enter."
-        )
+    streams(clf)
     first = _check_partial_fit_first_call(clf, classes)
     X, y = validate_data(clf, X, y, reset=first, dtype=np.float64)
     check_classification_targets(y)

@@ -164,8 +164,11 @@ def test_conventions_features_labels_classes_posterior():
         clf.partial_fit(X[100:150], y[100:150], classes=[0, 1, 2])
     # a later batch may hold one class only
     clf.partial_fit(X[150:160][y[150:160] == 0], y[150:160][y[150:160] == 0])
-    with pytest.raises(ValueError, match="posterior='basis'"):
+    # the basis posterior has no partial_fit (scikit-learn's available_if), and says why
+    assert not hasattr(SparseGPClassifier(posterior="basis"), "partial_fit")
+    with pytest.raises(AttributeError, match="has no attribute 'partial_fit'") as info:
         SparseGPClassifier(posterior="basis").partial_fit(X, y, classes=[0, 1])
+    assert "posterior='basis'" in str(info.value.__cause__)
     with pytest.raises(ValueError, match="2 or more distinct classes"):
         SparseGPClassifier().partial_fit(X[y == 0], y[y == 0], classes=[0])
 
