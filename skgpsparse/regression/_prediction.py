@@ -316,23 +316,22 @@ class RegressionPredictor:
         ):
             self._inverse = (factor, inverse)
 
-    def _whiten(self, factor, K, by_inverse):
-        """``factor^-1 K^T`` for the exact factor of ``K_uu + s2 I``: by the factor's
-        inverse (made once per factor, O(p^3 / 3)) when the call predicts at least ``p``
-        rows (``by_inverse``), where it pays; else by a triangular solve. The choice is the
-        call's, not the block's. (The jittered ``K_uu``'s factor ``L``, conditioned at the
-        jitter's level, keeps the solve: whitening by its inverse moved the variances by
-        1e-11 relative between block sizes.)"""
-        if not (by_inverse and K.shape[1] > 0) or not factor.flags.c_contiguous:
-            return _solve_lower(factor, K.T)
-        if self._inverse[0] is not factor:
-            held, inverse = self._inverse
-            extends = (
-                factor is self.exact and held is not None and held.shape[0] < factor.shape[0]
-            )
-            inverse = _bordered_inverse(factor, inverse) if extends else None
-            self._inverse = (factor, _inverse_lower(factor) if inverse is None else inverse)
-        return _whiten_rows(factor, self._inverse[1], K)
+    def _whiten_exact(self, K, by_inverse):
+        """``W^-1 K^T`` for the exact factor ``W`` of ``K_uu + s2 I``: by its inverse (made
+        once per factor, O(p^3 / 3), or bordered from the previous factor's) when the call
+        predicts at least ``p`` rows (``by_inverse``), where it pays; else by a triangular
+        solve. The choice is the call's, not the block's. (The jittered ``K_uu``'s factor
+        ``L``, conditioned at the jitter's level, keeps the solve: whitening by its inverse
+        moved the variances by 1e-11 relative between block sizes.)"""
+        W = self.exact
+        if not (by_inverse and K.shape[1] > 0) or not W.flags.c_contiguous:
+            return _solve_lower(W, K.T)
+        held, inverse = self._inverse
+        if held is not W:
+            extends = held is not None and held.shape[0] < W.shape[0]
+            inverse = _bordered_inverse(W, inverse) if extends else None
+            self._inverse = (W, _inverse_lower(W) if inverse is None else inverse)
+        return _whiten_rows(W, self._inverse[1], K)
 
     def latent(self, X, return_std=False, return_cov=False):
         """Latent mean, and variance or covariance, at the rows of ``X``, by row blocks.
@@ -351,11 +350,11 @@ class RegressionPredictor:
             mean[rows] = K @ alpha
             if return_std and not return_cov and self.exact is not None:
                 # GPML eq. (2.26): k** - k_u^T (K + s2 I)^-1 k_u, one triangular solve
-                A = self._whiten(self.exact, K, by_inverse)
+                A = self._whiten_exact(K, by_inverse)
                 A *= A
                 var[rows] = prior[rows] - A.sum(axis=0)
             elif return_std or return_cov:
-                A = _solve_lower(self.L, K.T)  # the jittered K_uu's factor: the backward-stable solve
+                A = _solve_lower(self.L, K.T)  # (the jittered K_uu's factor: a solve)
                 if return_cov:
                     A_all[:, rows] = A
                 else:
