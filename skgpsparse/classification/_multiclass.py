@@ -63,7 +63,7 @@ from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
 
-__all__ = ["SharedObjective", "SummedStates", "fit_shared"]
+__all__ = ["SharedObjective", "SummedStates", "fit_shared", "restore_training_rows"]
 
 # Rows of the stratified subsample on which the shared kernel and the biases are learned
 # (each evaluation is one EP run per class on them); all rows when there are fewer, and at
@@ -302,9 +302,16 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
                               np.where(y_enc == k, 1.0, -1.0), seeds[k])
         for k in range(n_classes)
     )
+    return restore_training_rows(models, X, y_enc)
+
+
+def restore_training_rows(models, X, y_enc):
+    """``models`` (one per class), each all-rows model given back its training rows: a model
+    back from a worker process was pickled without them, and the driver has them
+    (``log_marginal_likelihood(theta)`` and ``partial_fit`` of the all-rows posterior read
+    them)."""
     for k, binary in enumerate(models):
-        # back from a worker process, pickled without the training rows (_BinarySparse...)
-        if not hasattr(binary, "_train"):
+        if binary.posterior == "all_rows" and not hasattr(binary, "_train"):
             binary._train = (X, np.where(y_enc == k, 1.0, -1.0))
     return models
 

@@ -15,7 +15,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from ._multiclass import fit_shared
+from ._multiclass import fit_shared, restore_training_rows
 from ._restarts import bias_offsets, fit_binary
 
 __all__ = ["multi_class_mode", "one_vs_rest"]
@@ -84,12 +84,7 @@ def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
         delayed(_fit_independent)(per_model[k], restarts, X, targets[k], seeds[k])
         for k in range(n_classes)
     )
-    for model, target in zip(models, targets):
-        # a model back from a worker process was pickled without the training rows that
-        # log_marginal_likelihood(theta) of the all-rows posterior needs: the driver has them
-        if model.posterior == "all_rows" and not hasattr(model, "_train"):
-            model._train = (X, target)
-    return models, mode
+    return restore_training_rows(models, X, y_enc), mode
 
 
 def _shared_restarts(params, X, y_enc, n_classes, rng, warm, n_jobs, n_restarts):
