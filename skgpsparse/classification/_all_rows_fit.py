@@ -341,6 +341,10 @@ def fit_all_rows(model, X, y, rng):
     rows = None
     if model.optimizer is not None:
         rows = learning_subsample(model.learning_rows, n, model.max_basis, rng)
+    if rows is not None and model._warm_basis is not None:
+        # a warm start's basis (indices of X) joins the learning rows, its first round's start
+        rows = np.union1d(rows, model._warm_basis)
+        model._warm_basis = np.searchsorted(rows, model._warm_basis)
     if rows is None:
         best, n_iter = _learn_rounds(model, X, y, rng)
     else:
