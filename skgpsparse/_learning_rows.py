@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 __all__ = [
     "AUTO_MIN_ROWS", "AUTO_ROWS_PER_BASIS", "LEARNING_ROWS_OPTIONS", "check_learning_rows",
-    "learning_subsample",
+    "learning_subsample", "with_basis_rows",
 ]
 
 # "auto": learn on m = max(AUTO_MIN_ROWS, AUTO_ROWS_PER_BASIS * max_basis) rows when there
@@ -85,3 +85,24 @@ def learning_subsample(learning_rows, n, max_basis, rng):
     if m is None or n <= m:
         return None
     return np.sort(rng.choice(n, size=m, replace=False))
+
+
+def with_basis_rows(rows, bases):
+    """The learning ``rows`` joined by a warm start's ``bases`` (indices of every row, one
+    array or ``None`` each): ``(rows, bases)``, the second each basis's positions in the
+    first.
+
+    A warm start's first selection begins from the last fit's basis, which must be among the
+    rows it selects from.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, (basis, none) = with_basis_rows(np.array([2, 5, 9]), [np.array([5, 7]), None])
+    >>> rows.tolist(), basis.tolist(), none
+    ([2, 5, 7, 9], [1, 2], None)
+    """
+    given = [np.asarray(b) for b in bases if b is not None]
+    if given:
+        rows = np.union1d(rows, np.concatenate(given))
+    return rows, [None if b is None else np.searchsorted(rows, b) for b in bases]

@@ -177,6 +177,9 @@ def test_regressor_dask_fit_rejects_bad_input(client):
         (3, {"max_iter": 1}),
         # learning on the in-memory fit's subsample, EP over every row on the workers
         (2, {"max_iter": 2, "learning_rows": 150}),
+        # three classes: the shared fit learned and selected on that subsample, each
+        # class's EP on the workers
+        (3, {"max_iter": 1, "learning_rows": 150}),
         # the papers' ADF posterior on the basis rows
         (3, {"optimizer": None, "selection": "nlp", "posterior": "basis"}),
     ],

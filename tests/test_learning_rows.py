@@ -182,3 +182,17 @@ def test_classifier_subsample_skips_only_the_final_convergence_run():
     b = SparseGPClassifier(learning_rows=200, optimizer=_lbfgs, **kw).fit(X, labels)
     np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
     np.testing.assert_array_equal(a.site_precision_, b.site_precision_)
+
+
+def test_classifier_warm_start_on_a_subsample_starts_from_the_last_basis():
+    # the last basis (indices of every row) joins the learning rows: a refit on the same rows
+    # keeps most of it and predicts as the last fit (it once indexed the subsample and failed)
+    X, _, y = _data(n=900)
+    clf = SparseGPClassifier(max_basis=15, learning_rows=200, warm_start=True,
+                             random_state=0, max_iter=2)
+    clf.fit(X, y)
+    basis, proba = np.sort(clf.basis_indices_), clf.predict_proba(X)[:, 1]
+    clf.fit(X, y)
+    np.testing.assert_array_equal(clf.basis_vectors_, X[clf.basis_indices_])
+    assert np.intersect1d(basis, clf.basis_indices_).size >= 13
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], proba, atol=0.05)

@@ -21,7 +21,7 @@ from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.utils.optimize import _check_optimize_result
 
-from .._learning_rows import learning_subsample
+from .._learning_rows import learning_subsample, with_basis_rows
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import (
@@ -288,7 +288,6 @@ def _learn_rounds(model, X, y, rng, subsample=False):
     (``benchmarks/results/million_polish_ab.md``).
     """
     kernel = clone(model.kernel)
-    n = y.size
     sites = (None, None)  # EP's first run starts from one ADF pass
     if model.optimizer is not None and model.warm is None:  # a warm start keeps its kernel
         kernel = _better_start(model, kernel, X, y, rng)
@@ -341,6 +340,8 @@ def fit_all_rows(model, X, y, rng):
     rows = None
     if model.optimizer is not None:
         rows = learning_subsample(model.learning_rows, n, model.max_basis, rng)
+    if rows is not None:  # a warm start's basis is its first round's start
+        rows, (model._warm_basis,) = with_basis_rows(rows, [model._warm_basis])
     if rows is None:
         best, n_iter = _learn_rounds(model, X, y, rng)
     else:

@@ -9,31 +9,33 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
 - one kernel ``theta`` is learned on the summed all-rows EP evidence of the ``K`` problems, one
   bias ``b_k`` per class (:class:`SharedObjective`, ``-sum_k log Z_k``: the sparse prior's
   factors ``K_uu``, ``V = L^-1 K_uf`` and ``Lambda`` are formed once per evaluation for all
-  classes), on a class-stratified subsample of ``LEARN_ROWS`` rows (at most
-  ``learning_rows``) and a basis of at most ``LEARN_BASIS`` of them shared by the classes,
-  chosen greedily on the criteria of their ``K`` ADF states summed (:class:`SummedStates`),
-  in rounds of selection and learning as the binary fit's;
+  classes), on a class-stratified subsample of :func:`learn_size` rows (``LEARN_ROWS``,
+  more on large sets, at most ``learning_rows``) and a basis of at most ``LEARN_BASIS`` of
+  them shared by the classes, chosen greedily on the criteria of their ``K`` ADF states summed
+  (:class:`SummedStates`), in rounds of selection and learning as the binary fit's;
 - one decision for one length scale per feature (the default kernel), by the binary fit's BIC
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
   ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
   basis (one round, no re-selection);
-- then each class selects its own basis on all rows under the shared kernel and its bias (the
-  binary fit's selection) and runs EP on all rows (:func:`~._all_rows_ep.all_rows_ep`), and
-  becomes a binary model as the independent fit's (``estimators_``); this stage runs over
-  ``n_jobs`` (joblib), the shared learning in one process.
+- then each class selects its own basis under the shared kernel and its bias (the binary
+  fit's selection, on the rows the binary fit selects on: every row up to ``learning_rows``,
+  its random subsample above) and runs EP on all rows, and becomes a binary model as the
+  independent fit's (``estimators_``); :mod:`._shared_fit` runs these stages (over
+  ``n_jobs``, joblib; the shared learning in one process), :mod:`._rows_shared` on a dask
+  array's partitions.
 
 A warm start begins the learning at the last fit's kernel and biases and each class's
 selection at its last basis; restarts (``n_restarts``, :mod:`._one_vs_rest`) offset every
 class's starting bias alike and keep the fit of the highest summed evidence.
 
-Every EP run here is Anderson-accelerated (:mod:`._ep_acceleration`: the same fixed point in
-fewer sweeps; on letter each class's EP on all rows took 18-200 plain sweeps, 14-25
-accelerated), and the gradient in ``theta`` contracts the classes' summed weights with the
-kernel's derivatives once per evaluation, not once per class
+Every EP run of the learning is Anderson-accelerated (:mod:`._ep_acceleration`: the same
+fixed point in fewer sweeps; on letter each class's EP on all rows took 18-200 plain sweeps,
+14-25 accelerated), and the gradient in ``theta`` contracts the classes' summed weights with
+the kernel's derivatives once per evaluation, not once per class
 (:func:`~._all_rows_ep.contract_theta_gradient`).
 
 Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K
-LEARN_BASIS LEARN_ROWS`` floats).
+LEARN_BASIS`` floats a learning row).
 
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
 (same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by all classes in the final
@@ -44,31 +46,32 @@ test NLP 0.68 against 0.48 with a basis per class (benchmarks/RESULTS.md, "Many 
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
 from ._adf import ADFState
 from ._all_rows_ep import (
     _EP_TOL,
     SparsePrior,
-    all_rows_ep,
     contract_theta_gradient,
     negative_log_evidence_all_rows,
-    reusing_priors,
 )
 from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
-from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
+from ._binary import _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
 
-__all__ = ["SharedObjective", "SummedStates", "fit_shared", "restore_training_rows"]
+__all__ = ["SharedObjective", "SummedStates", "learn_shared", "learn_size"]
 
-# Rows of the stratified subsample on which the shared kernel and the biases are learned
-# (each evaluation is one EP run per class on them); all rows when there are fewer, and at
-# most ``learning_rows`` (an int).
+# Rows of the class-stratified subsample on which the shared kernel and the biases are
+# learned (:func:`learn_size`; each evaluation is one EP run per class on them): LEARN_ROWS,
+# or one row in LEARN_FRACTION of the training rows where that is more (the same up to 20,000
+# rows), at most LEARN_BUDGET / K (each evaluation's EP work grows as K n_l LEARN_BASIS^2).
+# Session 21 (benchmarks/RESULTS.md, "Many classes at 10^5-10^6 rows"): with 1,000 rows at
+# 10^5-10^6 training rows the shared fit lost 0.008-0.031 test NLP to the independent fits;
+# 3,000-5,000 rows took most of that back at a few seconds more.
 LEARN_ROWS = 1000
+LEARN_FRACTION = 20
+LEARN_BUDGET = 15_000
 # Largest basis of the shared learning on those rows (each class's final basis is max_basis on
 # all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
 # 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456,
@@ -259,80 +262,41 @@ def _learning_rows(y_enc, n_rows, rng):
     return np.sort(np.concatenate(keep))
 
 
-def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
-               n_jobs=None):
-    """The one-vs-rest binary models of a shared fit (module docstring).
+def learn_size(n, n_classes, learning_rows, max_basis):
+    """Rows of the shared learning on ``n`` training rows: ``LEARN_ROWS``, or ``n /
+    LEARN_FRACTION`` where that is more, at most ``LEARN_BUDGET / K``, and at most
+    ``learning_rows`` (an int; ``"auto"`` is above them).
 
-    Parameters
-    ----------
-    params : dict
-        Arguments of ``_BinarySparseGPClassifier`` (:func:`~._fitting.binary_params`), with
-        ``posterior="all_rows"``; its kernel is the start of the shared one.
-    X : ndarray of shape (n, n_features)
-    y_enc : ndarray of shape (n,)
-        Class indices ``0..n_classes-1``.
-    n_classes : int
-    rng : numpy.random.RandomState
-        Draws the learning subsample, the selector's working sets (if it draws) and a seed
-        per class for its own selection.
-    warm : list of (bias, basis indices or None), default=None
-        A warm start (:func:`~._fitting._warm_params`), one per class: the biases start
-        there (not at the class balance), and each class's selection on all rows starts from
-        its previous basis when that is given.
-    bias_offset : float, default=0.0
-        Added to every class's starting bias (a restart, :mod:`._one_vs_rest`).
-    n_jobs : int, default=None
-        Jobs (joblib) over the classes' own stage, their basis selection and EP on all rows;
-        the shared learning runs in this process. The models do not depend on it.
-
-    Returns
-    -------
-    models : list of _BinarySparseGPClassifier
-        One per class, fitted: the shared kernel, their own basis, bias and EP sites on all
-        rows; the shared fit's ``loss_curve_``, ``n_iter_`` and exchange curve.
+    Examples
+    --------
+    >>> from skgpsparse.classification._multiclass import learn_size
+    >>> learn_size(5_000, 26, "auto", 100), learn_size(10**5, 3, "auto", 100)
+    (1000, 5000)
+    >>> learn_size(10**6, 3, "auto", 100), learn_size(10**6, 26, "auto", 100)
+    (5000, 1000)
     """
-    with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        kernel, biases, n_iter, model = _learn_shared(params, X, y_enc, n_classes, rng,
-                                                      warm, bias_offset)
-    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
-    bases = [None] * n_classes if warm is None else [w[1] for w in warm]
-    shared = (model.loss_curve_, n_iter)
-    models = Parallel(n_jobs=n_jobs)(
-        delayed(_class_model)(params, shared, kernel, biases[k], bases[k], X,
-                              np.where(y_enc == k, 1.0, -1.0), seeds[k])
-        for k in range(n_classes)
-    )
-    return restore_training_rows(models, X, y_enc)
+    size = max(LEARN_ROWS, min(n // LEARN_FRACTION, LEARN_BUDGET // n_classes))
+    if isinstance(learning_rows, numbers.Integral) and not isinstance(learning_rows, bool):
+        size = min(size, max(int(learning_rows), max_basis))
+    return size
 
 
-def restore_training_rows(models, X, y_enc):
-    """``models`` (one per class), each all-rows model given back its training rows: a model
-    back from a worker process was pickled without them, and the driver has them
-    (``log_marginal_likelihood(theta)`` and ``partial_fit`` of the all-rows posterior read
-    them)."""
-    for k, binary in enumerate(models):
-        if binary.posterior == "all_rows" and not hasattr(binary, "_train"):
-            binary._train = (X, np.where(y_enc == k, 1.0, -1.0))
-    return models
-
-
-def _learn_shared(params, X, y_enc, n_classes, rng, warm, bias_offset):
-    """The shared kernel and the biases learned on the learning rows: ``(kernel, biases,
-    rounds run, the learning model)``."""
+def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0):
+    """The shared kernel and the biases learned on a class-stratified subsample of the rows
+    ``X, y_enc`` (:func:`learn_size` of them, ``n`` the training rows these come from):
+    ``(kernel, biases, rounds run, the learning model)``. ``warm``: the biases' start, one
+    per class (``None``: the class balance)."""
     model = _BinarySparseGPClassifier(**params)
     Y = np.where(y_enc[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
+    learn = _learning_rows(
+        y_enc, learn_size(n, n_classes, params["learning_rows"], model.max_basis), rng
+    )
     n = y_enc.size
-    learn_rows = params["learning_rows"]  # an int caps the rows ("auto" is above them)
-    if isinstance(learn_rows, numbers.Integral) and not isinstance(learn_rows, bool):
-        learn_rows = min(LEARN_ROWS, max(int(learn_rows), model.max_basis))
-    else:
-        learn_rows = LEARN_ROWS
-    learn = _learning_rows(y_enc, learn_rows, rng)
     kernel = clone(model.kernel)
     if warm is None:
         biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
     else:
-        biases = np.array([float(w[0]) for w in warm])
+        biases = np.array([float(b) for b in warm])
     biases = biases + bias_offset
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
@@ -356,28 +320,3 @@ def _learn_shared(params, X, y_enc, n_classes, rng, warm, bias_offset):
     if model.optimizer is not None:
         kernel._check_bounds_params()
     return kernel, biases, n_iter, model
-
-
-@reusing_priors()
-def _class_model(params, shared, kernel, bias, basis, X, y, seed):
-    """One class's binary model: its own basis under the shared kernel and its bias (from
-    ``basis``, its previous one, on a warm start), EP over all rows (the prior and the
-    converged EP run are reused by its predictor and evidence)."""
-    with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        warm = None if basis is None else (bias, basis)
-        binary = _BinarySparseGPClassifier(**dict(params, warm=warm))
-        binary.basis_indices_ = binary._select(kernel, X, y, bias,
-                                               check_random_state(seed)).basis_indices.copy()
-        prior = SparsePrior(kernel, X, X[binary.basis_indices_], PRIOR)
-        tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=True)
-        loss_curve, n_iter = shared
-        binary.loss_curve_, binary.n_iter_ = list(loss_curve), n_iter
-        binary.exchange_loss_curve_ = [float(v) for v in binary._last_exchange_curve]
-        # a kernel object per class, as the independent fits' (log_marginal_likelihood's
-        # clone_kernel=False sets each class's theta in place)
-        binary.kernel_, binary.bias_ = clone(kernel), float(bias)
-        binary.site_precision_ = tau
-        binary.site_mean_ = np.divide(nu, tau, out=np.zeros(y.size), where=tau > 0)
-        binary._train = (X, y)
-        binary._set_fitted_basis(X, y)
-        return binary

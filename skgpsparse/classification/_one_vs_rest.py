@@ -15,19 +15,22 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from ._multiclass import fit_shared, restore_training_rows
+from ._shared_fit import fit_shared, restore_training_rows
 from ._restarts import bias_offsets, fit_binary
 
 __all__ = ["multi_class_mode", "one_vs_rest"]
 
 
-def multi_class_mode(clf, posterior, *, dask=False):
+def multi_class_mode(clf, posterior, *, fixed_on_partitions=False):
     """``"shared"`` or ``"independent"``: the one-vs-rest fit ``clf`` runs (``K > 2``).
 
     ``posterior`` is the binary models' (``"all_rows"`` or ``"basis"``). ``"auto"`` is the
-    shared fit under the all-rows posterior; a ``dask`` fit (rows left on the partitions)
-    runs the independent fits (the shared one is not distributed), with a warning when that
-    is not what was asked for.
+    shared fit under the all-rows posterior. ``fixed_on_partitions``: a dask fit with more
+    rows than ``learning_rows`` and fixed hyperparameters (``optimizer=None``), where the
+    shared fit would select each class's basis on every row in memory: it runs the
+    independent fits on the partitions instead (with fixed hyperparameters the shared fit
+    shares nothing; the same kernel, biases and selection rule, other random streams), with
+    a warning when that is not what was asked for.
     """
     mode = clf.multi_class
     if mode == "shared" and posterior != "all_rows":
@@ -38,13 +41,15 @@ def multi_class_mode(clf, posterior, *, dask=False):
         )
     if mode == "auto":
         mode = "shared" if posterior == "all_rows" else "independent"
-    if dask and mode == "shared":
+    if fixed_on_partitions and mode == "shared":
         warnings.warn(
-            f"multi_class={clf.multi_class!r} with more than two classes is the shared "
-            "one-vs-rest fit in memory, which is not distributed: this fit on a dask array "
-            "with more rows than learning_rows fits one whole binary model per class "
-            "(multi_class='independent'), about K times one binary fit. Pass "
-            "multi_class='independent' to silence this warning.",
+            f"multi_class={clf.multi_class!r} with optimizer=None on a dask array with more "
+            "rows than learning_rows fits each class's model on the partitions as "
+            "multi_class='independent' does: with fixed hyperparameters the shared fit "
+            "shares nothing (the same kernel, biases and selection rule), but its selection "
+            "would need every row in memory. The models differ from an in-memory fit's by "
+            "the selectors' random working sets. Pass multi_class='independent' to silence "
+            "this warning.",
             UserWarning,
         )
         mode = "independent"

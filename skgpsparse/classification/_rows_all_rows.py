@@ -21,7 +21,7 @@ from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperprior import with_length_scale_prior
 from ._partitioned_ep import partitioned_ep
 
-__all__ = ["fit_binary_on_rows", "gathered_rows"]
+__all__ = ["fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
 
 
 def gathered_rows(rows, params):
@@ -81,15 +81,25 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         state.release()  # its p x n block on the partitions, before EP's comes
         curve, n_iter = selector._last_exchange_curve, 1
         X_u = rows.take(basis)[0]
-    value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf")
-    loss = float(with_length_scale_prior(lambda theta, eval_gradient=False: value / n,
-                                         kernel, n)(np.append(kernel.theta, bias), False))
-    model._progress.line(f"EP on all {n} rows (partitions): -logZ/n {loss:.6f}")
+    loss = partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve)
     if model.optimizer is None:
         model.loss_curve_ = [loss]
     else:
         kernel._check_bounds_params()
-    model.n_iter_, model.kernel_, model.bias_, model.basis_indices_ = n_iter, kernel, bias, basis
+    model.n_iter_ = n_iter
+    return model
+
+
+def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve):
+    """``model``'s posterior by EP over every row on the partitions (from one ADF pass) under
+    ``kernel``, ``bias`` and the basis ``X_u = X[basis]``; returns the loss (``-log Z`` per
+    row with the length-scale hyperprior)."""
+    n = rows.n
+    value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf")
+    loss = float(with_length_scale_prior(lambda theta, eval_gradient=False: value / n,
+                                         kernel, n)(np.append(kernel.theta, bias), False))
+    model._progress.line(f"EP on all {n} rows (partitions): -logZ/n {loss:.6f}")
+    model.kernel_, model.bias_, model.basis_indices_ = kernel, bias, basis
     model.exchange_loss_curve_ = [float(v) for v in curve]
     model.site_precision_ = tau
     model.site_mean_ = np.divide(nu, tau, out=np.zeros(n), where=tau > 0)
@@ -100,4 +110,4 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         kernel, model.basis_vectors_, L, post.L_B, post.mean_w, bias
     )
     model.log_marginal_likelihood_value_ = -value
-    return model
+    return loss

@@ -21,6 +21,7 @@ from ._one_vs_rest import multi_class_mode, one_vs_rest
 from ._partitioned import PartitionedADFState, label_counts
 from ._partitioned_nlp import partitioned_nlp_loss
 from ._rows_all_rows import fit_binary_on_rows, gathered_rows
+from ._rows_shared import fit_shared_on_rows
 
 __all__ = ["PartitionedBinary", "fit_dask", "fit_rows", "predict_dask"]
 
@@ -64,8 +65,10 @@ def fit_rows(clf, rows, classes):
     ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver
     over the rows gathered from the partitions, EP over every row on the partitions
     (:mod:`._rows_all_rows`); ``"basis"``: :class:`PartitionedBinary`. More than two
-    classes: the shared one-vs-rest fit (``multi_class="auto"``) where every row is gathered
-    to the driver (at most ``learning_rows``), else the independent fits, with a warning.
+    classes: the shared one-vs-rest fit (``multi_class="auto"``), in memory where every row
+    is gathered to the driver (at most ``learning_rows``), else learned on the gathered
+    subsample with each class's EP on the partitions (:mod:`._rows_shared`); with fixed
+    hyperparameters there, the independent fits (with a warning).
     """
     n_classes = len(classes)
     all_rows = clf.posterior in ("auto", "all_rows")
@@ -95,7 +98,14 @@ def fit_rows(clf, rows, classes):
         models, clf.multi_class_ = one_vs_rest(clf, [params], (0, clf.validation_fraction), X,
                                                np.searchsorted(classes, labels), rng)
         return store_one_vs_rest(clf, models)
-    clf.multi_class_ = multi_class_mode(clf, params["posterior"], dask=True)
+    clf.multi_class_ = multi_class_mode(clf, params["posterior"],
+                                        fixed_on_partitions=params["optimizer"] is None)
+    if clf.multi_class_ == "shared":
+        # learning and selections on the gathered subsample, each class's EP on the partitions
+        models = fit_shared_on_rows(params, rows, classes, rng, clf.n_jobs)
+        for model in models:
+            model.rows = None
+        return store_one_vs_rest(clf, models)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     return store_one_vs_rest(
         clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]

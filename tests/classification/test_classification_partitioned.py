@@ -69,7 +69,8 @@ def test_partitioned_fit_equals_in_memory_fit(data, params):
         ("blobs", 150, {"max_iter": 1}),  # (the shared one-vs-rest fit)
         # learning on the in-memory fit's subsample, EP over every row on the partitions
         ("moons", 400, {"max_iter": 2, "learning_rows": 150}),
-        ("blobs", 300, {"max_iter": 1, "learning_rows": 120}),
+        ("blobs", 300, {"max_iter": 1, "learning_rows": 120}),  # (shared: each class's EP)
+        ("blobs", 300, {"max_iter": 1, "learning_rows": 120, "multi_class": "independent"}),
         # fixed hyperparameters above learning_rows: selection and EP on the partitions
         ("moons", 400, {"optimizer": None, "learning_rows": 150}),
     ],
@@ -80,8 +81,6 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
         X, y = make_moons(n, noise=0.3, random_state=0)
     else:
         X, y = make_blobs(n, centers=3, cluster_std=2.0, random_state=1)
-        if "learning_rows" in params:  # rows left on the partitions: the independent fits
-            params = {"multi_class": "independent", **params}  # (see the test below)
     params = {"max_basis": 10, "random_state": 0, **params}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # nothing to warn about: the same model
@@ -105,19 +104,26 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
 
 
 @pytest.mark.parametrize("multi_class", ["auto", "shared"])
-def test_partitioned_multiclass_fit_warns_that_it_is_the_independent_one(multi_class):
-    # the shared one-vs-rest fit (the in-memory default above two classes) is not
-    # distributed: with the rows left on the partitions (more than learning_rows) they fit
-    # the independent models, and say so
+def test_partitioned_multiclass_fixed_fit_warns_that_it_is_the_independent_one(multi_class):
+    # with fixed hyperparameters and the rows left on the partitions (more than
+    # learning_rows) the shared fit, which would select on every row in memory, is the
+    # independent fits on the partitions (the same kernel, biases and selection rule), and
+    # says so
     X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
     params = {"max_basis": 10, "random_state": 0, "optimizer": None, "learning_rows": 60}
     reference = SparseGPClassifier(multi_class="independent", **params).fit(X, y)
-    with pytest.warns(UserWarning, match="shared one-vs-rest fit in memory, which is not "
-                                         "distributed"):
+    with pytest.warns(UserWarning, match="with optimizer=None on a dask array"):
         clf = _fit_local({"multi_class": multi_class, **params}, X, y, partition_rows=90)
     assert clf.multi_class_ == "independent"
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
                                atol=1e-8)
+
+
+def test_partitioned_shared_fit_needs_learning_rows():
+    X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
+    with pytest.raises(ValueError, match="multi_class='shared' on a dask array needs "
+                                         "learning_rows"):
+        _fit_local({"max_basis": 8, "max_iter": 1, "learning_rows": None}, X, y, 60)
 
 
 def test_partitioned_all_rows_learning_needs_learning_rows():

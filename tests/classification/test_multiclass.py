@@ -248,3 +248,27 @@ def test_shared_classes_in_parallel_jobs_give_the_same_model():
     with parallel_config(backend="threading"):  # the n_jobs path, without process start-up
         two = _fit("shared", X, y, max_basis=6, max_iter=1, n_jobs=2)
     np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_shared_fit_above_learning_rows_selects_on_the_subsample_and_fits_every_row():
+    # above learning_rows each class selects its basis on the binary fit's subsample (the
+    # fit's first draw) and runs EP on every row; a warm start's bases join that subsample
+    X, y = _blobs(n=400, n_classes=3)
+    params = dict(max_basis=6, max_iter=1, learning_rows=100)
+    clf = _fit("auto", X, y, **params)
+    drawn = np.sort(np.random.RandomState(0).choice(400, size=100, replace=False))
+    for model in clf.estimators_:
+        assert np.isin(model.basis_indices_, drawn).all()
+        assert model.site_precision_.shape == (400,)
+        assert np.count_nonzero(model.site_precision_) > 300  # a site on (nearly) every row
+    proba = clf.predict_proba(X)
+    assert np.mean(clf.classes_[proba.argmax(1)] == y) > 0.8
+    bases = [b.copy() for b in clf.basis_indices_]
+    clf.set_params(warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    for got, want in zip(clf.basis_indices_, bases, strict=True):
+        assert np.intersect1d(got, want).size >= 4
+    # (re-learned on the subsample joined by the bases: near the last fit, not equal)
+    np.testing.assert_allclose(clf.predict_proba(X), proba, atol=0.1)

@@ -1,0 +1,50 @@
+"""The shared one-vs-rest fit (:mod:`._multiclass`) on rows held in partitions.
+
+With more rows than ``learning_rows`` the in-memory shared fit (:mod:`._shared_fit`) sees
+every row only in its last step, each class's EP; its learning and the classes' selections
+run on the binary fit's random subsample of ``learning_rows`` rows. On a dask array the same
+subsample is gathered to the driver, the same learning and selections run on it, and each
+class's EP runs over the partitions (:func:`~._rows_all_rows.partitioned_posterior`, the
+plain EP from one ADF pass that the in-memory fit runs there too): the models are the
+in-memory fit's, to EP's rounding.
+"""
+
+import numpy as np
+
+from ._binary import _BinarySparseGPClassifier
+from ._rows_all_rows import partitioned_posterior
+from ._shared_fit import selection_rows, shared_stage
+
+__all__ = ["fit_shared_on_rows"]
+
+
+def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
+    """The binary models of the shared fit on the row store ``rows`` (labels in ``classes``).
+
+    ``params``: the binary models' (learned hyperparameters, ``posterior="all_rows"``), with
+    more rows than ``learning_rows``. ``rng`` draws as the in-memory fit's
+    (:func:`~._shared_fit.fit_shared`). ``n_jobs``: jobs (joblib) over the classes'
+    selections on the driver.
+    """
+    if params["learning_rows"] is None:
+        raise ValueError(
+            "multi_class='shared' on a dask array needs learning_rows ('auto' or an int): "
+            "its learning and the classes' selections run on the driver over that many "
+            "rows. Got learning_rows=None."
+        )
+    n_classes = len(classes)
+    sub = selection_rows(params, rows.n, rng)
+    X_s, labels = rows.take(sub)
+    kernel, biases, chosen, (loss_curve, n_iter) = shared_stage(
+        params, X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
+    )
+    models = []
+    for k, (basis, curve) in enumerate(chosen):
+        model = _BinarySparseGPClassifier(**params)
+        model._progress.line(f"class {classes[k]!r}: EP on the partitions")
+        partitioned_posterior(model, rows, classes[k], kernel, float(biases[k]), sub[basis],
+                              X_s[basis], curve)
+        model.kernel_ = kernel.clone_with_theta(kernel.theta)  # a kernel object per class
+        model.loss_curve_, model.n_iter_ = list(loss_curve), n_iter
+        models.append(model)
+    return models
