@@ -46,9 +46,9 @@ def solve_lower(L, B, trans=0):
     >>> import numpy as np
     >>> from scipy.linalg import solve_triangular
     >>> from skgpsparse.linalg import solve_lower
-    >>> L = np.array([[2.0, 0.0], [1.0, 3.0]]); b = np.array([4.0, 5.0])
+    >>> L = np.array([[2.0, 0.0], [1.0, 4.0]]); b = np.array([4.0, 6.0])
     >>> solve_lower(L, b).tolist(), solve_lower(L, b, trans=1).tolist()
-    ([2.0, 1.0], [1.1666666666666667, 1.6666666666666667])
+    ([2.0, 1.0], [1.25, 1.5])
     >>> bool(np.array_equal(solve_lower(L, b, 1), solve_triangular(L, b, lower=True, trans=1)))
     True
     """
