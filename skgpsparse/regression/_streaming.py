@@ -59,8 +59,8 @@ def _batch_targets(model, y, target_shape):
 
 
 def _validated(model, X, y):
-    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for a few plain
-    float rows (one observation at a time: scikit-learn's checks cost more than the update)."""
+    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for plain float
+    arrays (one observation at a time: scikit-learn's checks cost more than the update)."""
     X_plain = plain_float_rows(model, X)
     if (
         X_plain is not None and type(y) is np.ndarray and y.dtype.kind == "f"
