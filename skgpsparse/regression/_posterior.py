@@ -83,7 +83,9 @@ def _border_inverse(P, c, d):
     x = P @ c
     s = d - c @ x
     out = np.empty((p + 1, p + 1))
-    out[:p, :p] = P + np.outer(x, x) / s
+    update = np.outer(x, x)
+    update /= s
+    np.add(P, update, out=out[:p, :p])  # P + x x^T / s, without two more p x p arrays
     out[p, :p] = out[:p, p] = -x / s
     out[p, p] = 1.0 / s
     return out, x, s
@@ -257,7 +259,13 @@ class StreamingPosterior:
             return
         # S = M^-1 - s2 P, bordered as the two inverses are
         S = np.empty((p + 1, p + 1))
-        S[:p, :p] = self.S + np.outer(Mm, Mm) / sigma - (s2 / s) * np.outer(x, x)
+        # S + Mm Mm^T / sigma - (s2 / s) x x^T, in S's new memory and one p x p temporary
+        update = np.outer(Mm, Mm)
+        update /= sigma
+        np.add(self.S, update, out=S[:p, :p])
+        np.outer(x, x, out=update)
+        update *= s2 / s
+        S[:p, :p] -= update
         S[p, :p] = S[:p, p] = -Mm / sigma + (s2 / s) * x
         S[p, p] = 1.0 / sigma - s2 / s
         self.P, self.S = P, S
