@@ -1,8 +1,8 @@
 """Predictions on one row (or a few): the cheap input check and the kernel set up at fit.
 
-A small finite float ``ndarray`` skips ``validate_data`` (``skgpsparse._validation``) and the
+A finite float ``ndarray`` skips ``validate_data`` (``skgpsparse._validation``) and the
 kernel against the basis is set up once at the end of the fit (``CrossKernel``). Predictions
-must equal those of the general path (``validate_data``, blocks of many rows) to round-off,
+must equal those of the general path (``validate_data``; blocks of many rows) to round-off,
 and every other input must meet scikit-learn's validation, errors and warnings included.
 """
 
@@ -20,9 +20,9 @@ import skgpsparse.kernels._columns as columns
 import skgpsparse.kernels._structured as structured
 import skgpsparse.regression._estimator as reg_module
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse._validation import SMALL_ROWS
 
 D = 4
+SMALL_ROWS = 64  # the rows of the tests' batches: 2 * SMALL_ROWS + 1
 
 
 def _classification(n=150, n_classes=2, seed=0):
@@ -121,7 +121,7 @@ def _assert_outputs_close(got, expected, rtol=1e-12):
 # ------------------------------------------------------------- single rows against the batch
 def test_classifier_single_rows_equal_the_general_path(classifier):
     X = _test_rows()
-    batch = _classifier_outputs(classifier, X)  # more than SMALL_ROWS rows: validate_data
+    batch = _classifier_outputs(classifier, X)  # one block of many rows
     single = _row_by_row(lambda x: _classifier_outputs(classifier, x), X)
     _assert_outputs_close(single, batch)
     np.testing.assert_array_equal(
@@ -245,15 +245,15 @@ def _count_validate_data(monkeypatch, module):
 # where each estimator's prediction calls validate_data (the classifier's through query_rows)
 @pytest.mark.parametrize("make, module", [(_fit_classifier, structured),
                                           (_fit_regressor, reg_module)])
-def test_only_small_finite_float_arrays_skip_validate_data(monkeypatch, make, module):
+def test_only_finite_float_arrays_skip_validate_data(monkeypatch, make, module):
     model = make({})
     X = _test_rows()
     calls = _count_validate_data(monkeypatch, module)
     predict = model.predict_proba if isinstance(model, SparseGPClassifier) else model.predict
-    for x in (X[:1], X[:SMALL_ROWS], X[:1].astype(np.float32), np.asfortranarray(X[:5])):
+    for x in (X[:1], X, X[:1].astype(np.float32), np.asfortranarray(X[:5])):
         predict(x)
     assert calls == []
-    for x in (X[: SMALL_ROWS + 1], X[:1].tolist(), X[:1].astype(int), X[:1].astype(np.float16),
+    for x in (X[:1].tolist(), X[:1].astype(int), X[:1].astype(np.float16),
               pd.DataFrame(X[:1]), X[:1].astype(">f8")):
         before = len(calls)
         predict(x)

@@ -379,7 +379,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
     def _validate_X(self, X):
         """``X`` as float64 and the binary models' predictors (one per one-vs-rest class)."""
-        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # A finite float ndarray skips validate_data's fixed cost (single rows, BO loops); the
         # array is the one validate_data would return, and every other input goes through it.
         predictors = getattr(self, "_predictors", None)
         if predictors is not None:

@@ -150,17 +150,15 @@ def _generic_contraction(kernel, X, Z):
     return contract
 
 
-def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts, M_slopes=None):
-    """``sum_ij W_ij dK_ij / d theta`` from ``M = W o K`` (module docs), and for a Matern
-    ``M_slopes = W o G`` (:mod:`skgpsparse.kernels._radial`; the RBF's ``G`` is ``K``)."""
-    if M_slopes is not None:
-        constant = M.sum()
-        M = M_slopes
+def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts, constant=None):
+    """``sum_ij W_ij dK_ij / d theta`` from ``M = W o K`` (module docs), or for a Matern from
+    ``M = W o G`` (:mod:`skgpsparse.kernels._radial`; the RBF's ``G`` is ``K``) with
+    ``constant = sum_ij (W o K)_ij``."""
     r, q = M.sum(axis=1), M.sum(axis=0)
     out = []
     for name, size in parts:
         if name == "constant":
-            out.append([r.sum() if M_slopes is None else constant])
+            out.append([r.sum() if constant is None else constant])
             continue
         # sum_ij M_ij (s_ik - s_jk)^2 for every feature k
         per_feature = r @ S_X2 + q @ S_Z2 - 2.0 * np.einsum("ik,ik->k", S_X, M @ S_Z)
@@ -170,8 +168,12 @@ def _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts, M_slopes=None):
 
 def _rbf_contraction(K, G, S_X, S_X2, S_Z, S_Z2, parts):
     def contract(W):
-        slopes = None if G is K else W * G
-        return _rbf_theta(W * K, S_X, S_X2, S_Z, S_Z2, parts, slopes)
+        M = W * K
+        if G is K:
+            return _rbf_theta(M, S_X, S_X2, S_Z, S_Z2, parts)
+        constant = M.sum()
+        # W o G into W o K's memory (a block's array fewer)
+        return _rbf_theta(np.multiply(W, G, out=M), S_X, S_X2, S_Z, S_Z2, parts, constant)
 
     return contract
 

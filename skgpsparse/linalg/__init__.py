@@ -18,6 +18,8 @@ here cost O(p^2):
   ``A + V V^T`` / ``A - V V^T`` for ``V`` of shape ``(p, k)``: one (hyperbolic) Householder
   reflection per column of ``L``, O(p^2 k) flops in ``p`` vectorised steps; e.g. a change of
   ``k`` diagonal entries at once.
+- :func:`solve_lower` is scipy's lower-triangular ``solve_triangular`` (the same LAPACK
+  call, so the same bits) without its per-call argument handling.
 - :func:`cholesky_rotate` gives the factor of ``Q^T A Q`` for the rotations ``Q`` of a deletion:
   a second factor over the same basis (the regressor's ``M_p``) follows the first one through a
   deletion, the paper's ``M_p <- M_p R^2`` (exchange paper, step 2).
@@ -37,6 +39,7 @@ from ._cholesky import (
     cholesky_update,
 )
 from ._rank_k import cholesky_downdate_rank_k, cholesky_update_rank_k
+from ._triangular import solve_lower
 
 __all__ = [
     "GivensRotations",
@@ -47,4 +50,5 @@ __all__ = [
     "cholesky_rotate",
     "cholesky_update",
     "cholesky_update_rank_k",
+    "solve_lower",
 ]

@@ -3,9 +3,10 @@
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import blas, solve_triangular
+from scipy.linalg import blas
 
 from ._storage import _active, _work_copy
+from ._triangular import solve_lower
 
 __all__ = [
     "GivensRotations",
@@ -63,7 +64,7 @@ def cholesky_append(L, b, c, *, size=None, overwrite_L=False):
     if b.shape[0] != p:
         raise ValueError(f"`b` must have length {p} (the factor's size), got {b.shape[0]}.")
     # Seeger et al. 2003 eq. (6): l = L^-1 b, l_pp = sqrt(c - l^T l).
-    l = solve_triangular(L[:p, :p], b, lower=True, check_finite=False) if p else b
+    l = solve_lower(L[:p, :p], b) if p else b
     d2 = float(c) - float(l @ l)
     if not np.isfinite(d2) or d2 <= 0.0:
         raise np.linalg.LinAlgError(

@@ -452,7 +452,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         if is_dask_array(X):  # lazy, row-chunked dask arrays
             return predict_dask(self, X, return_std, return_cov)
-        # A few finite float rows skip validate_data's fixed cost (single-row callers); the
+        # A finite float ndarray skips validate_data's fixed cost (single rows, BO loops); the
         # array is the one validate_data would return, and every other input goes through it.
         if is_structured(self):  # strings, sequences...: their row numbers, looked up
             fitted = getattr(self, "_predictor", None)

@@ -36,16 +36,22 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     s2 = float(noise_variance)
     n, m = Y.shape
     blocks = list(iter_kernel_contractions(kernel, X, X)) if eval_gradient else None
-    if blocks is not None:
+    held = None  # the diagonal of a block that the contraction holds, restored below
+    if blocks is None:
+        K = kernel(X, X)  # two arguments: no WhiteKernel level on the diagonal
+    elif len(blocks) == 1:  # the contraction's own block (n x n: one copy fewer)
+        K = blocks[0][1]
+        held = K.diagonal().copy()
+    else:
         K = np.empty((n, n))  # a copy: the contractions hold the blocks, without the noise
         for rows, K_block, _ in blocks:
             K[rows] = K_block
-    else:
-        K = kernel(X, X)  # two arguments: no WhiteKernel level on the diagonal
     trace = float(np.sum(kernel.diag(X)) - np.trace(K)) if trace_term else 0.0
     C = K
     C[np.diag_indices(n)] += s2
-    L = cholesky(C, lower=True, check_finite=False)
+    L = cholesky(C, lower=True, check_finite=False)  # into a new (Fortran-ordered) array
+    if held is not None:
+        K[np.diag_indices(n)] = held  # the block as it was, to the bit
     A = cho_solve((L, True), Y, check_finite=False)  # a = C^-1 y, one column per target
     value = (
         -0.5 * float(np.sum(Y * A)) - m * float(np.sum(np.log(np.diag(L))))
@@ -54,9 +60,9 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     if not eval_gradient:
         return value
     # GPML eq. 5.9: 1/2 <a a^T - m C^-1, dC>, summed over the m targets
-    W = _inverse_from_factor(L)
+    W = _inverse_from_factor(L, overwrite=True)  # L is not read again
     W *= -m
-    W += A @ A.T
+    W += np.matmul(A, A.T, out=L)  # L's memory holds potri's triangle, no longer needed
     noise_grad = 0.5 * s2 * float(np.trace(W))
     diag_grad = 0.0
     if trace_term:
@@ -72,10 +78,13 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     return value, np.append(kernel_grad, noise_grad)
 
 
-def _inverse_from_factor(L):
+def _inverse_from_factor(L, overwrite=False):
     """``C^-1`` from the lower Cholesky factor ``L`` of ``C`` (LAPACK ``potri``, mirrored):
-    a third of the arithmetic of ``cho_solve`` against the identity."""
-    inverse, info = dpotri(L, lower=1)  # the lower triangle; the upper is L's, zeros
+    a third of the arithmetic of ``cho_solve`` against the identity. ``overwrite``: potri
+    works in the memory of a Fortran-ordered ``L`` (no copy), which then holds the lower
+    triangle of ``C^-1``."""
+    # the lower triangle; the upper is L's, zeros
+    inverse, info = dpotri(L, lower=1, overwrite_c=int(overwrite))
     if info != 0:
         raise LinAlgError(f"potri failed (info={info}): singular factor")
     full = inverse + inverse.T

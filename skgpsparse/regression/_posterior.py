@@ -39,9 +39,10 @@ its part that depends only on the rows (``-|y|^2 / (2 s2) - m n/2 log(2 pi s2)``
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg import cholesky
 from scipy.linalg.blas import dgemm
 
+from ..linalg import solve_lower
 from ._exact import _inverse_from_factor
 from ._prediction import PredictionFactors, prediction_factors
 
@@ -67,10 +68,6 @@ class FitStatistics(NamedTuple):
     factors: PredictionFactors = None  # the fit's prediction_factors(L, R, Vy, ...), if made
 
 
-def _solve_lower(L, B, trans=0):
-    return solve_triangular(L, B, lower=True, trans=trans, check_finite=False)
-
-
 def _add_outer(P, U, scale):
     """``P += scale * U U^T`` in place for a symmetric C-ordered ``P`` (one BLAS call)."""
     if U.shape[1] == 0:
@@ -86,7 +83,9 @@ def _border_inverse(P, c, d):
     x = P @ c
     s = d - c @ x
     out = np.empty((p + 1, p + 1))
-    out[:p, :p] = P + np.outer(x, x) / s
+    update = np.outer(x, x)
+    update /= s
+    np.add(P, update, out=out[:p, :p])  # P + x x^T / s, without two more p x p arrays
     out[p, :p] = out[:p, p] = -x / s
     out[p, p] = 1.0 / s
     return out, x, s
@@ -150,7 +149,7 @@ class StreamingPosterior:
         # the inverses by LAPACK potri: a third of cho_solve's arithmetic against I
         self.P_j = np.ascontiguousarray(_inverse_from_factor(R))
         self.log_det = 2.0 * float(np.sum(np.log(np.diag(R))))
-        self.beta2 = _sqnorm(_solve_lower(R, self.Vy))
+        self.beta2 = _sqnorm(solve_lower(R, self.Vy))
         if self.delta >= j:  # the prediction's model is the state's
             self.P = self.P_j
         else:  # P = A'^-1, A' = V V^T + s2 (I - (j - delta) L^-1 L^-T), factored there
@@ -166,7 +165,7 @@ class StreamingPosterior:
     # ------------------------------------------------------------------ new rows
     def whiten(self, K_ub):
         """``V_b = L^-1 K_ub`` for a batch's kernel block ``K_bu`` (``b x p``)."""
-        return _solve_lower(self.L, K_ub.T)
+        return solve_lower(self.L, K_ub.T)
 
     def add_rows(self, V_b, y_b, kdiag_b):
         """Add a batch's likelihood terms: ``V_b`` (``p x b``), normalised ``y_b``, and
@@ -196,7 +195,7 @@ class StreamingPosterior:
         _add_outer(self.S, U, s2)  # S = M^-1 - s2 P
         self.beta2 = float(np.sum(self.Vy * (self.P_j @ self.Vy)))
         # GPML eq. (8.26): alpha = L^-T A'^-1 V y
-        self.alpha = _solve_lower(self.L, self.P @ self.Vy, trans=1)
+        self.alpha = solve_lower(self.L, self.P @ self.Vy, trans=1)
 
     @staticmethod
     def _woodbury_factor(P, V_b):
@@ -208,7 +207,7 @@ class StreamingPosterior:
         C = V_b.T @ W
         C[np.diag_indices_from(C)] += 1.0
         F = cholesky(C, lower=True, check_finite=False)
-        U = _solve_lower(F, W.T).T  # W F^-T
+        U = solve_lower(F, W.T).T  # W F^-T
         return U, 2.0 * float(np.sum(np.log(np.diag(F))))
 
     def add_vfe_trace(self, amount):
@@ -229,7 +228,7 @@ class StreamingPosterior:
         ``M = I - e G`` and ``A' = V V^T + s2 M`` are bordered too; ``M^-1 = S + s2 P``.
         """
         p, s2, e = self.p, self.s2, self.jitter - self.delta
-        l = _solve_lower(self.L, k_u)
+        l = solve_lower(self.L, k_u)
         lpp = np.sqrt(k_jj + self.jitter - l @ l)
         L = np.zeros((p + 1, p + 1))
         L[:p, :p], L[p, :p], L[p, p] = self.L, l, lpp
@@ -246,8 +245,8 @@ class StreamingPosterior:
         if e == 0.0:  # M = I: S = I - s2 P, P = P_j
             P, x, s, Mm, sigma = P_j, x_j, s_j, np.zeros(p), 1.0
         else:
-            t = _solve_lower(self.L[:p, :p], l, trans=1)
-            m = (e / lpp) * _solve_lower(self.L[:p, :p], t)  # M's new column
+            t = solve_lower(self.L[:p, :p], l, trans=1)
+            m = (e / lpp) * solve_lower(self.L[:p, :p], t)  # M's new column
             mu = 1.0 - e * (t @ t + 1.0) / lpp**2
             Mm = self.S @ m + s2 * (self.P @ m)  # M^-1 m
             sigma = mu - m @ Mm
@@ -260,11 +259,17 @@ class StreamingPosterior:
             return
         # S = M^-1 - s2 P, bordered as the two inverses are
         S = np.empty((p + 1, p + 1))
-        S[:p, :p] = self.S + np.outer(Mm, Mm) / sigma - (s2 / s) * np.outer(x, x)
+        # S + Mm Mm^T / sigma - (s2 / s) x x^T, in S's new memory and one p x p temporary
+        update = np.outer(Mm, Mm)
+        update /= sigma
+        np.add(self.S, update, out=S[:p, :p])
+        np.outer(x, x, out=update)
+        update *= s2 / s
+        S[:p, :p] -= update
         S[p, :p] = S[:p, p] = -Mm / sigma + (s2 / s) * x
         S[p, p] = 1.0 / sigma - s2 / s
         self.P, self.S = P, S
-        self.alpha = _solve_lower(self.L, self.P @ self.Vy, trans=1)
+        self.alpha = solve_lower(self.L, self.P @ self.Vy, trans=1)
 
     def nbytes(self):
         """Bytes held by the statistics' arrays."""

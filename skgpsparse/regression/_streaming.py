@@ -28,13 +28,13 @@ exchange is made once the basis is full.
 import warnings
 
 import numpy as np
-from scipy.linalg import solve_triangular
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
+from ..linalg import solve_lower
 from ..rows._dask import is_dask_array
 from ._posterior import StreamingPosterior
 from ._prediction import RegressionPredictor, exact_factor
@@ -59,8 +59,8 @@ def _batch_targets(model, y, target_shape):
 
 
 def _validated(model, X, y):
-    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for a few plain
-    float rows (one observation at a time: scikit-learn's checks cost more than the update)."""
+    """``validate_data(model, X, y, reset=False, ...)``, with a fast path for plain float
+    arrays (one observation at a time: scikit-learn's checks cost more than the update)."""
     X_plain = plain_float_rows(model, X)
     if (
         X_plain is not None and type(y) is np.ndarray and y.dtype.kind == "f"
@@ -173,7 +173,7 @@ def _grow(model, stream, X, y, V_b, kdiag):
         else:
             J = candidates
         K_uJ = kernel(Z, X[J])  # p x |J|
-        l = solve_triangular(stream.L, K_uJ, lower=True, check_finite=False)
+        l = solve_lower(stream.L, K_uJ)
         d2 = kdiag[J] + jitter - np.sum(l * l, axis=0)
         ok = np.isfinite(d2) & (d2 >= 0.5 * jitter)
         offered[J[~ok]] = True  # numerically in the span of the basis: never again
