@@ -49,6 +49,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUNS = HERE / "results" / "peers_scale_runs.jsonl"
+NOTES = "<!-- notes: the text below is kept by --report -->"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
               "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -76,10 +77,17 @@ def child_svgp(case, args):
     estimator, data, n = case
     X, y, X_t, y_t = case_split(estimator, data, n)
     kind = {"regressor": "gaussian", "classifier": "bernoulli", "multiclass": "softmax"}
+
+    def on_checkpoint(point):
+        print("POINT " + json.dumps(point), flush=True)
+        if args.progress:  # readable while the run goes on (stdout is read at its end)
+            with open(args.progress, "a") as fh:
+                fh.write(json.dumps(point) + "\n")
+
     rec = fit_svgp_minibatch(
         X, y, X_t, y_t, kind[estimator], n_inducing=args.inducing, max_steps=args.max_steps,
         eval_every=args.eval_every, num_classes=int(np.max(y)) + 1, seed=0,
-        on_checkpoint=lambda point: print("POINT " + json.dumps(point), flush=True),
+        on_checkpoint=on_checkpoint,
     )
     rec["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print("RESULT " + json.dumps(rec), flush=True)
@@ -127,6 +135,8 @@ def launch(side, case, args):
         cmd = [python, __file__, "--child", side, "--cases", f"{estimator}:{data}:{n}",
                "--max-steps", str(args.max_steps), "--eval-every", str(args.eval_every),
                "--inducing", str(args.inducing)]
+        if args.progress:
+            cmd += ["--progress", args.progress]
     return subprocess.Popen(["nice", "-n", str(args.nice)] + cmd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -134,6 +144,7 @@ def launch(side, case, args):
 def run_cases(cases, args):
     """Each case: both sides at once, then one JSON line per side."""
     for case in cases:
+        run, load_before = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
         procs = {side: launch(side, case, args) for side in args.sides.split(",")}
         start = time.monotonic()
         for side, proc in procs.items():
@@ -154,7 +165,7 @@ def run_cases(cases, args):
                 rec = {"failed": err[-1500:]}
             rec.update(side=side, estimator=case[0], data=case[1], n=case[2],
                        when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), commit=_commit(),
-                       load_after=os.getloadavg()[0])
+                       run=run, load_before=load_before, load_after=os.getloadavg()[0])
             RUNS.parent.mkdir(exist_ok=True)
             with RUNS.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
@@ -178,57 +189,135 @@ def _stop_index(monitor, tol=1e-3, patience=3):
     return None
 
 
-def report():
-    """``results/peers_scale.md`` from the run lines: the last run of each case and side."""
-    last = {}
+def _grouped():
+    """The run lines as ``(current, earlier)``, each ``{case: {side: record}}``.
+
+    A line with a ``run`` stamp (the case's start time, written since session 21) belongs to
+    that run: per case the newest stamped run, both sides from it. The lines without one (the
+    first runs, 2026-11-27 08:00-12:28 UTC, where a case's two sides ran at different times and
+    loads) are kept apart: the last of each case and side.
+    """
+    stamped, earlier = {}, {}
     for line in RUNS.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            if "failed" in rec:
-                continue
-            last[(rec["estimator"], rec["data"], rec["n"], rec["side"])] = rec
-    cases = sorted({k[:3] for k in last}, key=lambda c: (c[0] == "multiclass", c[1], c[2]))
+        rec = json.loads(line) if line.strip() else {"failed": ""}
+        if "failed" in rec:
+            continue
+        case = (rec["estimator"], rec["data"], rec["n"])
+        if "run" in rec:
+            stamped.setdefault(case, {}).setdefault(rec["run"], {})[rec["side"]] = rec
+        else:
+            earlier.setdefault(case, {})[rec["side"]] = rec
+    return {case: runs[max(runs)] for case, runs in stamped.items()}, earlier
+
+
+def _verdict(ours, pts, key):
+    """Issue 35's goal on one case: ``(met, reference point, first point at or below ours)``.
+
+    Met when our test metric (NLPD for regressors, NLP otherwise) is at or below what SVGP
+    delivers, its metric at its stopping rule's point (its last checkpoint if the rule had
+    not stopped), and SVGP needs no less CPU than ours to reach our metric: none of its
+    checkpoints is at or below ours with less CPU (never reaching it counts as more).
+    """
+    stop = _stop_index([p["monitor"] for p in pts])
+    ref = pts[-1 if stop is None else stop]
+    reach = next((p for p in pts if p[key] <= ours[key]), None)
+    met = ours[key] <= ref[key] and (reach is None or reach["fit_cpu"] >= ours["fit_cpu"])
+    return met, ref, reach
+
+
+def _table(groups):
+    """Markdown rows of one group of runs, and its SVGP curves and goal lines."""
+    rows, curves, goals = [], [], []
+    for case in sorted(groups, key=lambda c: (c[0] == "multiclass", c[1], c[2])):
+        name, sides = f"{case[0]} {case[1]} n={case[2]}", groups[case]
+        ours, svgp = sides.get("ours"), sides.get("svgp")
+        key = "nlpd" if case[0] == "regressor" else "nlp"
+
+        def row(model, rec, p=None):
+            p = rec if p is None else p
+            load = (f"{rec['load_before']:.1f} / " if "load_before" in rec else "") + (
+                f"{rec['load_after']:.1f}")
+            where = f" {rec.get('run', rec['when'])}, {rec['commit']}, load {load} |"
+            peak = rec.get("peak_rss_gb", float("nan"))
+            rows.append(f"| {name} | {model} | {p['fit_cpu']:.1f} | {p['fit_wall']:.1f} | "
+                        f"{_metrics(p, case[0])} | {peak:.2f} |{where}")
+
+        if ours:
+            floor = (f" ({ours['fit_cpu'] / ours['floor_cpu']:.0f}x floor CPU)"
+                     if "floor_cpu" in ours else "")
+            row(f"ours, default{floor}", ours)
+        if not svgp:
+            continue
+        pts, cut = svgp["curve"], " (cut at the time limit)" if svgp.get("partial") else ""
+        stop = _stop_index([p["monitor"] for p in pts])
+        picks = {"last" + cut + ("" if stop is not None else ", the rule had not stopped"):
+                 pts[-1], "stop": pts[stop] if stop is not None else None,
+                 "best": min(pts, key=lambda p: p[key])}
+        picks.update({"3,000 steps": p for p in pts if p["steps"] == 3000})
+        if ours:
+            below = [p for p in pts if p["fit_cpu"] <= ours["fit_cpu"]]
+            picks["at most ours' CPU"] = below[-1] if below else None
+        seen = {}
+        for label, p in picks.items():
+            if p is not None:
+                seen.setdefault(p["steps"], []).append(label)
+        for steps, labels in sorted(seen.items()):
+            p = next(q for q in pts if q["steps"] == steps)
+            row(f"SVGP M={svgp['n_inducing']}, {steps} steps ({p['epochs']:.2f} epochs): "
+                + ", ".join(labels), svgp, p)
+        curves.append(f"- {name}, SVGP test {key.upper()} (fit CPU s) by steps: " + ", ".join(
+            f"{p['steps']}: {p[key]:.4f} ({p['fit_cpu']:.0f})" for p in pts))
+        if ours:
+            met, ref, reach = _verdict(ours, pts, key)
+            first = ("never" if reach is None else
+                     f"first at {reach['steps']} steps, {reach['fit_cpu']:.1f} s CPU")
+            best = min(pts, key=lambda p: p[key])
+            first += f"; its best {best[key]:.4f} ({best['steps']} steps, {best['fit_cpu']:.1f} s)"
+            goals.append(
+                f"- {name}: **{'met' if met else 'not met'}**: ours {key.upper()} "
+                f"{ours[key]:.4f} in {ours['fit_cpu']:.1f} s CPU; SVGP's "
+                f"{'stop' if stop is not None else 'last'} point {ref[key]:.4f} in "
+                f"{ref['fit_cpu']:.1f} s ({ours['fit_cpu'] / ref['fit_cpu']:.2f}x ours/its CPU); "
+                f"SVGP at or below ours: {first}.")
+    return rows, curves, goals
+
+
+def report():
+    """``results/peers_scale.md`` from the run lines (:func:`_grouped`)."""
+    current, earlier = _grouped()
+    head = ["| case | model | fit CPU (s) | fit wall (s) | test | peak (GB) |",
+            "|---|---|---:|---:|---|---:|"]
     out = ["# At scale: default constructors against GPflow SVGP with minibatches", "",
            "`python benchmarks/peers_scale.py` ([source](../peers_scale.py)); both sides of a "
            "case in one run, two processes at once on a shared 2-core machine, one thread "
            "each; CPU = process time of the fit (SVGP: training steps and k-means start, not "
            "the paused evaluations). SVGP: M inducing inputs from k-means, trained; Adam 0.01, "
            "minibatches of 1,000 rows; `stop` = the checkpoint where its in-sample NLP on "
-           "5,000 training rows stopped improving by 0.001 for 3 checkpoints. The runs' `commit` "
-           "(in the JSON lines) is the checkout's HEAD when a line was written.", "",
-           "| case | model | fit CPU (s) | fit wall (s) | test | peak (GB) |",
-           "|---|---|---:|---:|---|---:|"]
-    curves = []
-    for case in cases:
-        name = f"{case[0]} {case[1]} n={case[2]}"
-        ours, svgp = last.get(case + ("ours",)), last.get(case + ("svgp",))
-        if ours and "failed" not in ours:
-            floor = (f" ({ours['fit_cpu'] / ours['floor_cpu']:.0f}x floor CPU)"
-                     if "floor_cpu" in ours else "")
-            out.append(f"| {name} | ours, default | {ours['fit_cpu']:.1f}{floor} | "
-                       f"{ours['fit_wall']:.1f} | {_metrics(ours, case[0])} | "
-                       f"{ours.get('peak_rss_gb', float('nan')):.2f} |")
-        if svgp and "failed" not in svgp:
-            pts = svgp["curve"]
-            cut = " (cut at the time limit)" if svgp.get("partial") else ""
-            stop = _stop_index([p["monitor"] for p in pts])
-            picks = {"last" + cut + ("" if stop is not None else ", the rule had not stopped"):
-                     pts[-1]}
-            if stop is not None:
-                picks["stop"] = pts[stop]
-            at3000 = [p for p in pts if p["steps"] == 3000]
-            if at3000:
-                picks["3,000 steps"] = at3000[0]
-            for label, p in picks.items():
-                out.append(f"| {name} | SVGP M={svgp['n_inducing']}, {label} ({p['steps']} "
-                           f"steps, {p['epochs']:.2f} epochs) | {p['fit_cpu']:.1f} | "
-                           f"{p['fit_wall']:.1f} | {_metrics(p, case[0])} | "
-                           f"{svgp['peak_rss_gb']:.2f} |")
-            key = "nlpd" if case[0] == "regressor" else "nlp"
-            curves.append(f"- {name}, SVGP test {key.upper()} (fit CPU s) by steps: " + ", ".join(
-                f"{p['steps']}: {p[key]:.4f} ({p['fit_cpu']:.0f})" for p in pts))
-    out += ["", "SVGP curves (test metric, cumulative fit CPU):", ""] + curves
-    (HERE / "results" / "peers_scale.md").write_text("\n".join(out) + "\n")
+           "5,000 training rows stopped improving by 0.001 for 3 checkpoints; `best` = its "
+           "lowest test metric (NLPD for regressors) on the curve, known only afterwards; "
+           "`at most ours' CPU` = its last checkpoint within our fit's CPU.", ""]
+    rows, curves, goals = _table(current)
+    if rows:
+        out += ["## The latest paired run of each case", "",
+                "Each case's two sides ran at once (`run`: the case's start, UTC; the commit "
+                "of the checkout; the 1-minute load average at the start / end of the case).",
+                "", head[0] + " run, commit, load |", head[1] + "---|"] + rows
+        out += ["", "Issue 35's goal (test NLP/NLPD at or below SVGP-minibatch's at no more "
+                "of its CPU), per case: met when ours is at or below SVGP's metric at its stop "
+                "point (its last if the rule had not stopped) and no SVGP checkpoint reaches "
+                "ours with less CPU than ours (`_verdict` in the script).", ""] + goals
+        out += ["", "SVGP curves (test metric, cumulative fit CPU):", ""] + curves
+    rows, curves, _ = _table(earlier)
+    if rows:
+        out += ["", "## Earlier runs (2026-11-27 08:00-12:28 UTC, before the runs were paired)",
+                "", "The sides of a case ran at different times, at load 5-37; their CPU "
+                "columns do not compare with the runs above (our fits have changed since).",
+                "", head[0] + " written, commit, load |", head[1] + "---|"] + rows
+        out += ["", "SVGP curves (test metric, cumulative fit CPU):", ""] + curves
+    path = HERE / "results" / "peers_scale.md"
+    kept = path.read_text().split(NOTES, 1) if path.exists() else []
+    out += ["", NOTES + (kept[1].rstrip("\n") if len(kept) == 2 else "")]
+    path.write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
 
@@ -244,6 +333,7 @@ def main(argv=None):
     parser.add_argument("--nice", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="wall seconds per case; an SVGP curve cut there is kept, partial")
+    parser.add_argument("--progress", help="file the SVGP checkpoints are appended to as made")
     parser.add_argument("--child", choices=["ours", "svgp"], help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args(argv)
