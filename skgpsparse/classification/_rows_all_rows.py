@@ -21,7 +21,7 @@ from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperprior import with_length_scale_prior
 from ._partitioned_ep import partitioned_ep
 
-__all__ = ["fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
+__all__ = ["driver_subsample", "fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
 
 
 def gathered_rows(rows, params):
@@ -31,6 +31,18 @@ def gathered_rows(rows, params):
     if m is None or rows.n > m:
         return None
     return rows.take(np.arange(rows.n))
+
+
+def driver_subsample(learning_rows, n, max_basis, rng, what):
+    """Sorted indices of the rows a dask fit's learning gathers to the driver: the in-memory
+    fit's subsample (:func:`~skgpsparse._learning_rows.learning_subsample`, the same draw).
+    ``learning_rows=None`` (every row) is an error naming ``what`` needs it."""
+    if learning_rows is None:
+        raise ValueError(
+            f"{what} on a dask array needs learning_rows ('auto' or an int): learning runs "
+            "on the driver over that many rows. Got learning_rows=None."
+        )
+    return learning_subsample(learning_rows, n, max_basis, rng)
 
 
 def _labels(labels, positive):
@@ -56,13 +68,8 @@ def fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned_binary
 def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
     n = rows.n
     if model.optimizer is not None:
-        if model.learning_rows is None:
-            raise ValueError(
-                "posterior='all_rows' with learned hyperparameters needs learning_rows "
-                "('auto' or an int) on a dask array: learning runs on the driver over that "
-                "many rows. Got learning_rows=None."
-            )
-        idx = learning_subsample(model.learning_rows, n, model.max_basis, rng)
+        idx = driver_subsample(model.learning_rows, n, model.max_basis, rng,
+                               "posterior='all_rows' with learned hyperparameters")
         X_l, labels = rows.take(idx)
         model._progress.line(
             f"learning on {idx.size} of {n} rows gathered from {rows.n_partitions} "

@@ -102,10 +102,8 @@ def fit_rows(clf, rows, classes):
                                         fixed_on_partitions=params["optimizer"] is None)
     if clf.multi_class_ == "shared":
         # learning and selections on the gathered subsample, each class's EP on the partitions
-        models = fit_shared_on_rows(params, rows, classes, rng, clf.n_jobs)
-        for model in models:
-            model.rows = None
-        return store_one_vs_rest(clf, models)
+        return store_one_vs_rest(clf, fit_shared_on_rows(params, rows, classes, rng,
+                                                         clf.n_jobs))
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     return store_one_vs_rest(
         clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]

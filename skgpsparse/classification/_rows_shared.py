@@ -10,10 +10,11 @@ in-memory fit's, to EP's rounding.
 """
 
 import numpy as np
+from sklearn.base import clone
 
 from ._binary import _BinarySparseGPClassifier
-from ._rows_all_rows import partitioned_posterior
-from ._shared_fit import selection_rows, shared_stage
+from ._rows_all_rows import driver_subsample, partitioned_posterior
+from ._shared_fit import shared_stage
 
 __all__ = ["fit_shared_on_rows"]
 
@@ -26,14 +27,10 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     (:func:`~._shared_fit.fit_shared`). ``n_jobs``: jobs (joblib) over the classes'
     selections on the driver.
     """
-    if params["learning_rows"] is None:
-        raise ValueError(
-            "multi_class='shared' on a dask array needs learning_rows ('auto' or an int): "
-            "its learning and the classes' selections run on the driver over that many "
-            "rows. Got learning_rows=None."
-        )
     n_classes = len(classes)
-    sub = selection_rows(params, rows.n, rng)
+    # the in-memory fit's selection rows (selection_rows: the same draw)
+    sub = driver_subsample(params["learning_rows"], rows.n, params["max_basis"], rng,
+                           "multi_class='shared'")
     X_s, labels = rows.take(sub)
     kernel, biases, chosen, (loss_curve, n_iter) = shared_stage(
         params, X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
@@ -42,9 +39,9 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     for k, (basis, curve) in enumerate(chosen):
         model = _BinarySparseGPClassifier(**params)
         model._progress.line(f"class {classes[k]!r}: EP on the partitions")
-        partitioned_posterior(model, rows, classes[k], kernel, float(biases[k]), sub[basis],
-                              X_s[basis], curve)
-        model.kernel_ = kernel.clone_with_theta(kernel.theta)  # a kernel object per class
+        # a kernel object per class, as the in-memory fit's
+        partitioned_posterior(model, rows, classes[k], clone(kernel), float(biases[k]),
+                              sub[basis], X_s[basis], curve)
         model.loss_curve_, model.n_iter_ = list(loss_curve), n_iter
         models.append(model)
     return models
