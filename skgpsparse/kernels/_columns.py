@@ -249,6 +249,7 @@ class CrossKernel:
         Zop = _augmented_rows(Z, centre, ls)
         if not (np.all(np.isfinite(Zop)) and -Zop[:, d].min() <= MAX_HALF_SQNORM):
             return
+        self._Z_rows = Zop  # Z's own augmented rows: the square block K(Z, Z) reuses them
         # the RBF's exponent takes log c; a Matern's E = -r^2 / 2 takes c afterwards
         rbf = rbf_parameters(kernel, d) is not None
         log_c = np.log(c) if rbf else 0.0
@@ -273,8 +274,9 @@ class CrossKernel:
         K, G = None, None
         if self.product_form:
             d = X.shape[1]
-            A = _augmented_rows(X, self.centre, self.length_scale)
-            if np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM:
+            square = X is self.Z  # (its rows were checked by the set-up)
+            A = self._Z_rows if square else _augmented_rows(X, self.centre, self.length_scale)
+            if square or (np.all(np.isfinite(A)) and -A[:, d].min() <= MAX_HALF_SQNORM):
                 K = A @ self.operand_T
                 np.minimum(K, self.log_c, out=K)  # |s_x - s_z|^2 >= 0
                 if self.radial is not None:

@@ -117,10 +117,11 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
         return
     S_Z, S_Z2 = scaled_Z
     for rows in row_blocks(X, chunk_rows(chunk_size, Z.shape[0], 1)):
-        K, G = cross.block_and_slopes(X[rows])
+        square = X is Z and rows == slice(0, Z.shape[0])  # the square block of an exact GP
+        K, G = cross.block_and_slopes(X if square else X[rows])
         if G is None:
             scaled_X = None
-        elif X is Z and rows == slice(0, Z.shape[0]):  # the square block of an exact GP
+        elif square:
             scaled_X = scaled_Z
         else:
             scaled_X = _scaled(X[rows], cross.centre, ls)

@@ -1,4 +1,4 @@
-"""Triangular solves by LAPACK ``trtrs`` directly: scipy's result to the bit, without its wrapper.
+"""Triangular solves and Cholesky factors by LAPACK directly: scipy's results to the bit.
 
 ``scipy.linalg.solve_triangular`` spends tens of microseconds per call on argument handling
 (array-API dispatch, batching, validation) around one LAPACK ``trtrs``: more than the solve
@@ -8,13 +8,18 @@ the call ``solve_triangular(L, B, lower=True, trans=trans, check_finite=False)``
 (``trtrs`` on ``L`` itself when it is Fortran-ordered, else on its transposed view with the
 opposite triangle and transposition), so the results are equal to the bit; inputs it does
 not cover (not float64, empty, not two-dimensional) go through ``solve_triangular``.
+:func:`cholesky_lower` and :func:`cho_solve_lower` do the same for ``cholesky(C, lower=True,
+check_finite=False)`` (LAPACK ``potrf``) and ``cho_solve((L, True), B, check_finite=False)``
+(``potrs``): an exact GP's objective calls both on every evaluation of a hyperparameter
+search, where scipy's wrappers cost ~0.1 ms a call, about a tenth of the evaluation at a
+hundred rows.
 """
 
 import numpy as np
-from scipy.linalg import LinAlgError, solve_triangular
-from scipy.linalg.lapack import dtrtrs
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.linalg.lapack import dpotrf, dpotrs, dtrtrs
 
-__all__ = ["solve_lower"]
+__all__ = ["cho_solve_lower", "cholesky_lower", "solve_lower"]
 
 _F8 = np.dtype(np.float64)
 
@@ -64,4 +69,53 @@ def solve_lower(L, B, trans=0):
         x, info = dtrtrs(L.T, B, lower=0, trans=1 - trans)
     if info > 0:
         raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+    return x
+
+
+def _plain(A, ndims):
+    return type(A) is np.ndarray and A.dtype == _F8 and A.ndim in ndims and A.size > 0
+
+
+def cholesky_lower(C):
+    """Lower Cholesky factor of a symmetric positive definite ``C`` (a new, Fortran-ordered
+    array with zeros above the diagonal; ``C`` is not modified).
+
+    Equal to ``scipy.linalg.cholesky(C, lower=True, check_finite=False)`` (the same
+    ``potrf`` call), and the same ``LinAlgError`` when ``C`` is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.linalg import cholesky
+    >>> from skgpsparse.linalg._triangular import cholesky_lower
+    >>> C = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.array_equal(cholesky_lower(C), cholesky(C, lower=True)))
+    True
+    """
+    if not (_plain(C, (2,)) and C.shape[0] == C.shape[1]):
+        return cholesky(C, lower=True, check_finite=False)
+    L, info = dpotrf(C, lower=1, clean=1, overwrite_a=0)
+    if info > 0:
+        raise LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    return L
+
+
+def cho_solve_lower(L, B):
+    """``C^-1 B`` from the lower Cholesky factor ``L`` of ``C`` (``B`` is not modified).
+
+    Equal to ``scipy.linalg.cho_solve((L, True), B, check_finite=False)`` (the same
+    ``potrs`` call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.linalg import cho_solve, cholesky
+    >>> from skgpsparse.linalg._triangular import cho_solve_lower
+    >>> L = cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]), lower=True); b = np.array([1.0, 2.0])
+    >>> bool(np.array_equal(cho_solve_lower(L, b), cho_solve((L, True), b)))
+    True
+    """
+    if not (_plain(L, (2,)) and _plain(B, (1, 2)) and L.shape[0] == L.shape[1] == B.shape[0]):
+        return cho_solve((L, True), B, check_finite=False)
+    x, _ = dpotrs(L, B, lower=1, overwrite_b=0)  # info < 0 only for an illegal argument
     return x

@@ -20,11 +20,12 @@ differ from theirs by the jitter's effect, ``O(n jitter / s2)`` nats.
 """
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky
+from scipy.linalg import LinAlgError
 from scipy.linalg.lapack import dpotri
 
 from ..kernels._contraction import iter_kernel_contractions
 from ..kernels._radial import radial_parameters
+from ..linalg._triangular import cho_solve_lower, cholesky_lower
 from ._likelihood import _check_arguments
 from ._vfe import _diag_gradient_sum
 
@@ -49,10 +50,10 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     trace = float(np.sum(kernel.diag(X)) - np.trace(K)) if trace_term else 0.0
     C = K
     C[np.diag_indices(n)] += s2
-    L = cholesky(C, lower=True, check_finite=False)  # into a new (Fortran-ordered) array
+    L = cholesky_lower(C)  # into a new (Fortran-ordered) array
     if held is not None:
         K[np.diag_indices(n)] = held  # the block as it was, to the bit
-    A = cho_solve((L, True), Y, check_finite=False)  # a = C^-1 y, one column per target
+    A = cho_solve_lower(L, Y)  # a = C^-1 y, one column per target
     value = (
         -0.5 * float(np.sum(Y * A)) - m * float(np.sum(np.log(np.diag(L))))
         - 0.5 * m * n * np.log(2.0 * np.pi) - 0.5 * m * trace / s2

@@ -1,10 +1,12 @@
-"""solve_lower against scipy's solve_triangular (the same LAPACK call: equal to the bit)."""
+"""solve_lower, cholesky_lower and cho_solve_lower against scipy's solve_triangular,
+cholesky and cho_solve (the same LAPACK calls: equal to the bit)."""
 
 import numpy as np
 import pytest
-from scipy.linalg import LinAlgError, solve_triangular
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 
 from skgpsparse.linalg import solve_lower
+from skgpsparse.linalg._triangular import cho_solve_lower, cholesky_lower
 
 
 def _factor(p, order, rng):
@@ -55,3 +57,33 @@ def test_a_zero_pivot_raises():
     L = np.array([[1.0, 0.0], [2.0, 0.0]])
     with pytest.raises(LinAlgError, match="diagonal 1"):
         solve_lower(L, np.ones(2))
+
+
+@pytest.mark.parametrize("order", ["C", "F", "view"])
+@pytest.mark.parametrize("shape", [(7,), (7, 3)])
+def test_cholesky_and_cho_solve_equal_scipy_to_the_bit(order, shape):
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(7, 7))
+    C = _factor(7, order, rng)
+    C[...] = A @ A.T + 7 * np.eye(7)  # symmetric positive definite, in the given layout
+    B = rng.normal(size=shape)
+    C_before, B_before = C.copy(), B.copy()
+    L = cholesky_lower(C)
+    np.testing.assert_array_equal(L, cholesky(C, lower=True, check_finite=False))
+    np.testing.assert_array_equal(L, np.tril(L))  # zeros above the diagonal
+    x = cho_solve_lower(L, B)
+    np.testing.assert_array_equal(x, cho_solve((L, True), B, check_finite=False))
+    # the independent computation: numpy's dense factor and solve
+    np.testing.assert_allclose(L, np.linalg.cholesky(C_before), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x, np.linalg.solve(C_before, B), rtol=1e-10)
+    np.testing.assert_array_equal(C, C_before)  # the inputs are not written
+    np.testing.assert_array_equal(B, B_before)
+
+
+def test_cholesky_lower_raises_as_scipy_on_an_indefinite_matrix():
+    C = np.array([[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(LinAlgError, match="2-th leading minor"):
+        cholesky_lower(C)
+    # inputs the direct call does not cover go through scipy, with scipy's result
+    np.testing.assert_array_equal(cholesky_lower([[4.0]]), [[2.0]])
+    np.testing.assert_array_equal(cho_solve_lower(np.eye(2), [1.0, 2.0]), [1.0, 2.0])
