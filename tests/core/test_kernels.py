@@ -449,6 +449,15 @@ def test_cross_kernel_set_up_once_equals_the_kernel(kernel, product_form):
             np.testing.assert_array_equal(K, K_ref)
     one = cross.blocks(X[:1])
     assert len(one) == 1 and one[0][0] == slice(0, 1)  # one block, without a generator
+    # the square block K(Z, Z) (an exact GP's objective) reuses the set-up's scaled rows:
+    # the kernel's values, and those of a copy of Z to the bit, with the same slopes
+    np.testing.assert_allclose(cross.block(Z), kernel(Z, Z), rtol=1e-12, atol=1e-14)
+    K_sq, G_sq = cross.block_and_slopes(Z)
+    K_copy, G_copy = cross.block_and_slopes(Z.copy())
+    np.testing.assert_array_equal(K_sq, K_copy)
+    assert (G_sq is None) == (G_copy is None)
+    if G_sq is not None:
+        np.testing.assert_array_equal(G_sq, G_copy)
     assert list(cross.blocks(X[:0])) == []  # no rows, no block (as iter_kernel)
 
 
