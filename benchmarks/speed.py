@@ -16,10 +16,16 @@ The goal of the classifier issue: the sparse fit at least 10x faster with a test
 1.1x of the full GPC's; of the later speed issue: 30x at 1.05x, with the default kernel and
 with ``C(1.0) * RBF(3.0)`` (``twonorm_gap.py`` shows where the NLP gap comes from).
 
+One split is one draw: on the split of seed 0 the NLP ratio is 1.08x, on others 0.97-1.02x
+(the EP posterior of a probit GP, not the basis, sets it: ``twonorm_gap.py``). So the goals are
+read on the medians over ``--splits`` splits (seeds ``seed .. seed + splits - 1``) of the
+per-split ratios, the default model, the user kernel and the reference fitted on each; the
+first split also has ``--repeats`` fits and the other models.
+
 Usage::
 
-    python benchmarks/speed.py               # n = 2000, 3 repeats
-    python benchmarks/speed.py --quick       # n = 1000, 1 repeat
+    python benchmarks/speed.py               # n = 2000, 10 splits, 3 repeats on the first
+    python benchmarks/speed.py --quick       # n = 1000, 1 split, 1 repeat
 
 Writes ``benchmarks/results/speed.md``.
 """
@@ -94,6 +100,36 @@ def timed_fits(make, X, y, X_test, y_test, repeats):
     }
 
 
+def split_ratios(seed, fits):
+    """One split's figures: the default and user-kernel sparse fits against the full GPC."""
+    sparse, user, full = fits["sparse"], fits["sparse_user3"], fits["full"]
+    return {
+        "seed": seed,
+        "cpu": sparse["cpu"], "full_cpu": full["cpu"], "ratio": full["cpu"] / sparse["cpu"],
+        "nlp": sparse["nlp"], "full_nlp": full["nlp"], "nlp_ratio": sparse["nlp"] / full["nlp"],
+        "user_cpu": user["cpu"], "user_ratio": full["cpu"] / user["cpu"],
+        "user_nlp": user["nlp"], "user_nlp_ratio": user["nlp"] / full["nlp"],
+    }
+
+
+def split_line(row):
+    return (
+        f"split {row['seed']}: default {row['cpu']:.2f} s NLP {row['nlp']:.4f}, user kernel "
+        f"{row['user_cpu']:.2f} s NLP {row['user_nlp']:.4f}, full GPC {row['full_cpu']:.2f} s "
+        f"NLP {row['full_nlp']:.4f}: {row['ratio']:.1f}x / {row['user_ratio']:.1f}x at "
+        f"{row['nlp_ratio']:.3f} / {row['user_nlp_ratio']:.3f}"
+    )
+
+
+def split_row(row):
+    return (
+        f"| {row['seed']} | {row['cpu']:.2f} | {row['full_cpu']:.2f} | {row['ratio']:.1f}x | "
+        f"{row['nlp']:.4f} | {row['full_nlp']:.4f} | {row['nlp_ratio']:.3f} | "
+        f"{row['user_cpu']:.2f} | {row['user_ratio']:.1f}x | {row['user_nlp']:.4f} | "
+        f"{row['user_nlp_ratio']:.3f} |"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-train", type=int, default=2000)
@@ -102,11 +138,15 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads for both models")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="n_train 1000, 1 repeat")
+    parser.add_argument("--splits", type=int, default=10,
+                        help="train/test splits (seeds seed..seed+splits-1) the goals are read on")
+    parser.add_argument("--quick", action="store_true", help="n_train 1000, 1 split, 1 repeat")
     parser.add_argument("--no-write", action="store_true", help="do not write results/speed.md")
     args = parser.parse_args(argv)
     if args.quick:
-        args.n_train, args.repeats = 1000, 1
+        args.n_train, args.repeats, args.splits = 1000, 1, 1
+    if args.splits < 1:
+        raise ValueError(f"--splits must be at least 1, got {args.splits}.")
 
     import sklearn
     from sklearn.exceptions import ConvergenceWarning
@@ -120,12 +160,20 @@ def main(argv=None):
     d = X.shape[1]
     print(f"twonorm: {X.shape[0]} train / {X_test.shape[0]} test rows, d = {d}")
 
-    def sparse_model(kernel=None, r=0):
-        return SparseGPClassifier(kernel, max_basis=args.max_basis, random_state=args.seed + r)
+    def sparse_model(kernel=None, r=0, seed=args.seed):
+        return SparseGPClassifier(kernel, max_basis=args.max_basis, random_state=seed + r)
 
-    def full_model(length_scale):
+    def full_model(length_scale, seed=args.seed):
         kernel = ConstantKernel(1.0) * RBF(length_scale)
-        return GaussianProcessClassifier(kernel, random_state=args.seed)
+        return GaussianProcessClassifier(kernel, random_state=seed)
+
+    # the models fitted on every split (the goals' pair and the user kernel)
+    def split_models(seed):
+        return {
+            "sparse": lambda r: sparse_model(r=r, seed=seed),
+            "sparse_user3": lambda r: sparse_model(ConstantKernel(1.0) * RBF(3.0), r, seed),
+            "full": lambda r: full_model(np.sqrt(d), seed),
+        }
 
     # (key, table label, factory); "sparse" and "full" are the compared pair
     configs = [
@@ -179,17 +227,28 @@ def main(argv=None):
                 f"n_iter {getattr(model, 'n_iter_', '-')}",
                 flush=True,
             )
+        per_split = [split_ratios(args.seed, results)]
+        for seed in range(args.seed + 1, args.seed + args.splits):
+            Xs, ys, Xs_test, ys_test = split(args.n_train, args.n_test, seed)
+            fits = {key: timed_fits(make, Xs, ys, Xs_test, ys_test, 1)
+                    for key, make in split_models(seed).items()}
+            per_split.append(split_ratios(seed, fits))
+            print(split_line(per_split[-1]), flush=True)
     sparse, full = results["sparse"], results["full"]
     # CPU time of single-threaded fits: robust to other jobs sharing the machine
-    ratio = full["cpu"] / sparse["cpu"]
     wall_ratio = full["time"] / sparse["time"]
-    nlp_ratio = sparse["nlp"] / full["nlp"]
+    med = {key: float(np.median([row[key] for row in per_split])) for key in per_split[0]}
+    ratio, nlp_ratio = med["ratio"], med["nlp_ratio"]
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    on = f"median over {len(per_split)} split(s)"
     checks = [
-        ("fit >= 10x faster", ratio >= 10.0),
-        ("test NLP <= 1.1 x full GPC's", nlp_ratio <= 1.1),
-        ("fit >= 30x faster (speed issue)", ratio >= 30.0),
-        ("test NLP <= 1.05 x full GPC's (speed issue)", nlp_ratio <= 1.05),
+        (f"fit >= 10x faster ({on})", ratio >= 10.0),
+        (f"test NLP <= 1.1 x full GPC's ({on})", nlp_ratio <= 1.1),
+        (f"fit >= 30x faster (speed issue; {on})", ratio >= 30.0),
+        (f"test NLP <= 1.05 x full GPC's (speed issue; {on})", nlp_ratio <= 1.05),
+        (f"C(1.0) * RBF(3.0): fit >= 30x faster (speed issue; {on})", med["user_ratio"] >= 30.0),
+        (f"C(1.0) * RBF(3.0): test NLP <= 1.05 x (speed issue; {on})",
+         med["user_nlp_ratio"] <= 1.05),
     ]
     lines = [
         "# Speed: SparseGPClassifier vs scikit-learn GaussianProcessClassifier (twonorm)",
@@ -224,10 +283,36 @@ def main(argv=None):
     lines += [
         "",
         (
-            f"Fit-time ratio (reference full GPC / default sparse), CPU time: **{ratio:.2f}x** "
-            f"(wall time: {wall_ratio:.2f}x); test NLP ratio (sparse / full): "
-            f"**{nlp_ratio:.3f}**."
+            f"On the split of seed {args.seed}: fit-time ratio (reference full GPC / default "
+            f"sparse), CPU time, {per_split[0]['ratio']:.2f}x (wall time: {wall_ratio:.2f}x); "
+            f"test NLP ratio (sparse / full) {per_split[0]['nlp_ratio']:.3f}."
         ),
+        "",
+        (
+            f"Every split (seeds {args.seed}..{args.seed + len(per_split) - 1}; the first "
+            f"split's medians from the table above, one fit of each model on the others; "
+            "ratios are the full GPC's CPU time over the sparse fit's, and the sparse test NLP "
+            "over the full GPC's):"
+        ),
+        "",
+        ("| split seed | default: CPU (s) | full GPC: CPU (s) | **default: fit ratio** | "
+         "default: test NLP | full GPC: test NLP | **default: NLP ratio** | "
+         "C(1.0) * RBF(3.0): CPU (s) | **user kernel: fit ratio** | "
+         "C(1.0) * RBF(3.0): test NLP | **user kernel: NLP ratio** |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *[split_row(row) for row in per_split],
+        (f"| **median** | {med['cpu']:.2f} | {med['full_cpu']:.2f} | **{ratio:.1f}x** | "
+         f"{med['nlp']:.4f} | {med['full_nlp']:.4f} | **{nlp_ratio:.3f}** | "
+         f"{med['user_cpu']:.2f} | **{med['user_ratio']:.1f}x** | {med['user_nlp']:.4f} | "
+         f"**{med['user_nlp_ratio']:.3f}** |"),
+        (f"| range | | | {min(r['ratio'] for r in per_split):.1f}-"
+         f"{max(r['ratio'] for r in per_split):.1f}x | | | "
+         f"{min(r['nlp_ratio'] for r in per_split):.3f}-"
+         f"{max(r['nlp_ratio'] for r in per_split):.3f} | | "
+         f"{min(r['user_ratio'] for r in per_split):.1f}-"
+         f"{max(r['user_ratio'] for r in per_split):.1f}x | | "
+         f"{min(r['user_nlp_ratio'] for r in per_split):.3f}-"
+         f"{max(r['user_nlp_ratio'] for r in per_split):.3f} |"),
         "",
         "scikit-learn's GPC started from RBF(1.0) collapses to the constant predictor "
         "(amplitude at its lower bound, length scale at its upper bound, NLP = log 2) on this "
