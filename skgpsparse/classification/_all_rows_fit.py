@@ -48,6 +48,13 @@ _SEARCH_TOL = 1e-3
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
 _POLISH_GTOL = 1e-5
+# Each round's (theta, b) search stays within a box around the round's start (a trust region):
+# every log hyperparameter within _ROUND_STEP of its start (a factor e^3 = 20), the bias
+# within _ROUND_STEP of the prior latent's standard deviations. Unboxed, L-BFGS-B restarted
+# on a new basis extrapolated from its curvature estimate to steps of 10-1000 in theta (pmlb
+# adult: a third of the per-feature rounds' evaluations, each a full EP from far sites, all
+# rejected); the rounds after it go on from the box's edge when the optimum lies beyond.
+_ROUND_STEP = 3.0
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
 ACCELERATE = True
@@ -152,6 +159,21 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
+def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS):
+    """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
+    ``bias_bounds`` intersected with the box of :data:`_ROUND_STEP` around the start (the bias
+    in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
+    :func:`~._hyperparameters.initial_bias`)."""
+    biases = np.atleast_1d(biases)
+    bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
+    scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
+    start = np.append(kernel.theta, biases)
+    step = np.append(np.full(kernel.n_dims, _ROUND_STEP), np.full(biases.size, _ROUND_STEP * scale))
+    lower = np.minimum(np.maximum(bounds[:, 0], start - step), start)
+    upper = np.maximum(np.minimum(bounds[:, 1], start + step), start)
+    return np.column_stack([lower, upper])
+
+
 def _learn(model, kernel, bias, sites, X, y, basis):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
 
@@ -164,9 +186,8 @@ def _learn(model, kernel, bias, sites, X, y, basis):
     target = with_length_scale_prior(objective, kernel, y.size)
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
         search = model._progress.counting("hyperparameters", target)
-        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds)
+        theta, _ = minimize_theta(model.optimizer, search, theta0, round_bounds(kernel, bias, X))
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
     # the sites at the kept theta (the last evaluation may have been another), refined;
     # without learning they are the fitted posterior, by plain EP as on row partitions
