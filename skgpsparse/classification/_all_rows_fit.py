@@ -49,12 +49,14 @@ _SEARCH_TOL = 1e-3
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
 _POLISH_GTOL = 1e-5
-# Each round's (theta, b) search stays within a box around the round's start (a trust region):
-# every log hyperparameter within _ROUND_STEP of its start (a factor e^3 = 20), the bias
-# within _ROUND_STEP of the prior latent's standard deviations. Unboxed, L-BFGS-B restarted
-# on a new basis extrapolated from its curvature estimate to steps of 10-1000 in theta (pmlb
-# adult: a third of the per-feature rounds' evaluations, each a full EP from far sites, all
-# rejected); the rounds after it go on from the box's edge when the optimum lies beyond.
+# Each round's (theta, b) search after the fit's first stays within a box around the round's
+# start (a trust region): every log hyperparameter within _ROUND_STEP of its start (a factor
+# e^3 = 20), the bias within _ROUND_STEP of the prior latent's standard deviations. Unboxed,
+# L-BFGS-B restarted on a new basis extrapolated from its curvature estimate to steps of
+# 10-1000 in theta (pmlb adult: a third of the per-feature rounds' evaluations, each a full EP
+# from far sites, all rejected); the rounds after it go on from the box's edge when the
+# optimum lies beyond. The first round starts from the user's kernel, which may be far from
+# the optimum (boxed, it took more evaluations on adult), and is not boxed.
 _ROUND_STEP = 3.0
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
@@ -169,13 +171,15 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
-def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS):
+def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
     """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
-    ``bias_bounds`` intersected with the box of :data:`_ROUND_STEP` around the start (the bias
-    in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
+    ``bias_bounds``, if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the
+    start (the bias in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
     :func:`~._hyperparameters.initial_bias`)."""
     biases = np.atleast_1d(biases)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
+    if not boxed:
+        return bounds
     scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
     start = np.append(kernel.theta, biases)
     step = np.append(np.full(kernel.n_dims, _ROUND_STEP), np.full(biases.size, _ROUND_STEP * scale))
@@ -198,7 +202,9 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
         search = model._progress.counting("hyperparameters", target)
-        bounds = round_bounds(kernel, bias, X)
+        # the fit's first learn starts from the user's kernel, every later one from a learned
+        # theta: only those are boxed (_ROUND_STEP)
+        bounds = round_bounds(kernel, bias, X, boxed=bool(getattr(model, "loss_curve_", None)))
         bound = None if stop is None else stop(bounds)
         search = search if bound is None else bound.watch(search)
         theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound)
