@@ -31,7 +31,8 @@ from ._all_rows_ep import (
     reusing_priors,
     weight_posterior_of,
 )
-from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
+from ._charge_bound import ChargeBound
+from ._hyperparameters import BIAS_BOUNDS, OPTIMIZER_MAXITER, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
 from ._prediction import BinaryPredictor
 
@@ -48,6 +49,15 @@ _SEARCH_TOL = 1e-3
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
 _POLISH_GTOL = 1e-5
+# Each round's (theta, b) search after the fit's first stays within a box around the round's
+# start (a trust region): every log hyperparameter within _ROUND_STEP of its start (a factor
+# e^3 = 20), the bias within _ROUND_STEP of the prior latent's standard deviations. Unboxed,
+# L-BFGS-B restarted on a new basis extrapolated from its curvature estimate to steps of
+# 10-1000 in theta (pmlb adult: a third of the per-feature rounds' evaluations, each a full EP
+# from far sites, all rejected); the rounds after it go on from the box's edge when the
+# optimum lies beyond. The first round starts from the user's kernel, which may be far from
+# the optimum (boxed, it took more evaluations on adult), and is not boxed.
+_ROUND_STEP = 3.0
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
 ACCELERATE = True
@@ -66,6 +76,13 @@ class AllRowsObjective:
         self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
         self.sites, self.tol, self.progress = sites, tol, progress
         self.accelerate = ACCELERATE if accelerate is None else accelerate
+        self._best = None
+
+    def _warm(self):
+        """EP's start: the sites of the lowest evaluation so far (the optimiser's iterate; a
+        line search's next trial lies between it and the last, often rejected, trial), or
+        those given."""
+        return self.sites if self._best is None else self._best[1]
 
     def __call__(self, theta, eval_gradient=True):
         kernel = self.kernel.clone_with_theta(theta[:-1])
@@ -73,8 +90,8 @@ class AllRowsObjective:
         try:
             prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
             out = negative_log_evidence_all_rows(
-                prior, self.y, theta[-1], *self.sites, eval_gradient=eval_gradient, tol=self.tol,
-                progress=self.progress, accelerate=self.accelerate,
+                prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
+                tol=self.tol, progress=self.progress, accelerate=self.accelerate,
             )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out = None
@@ -82,6 +99,8 @@ class AllRowsObjective:
             value = np.finfo(float).max / 1e10  # keep the line search away, never a NaN
             return (value, np.zeros(theta.shape)) if eval_gradient else value
         self.sites = out[-1]
+        if self._best is None or out[0] <= self._best[0]:
+            self._best = (out[0], self.sites)
         if not eval_gradient:
             return out[0] / n
         if not np.all(np.isfinite(out[1])):
@@ -152,11 +171,29 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
-def _learn(model, kernel, bias, sites, X, y, basis):
+def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
+    """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
+    ``bias_bounds``, if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the
+    start (the bias in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
+    :func:`~._hyperparameters.initial_bias`)."""
+    biases = np.atleast_1d(biases)
+    bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
+    if not boxed:
+        return bounds
+    scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
+    start = np.append(kernel.theta, biases)
+    step = np.append(np.full(kernel.n_dims, _ROUND_STEP), np.full(biases.size, _ROUND_STEP * scale))
+    lower = np.minimum(np.maximum(bounds[:, 0], start - step), start)
+    upper = np.maximum(np.minimum(bounds[:, 1], start + step), start)
+    return np.column_stack([lower, upper])
+
+
+def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
 
     Per-feature length scales also carry the hyperprior of :mod:`._hyperprior` (MAP); the loss
-    is then minus the log evidence and log prior per row.
+    is then minus the log evidence and log prior per row. ``stop``: a function of the run's
+    bounds giving a :class:`~._charge_bound.ChargeBound`, which may end the L-BFGS-B run early.
     """
     objective = AllRowsObjective(
         kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress
@@ -164,9 +201,13 @@ def _learn(model, kernel, bias, sites, X, y, basis):
     target = with_length_scale_prior(objective, kernel, y.size)
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
         search = model._progress.counting("hyperparameters", target)
-        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds)
+        # the fit's first learn starts from the user's kernel, every later one from a learned
+        # theta: only those are boxed (_ROUND_STEP)
+        bounds = round_bounds(kernel, bias, X, boxed=bool(getattr(model, "loss_curve_", None)))
+        bound = None if stop is None else stop(bounds)
+        search = search if bound is None else bound.watch(search)
+        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound)
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
     # the sites at the kept theta (the last evaluation may have been another), refined;
     # without learning they are the fitted posterior, by plain EP as on row partitions
@@ -212,7 +253,7 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
 
 
 def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,
-                        learn=_learn):
+                        learn=_learn, early_exit=True):
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
@@ -224,7 +265,9 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     approximates the integral over them. At most ``max_rounds`` rounds; returns ``(round,
     number of rounds run)``. ``n`` is the number of rows the charge and the gain (``n`` times
     the loss per row) are for (``None``: ``y``'s); ``select`` and ``learn`` are
-    :func:`_rounds`'s steps.
+    :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``:
+    the first learn stops when :class:`~._charge_bound.ChargeBound` says that it cannot pay
+    the charge (the decision is then "not kept", as the full run's would be).
     """
     loss, kernel, bias, basis, sites, curve = best
     ard = per_feature_length_scales(kernel, X.shape[1])
@@ -232,7 +275,16 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
         return best, 0
     n = np.shape(y)[-1] if n is None else n
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    first = learn(model, ard, bias, sites, X, y, basis)
+    bounds = []  # the first learn's early exit (:mod:`._charge_bound`), when it cannot pay
+
+    def stop(run_bounds):
+        bounds.append(ChargeBound(loss, charge / n, OPTIMIZER_MAXITER, run_bounds))
+        return bounds[-1]
+
+    first = learn(model, ard, bias, sites, X, y, basis, stop=stop if early_exit else None)
+    if bounds and bounds[-1].stopped:
+        model._progress.line("one length scale per feature: the first learn cannot pay the "
+                             "charge (its L-BFGS-B run stopped early)")
     model.loss_curve_.append(first[0])
     candidate = (first[0], first[1], first[2], basis, first[3], curve)
     rounds = 1

@@ -11,11 +11,11 @@ from scipy.special import ndtri
 
 from .._optimize import check_optimizer_result
 
-__all__ = ["BIAS_BOUNDS", "PATIENCE", "initial_bias", "minimize_theta"]
+__all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
 
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
 # with the basis fixed, then re-selects the basis (§2.5).
-_OPTIMIZER_MAXITER = 15
+OPTIMIZER_MAXITER = 15
 # The outer loop stops when the NLP has not improved by `tol` for this many iterations (§2.5).
 PATIENCE = 5
 # Bounds of the bias b (probit units) for the optimiser.
@@ -28,7 +28,7 @@ def initial_bias(kernel, X, y):
     return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
 
 
-def _lbfgs(obj_func, initial_theta, bounds):
+def _lbfgs(obj_func, initial_theta, bounds, callback=None):
     """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
     res = minimize(
         obj_func,
@@ -36,13 +36,17 @@ def _lbfgs(obj_func, initial_theta, bounds):
         method="L-BFGS-B",
         jac=True,
         bounds=bounds,
-        options={"maxiter": _OPTIMIZER_MAXITER},
+        options={"maxiter": OPTIMIZER_MAXITER},
+        callback=callback,
     )
     return res.x, res.fun
 
 
-def minimize_theta(optimizer, obj_func, theta0, bounds):
+def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None):
     """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
+
+    ``callback``: L-BFGS-B's (scipy's ``intermediate_result`` form; ``StopIteration`` ends the
+    run at its iterate); a callable optimiser runs without it.
 
     A callable may pass ``obj_func`` any sequence of floats (it sees an array). Its theta is
     checked (:func:`~skgpsparse._optimize.check_optimizer_result`:
@@ -50,7 +54,7 @@ def minimize_theta(optimizer, obj_func, theta0, bounds):
     non-finite loss leaves ``theta0`` in place.
     """
     if optimizer == "fmin_l_bfgs_b":
-        theta, loss = _lbfgs(obj_func, theta0, bounds)
+        theta, loss = _lbfgs(obj_func, theta0, bounds, callback)
     else:
         objective = obj_func
 

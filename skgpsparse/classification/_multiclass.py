@@ -214,14 +214,14 @@ class SharedObjective:
         return (value, grad) if eval_gradient else value
 
 
-def _learn(model, kernel, biases, sites, X, Y, basis):
+def _learn(model, kernel, biases, sites, X, Y, basis, stop=None):
     """``(theta, b_1..b_K)`` by the summed evidence on the fixed basis ``X[basis]``: ``(loss,
     kernel, biases, sites)``, the loss with the length-scale hyperprior (MAP).
 
     The objective is the mean over the ``K`` classes, so its curvature in each bias is ``1 /
     K`` of its class's, while that in ``theta`` is the classes' mean: the optimiser works on
     ``b_k / sqrt(K)``, which gives both the same scale (with the biases themselves, L-BFGS
-    left them near their start).
+    left them near their start). ``stop``: as in the binary fit's ``_learn``.
     """
     objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
@@ -234,7 +234,10 @@ def _learn(model, kernel, biases, sites, X, Y, basis):
 
         theta0 = np.concatenate([kernel.theta, biases]) / scale
         bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(BIAS_BOUNDS, (len(biases), 1))])
-        theta, _ = minimize_theta(model.optimizer, scaled, theta0, bounds / scale[:, None])
+        bounds = bounds / scale[:, None]
+        bound = None if stop is None else stop(bounds)
+        search = scaled if bound is None else bound.watch(scaled)
+        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound)
         theta = theta * scale
         kernel, biases = kernel.clone_with_theta(theta[: kernel.n_dims]), theta[kernel.n_dims:]
     objective.tol = _EP_TOL

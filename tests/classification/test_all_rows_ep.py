@@ -290,3 +290,40 @@ def test_accelerated_fit_is_the_plain_fit(monkeypatch):
           rtol=0, atol=2e-2)
     close(fast.log_marginal_likelihood_value_, plain.log_marginal_likelihood_value_, rtol=1e-6)
     close(fast.predict_proba(X_test), plain.predict_proba(X_test), rtol=0, atol=5e-4)
+
+
+def test_each_round_after_the_first_searches_a_box_around_its_start():
+    from skgpsparse.classification._all_rows_fit import _ROUND_STEP, round_bounds
+    from skgpsparse.classification._hyperparameters import BIAS_BOUNDS
+
+    X = np.random.RandomState(0).randn(20, 2)
+    kernel = C(40.0, (1e-5, 1e2)) * RBF(1.0, (0.5, 1e5))
+    bounds = round_bounds(kernel, 0.5, X)
+    s = _ROUND_STEP
+    expected = [[np.log(40.0) - s, np.log(1e2)],  # the amplitude's bound is nearer than the box
+                [np.log(0.5), s],  # the length scale's lower bound is nearer
+                [0.5 - s * np.sqrt(41.0), 0.5 + s * np.sqrt(41.0)]]  # prior sd sqrt(1 + 40)
+    np.testing.assert_allclose(bounds, expected)
+    unboxed = round_bounds(kernel, 0.5, X, boxed=False)
+    np.testing.assert_allclose(unboxed, np.vstack([kernel.bounds, BIAS_BOUNDS]))
+    # a start outside the kernel's bounds stays searchable (the box holds it)
+    outside = round_bounds(C(40.0, (1e-5, 1e2)) * RBF(0.1, (0.5, 1e5)), [0.5, -0.5], X)
+    assert outside[1, 0] <= np.log(0.1) <= outside[1, 1] and outside.shape == (4, 2)
+
+
+def test_ep_warm_started_after_a_far_evaluation_gives_the_same_evidence():
+    # each evaluation starts EP from the sites of the lowest so far (not a rejected far trial's):
+    # the evidence and gradient at a point are those of EP started afresh there, to EP's tolerance
+    from skgpsparse.classification._all_rows_fit import AllRowsObjective
+
+    X, y = _problem(60)
+    kernel = C(1.0) * RBF(1.0)
+    theta = np.append(kernel.theta, 0.1)
+    fresh = AllRowsObjective(kernel, X, y, X[:12], (None, None), tol=1e-10)(theta + 0.05)
+    warm = AllRowsObjective(kernel, X, y, X[:12], (None, None), tol=1e-10)
+    warm(theta)
+    warm(theta + np.array([6.0, -5.0, 8.0]))  # a far trial (its value is higher)
+    assert warm._best[0] == pytest.approx(60 * warm(theta, eval_gradient=False))
+    value, grad = warm(theta + 0.05)
+    assert value == pytest.approx(fresh[0], rel=1e-8)
+    np.testing.assert_allclose(grad, fresh[1], rtol=1e-6, atol=1e-9)

@@ -117,3 +117,45 @@ def test_one_vs_rest_models_may_choose_differently(monkeypatch):
     assert value == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="every class's, stacked"):
         model.log_marginal_likelihood(model.kernels_[1].theta)
+
+
+def _decision_and_exits(monkeypatch, X, y, safety):
+    """The fitted kernel's number of length scales and whether the first learn stopped early,
+    with the charge bound's safety factor ``safety`` (inf: never stops)."""
+    import skgpsparse.classification._charge_bound as charge_bound
+
+    made = []
+
+    class Spy(charge_bound.ChargeBound):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(charge_bound, "SAFETY", safety)
+    monkeypatch.setattr(all_rows_fit, "ChargeBound", Spy)
+    return _length_scale(_fit(X, y)).size, [bound.stopped for bound in made]
+
+
+def test_the_early_exit_reaches_the_full_trials_decision(monkeypatch):
+    # where the trial cannot pay, its first learn is cut short with the full trial's answer
+    X, y, _, _ = _isotropic(150)
+    assert _decision_and_exits(monkeypatch, X, y, np.inf) == (1, [False])
+    assert _decision_and_exits(monkeypatch, X, y, 10.0) == (1, [True])
+    # where it pays (the full trial's answer: test_irrelevant_features_get_their_own_...),
+    # it runs on
+    X, y, _, _ = _irrelevant_features(600)
+    assert _decision_and_exits(monkeypatch, X, y, 10.0) == (8, [False])
+
+
+def test_the_lbfgs_model_decrease_is_newtons_on_a_quadratic():
+    # pairs along the eigenvectors of A (conjugate directions): the two-loop inverse Hessian
+    # is A^-1, and the model's decrease 0.5 g^T A^-1 g that of the quadratic to its minimum
+    from skgpsparse.classification._charge_bound import lbfgs_model_decrease
+
+    rng = np.random.RandomState(0)
+    Q, _ = np.linalg.qr(rng.randn(5, 5))
+    A = Q @ np.diag([0.5, 1.0, 2.0, 5.0, 9.0]) @ Q.T
+    pairs = [(Q[:, i], A @ Q[:, i]) for i in range(5)]
+    g = rng.randn(5)
+    assert lbfgs_model_decrease(g, pairs) == pytest.approx(0.5 * g @ np.linalg.solve(A, g))
+    assert lbfgs_model_decrease(g, [(Q[:, 0], -Q[:, 0])]) == np.inf  # no curvature pair
