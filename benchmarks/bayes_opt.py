@@ -14,7 +14,8 @@ expected improvement, and updates the model:
   evaluations (so every evaluation is a basis vector and the model is the full GP),
   ``partial_fit`` with the new evaluation at every step (the basis grows by it: O(p^2) for the
   statistics, O(p^3) for the prediction's factors), and a ``fit`` with ``warm_start=True`` on
-  all evaluations every ``--relearn`` steps (5 by default), which re-learns the
+  all evaluations every ``--relearn`` steps (10 by default) and whenever the evaluations have
+  grown ``--growth``-fold since the last such fit (1.5 by default), which re-learns the
   hyperparameters from the previous ones, by L-BFGS-B capped at ``--lbfgs-steps`` iterations
   (15 by default, an ``optimizer`` callable of scikit-learn's contract; 0 for the
   estimator's own search to convergence).
@@ -281,14 +282,14 @@ def main(argv=None):
                         "seeds of a function between processes, merged by --load)")
     parser.add_argument("--candidates", type=int, default=1000,
                         help="uniform candidates per step (and as many local ones)")
-    parser.add_argument("--relearn", type=int, default=5,
+    parser.add_argument("--relearn", type=int, default=10,
                         help="ours: a warm_start fit every this many steps")
     parser.add_argument("--lbfgs-steps", type=int, default=15,
                         help="ours: L-BFGS-B iterations per fit (0: the estimator's default "
                         "search, to convergence)")
-    parser.add_argument("--growth", type=float, default=None,
+    parser.add_argument("--growth", type=float, default=1.5,
                         help="ours: also a warm_start fit once the evaluations have grown by "
-                        "this factor since the last fit (e.g. 1.5)")
+                        "this factor since the last fit (0: none)")
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
     parser.add_argument("--quick", action="store_true", help="30 iterations, 2 seeds, no files")
     parser.add_argument("--name", default="bayes_opt", help="stem of the files in results/")
@@ -317,7 +318,7 @@ def main(argv=None):
         warnings.simplefilter("ignore")  # hyperparameters at their bounds, max_basis clipped
         classes = [c for c in (SklearnModel, PartialFitModel) if c.name in args.models]
         for fname in args.functions:
-            PartialFitModel.growth = args.growth
+            PartialFitModel.growth = args.growth or None
             PartialFitModel.steps_cap = args.lbfgs_steps or None
             label = {"sklearn": "sklearn", "ours": f"ours, k={args.relearn}" + (
                 f", x{args.growth:g}" if args.growth else "") + (

@@ -12,8 +12,9 @@ same candidate points at every step:
 - :class:`~skgpsparse.SparseGPRegressor` updated with each new evaluation by
   :meth:`~skgpsparse.SparseGPRegressor.partial_fit` (an :math:`O(p^2)` update of the
   posterior; the basis grows by the new point, so with ``max_basis`` above the number of
-  evaluations the model is the full GP), and refitted with ``warm_start=True`` every 5
-  steps, which re-learns the hyperparameters starting from the previous ones. From there a
+  evaluations the model is the full GP), and refitted with ``warm_start=True`` every 10
+  steps, and sooner while the evaluations are few (whenever they have grown 1.5-fold since
+  the last fit), which re-learns the hyperparameters starting from the previous ones. From there a
   few L-BFGS-B iterations suffice: the ``optimizer`` (scikit-learn's contract) stops after
   15, where the default search runs until its iterations stop paying.
 
@@ -43,7 +44,7 @@ def branin(X):
 
 
 F_MIN, LOW, WIDTH = 0.397887, np.array([-5.0, 0.0]), np.array([15.0, 15.0])
-N_ITER, RELEARN = 30, 5
+N_ITER, RELEARN, GROWTH = 30, 10, 1.5
 kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern([0.3, 0.3], (1e-2, 1e2), nu=2.5)
 
 
@@ -80,13 +81,19 @@ def few_lbfgs_steps(obj_func, initial_theta, bounds):
     return res.x, res.fun
 
 
+last_fit = {"rows": 0}  # the number of evaluations at the last warm_start fit
+
+
 def stream_ours(model, X, y, x_new, y_new, step):
-    if model is None or step % RELEARN == 0:  # re-learn every RELEARN steps
+    # re-learn every RELEARN steps, and whenever the evaluations have grown GROWTH-fold since
+    # the last fit (often while they are few, when the hyperparameters move most)
+    if model is None or step % RELEARN == 0 or len(y) >= GROWTH * last_fit["rows"]:
         model = model or SparseGPRegressor(
             kernel, noise_variance=1e-6, noise_variance_bounds="fixed", max_basis=100,
             normalize_y=True, max_iter=1, refine_basis=0, warm_start=True, random_state=0,
             optimizer=few_lbfgs_steps,
         )
+        last_fit["rows"] = len(y)
         return model.fit(X, y)  # warm start after the first fit
     return model.partial_fit(x_new, y_new)
 
