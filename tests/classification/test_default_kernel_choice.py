@@ -133,6 +133,7 @@ def _decision_and_exits(monkeypatch, X, y, safety):
 
     monkeypatch.setattr(charge_bound, "SAFETY", safety)
     monkeypatch.setattr(all_rows_fit, "ChargeBound", Spy)
+    monkeypatch.setattr(all_rows_fit, "ROUND_BOUND", False)  # the trial's bound alone
     return _length_scale(_fit(X, y)).size, [bound.stopped for bound in made]
 
 
@@ -145,6 +146,38 @@ def test_the_early_exit_reaches_the_full_trials_decision(monkeypatch):
     # it runs on
     X, y, _, _ = _irrelevant_features(600)
     assert _decision_and_exits(monkeypatch, X, y, 10.0) == (8, [False])
+
+
+def test_the_round_bound_reaches_the_full_rounds_decision(monkeypatch):
+    # a round that cannot improve on the best by tol ends its L-BFGS-B run early
+    # (_all_rows_fit.ROUND_BOUND): the same rounds run and the same kernel size as with full
+    # runs, the kept evidence within tol of theirs
+    import skgpsparse.classification._charge_bound as charge_bound
+
+    stopped = []
+
+    class Spy(charge_bound.ChargeBound):
+        def __call__(self, intermediate_result):
+            try:
+                return super().__call__(intermediate_result)
+            except StopIteration:
+                stopped.append(self.needed)
+                raise
+
+    monkeypatch.setattr(all_rows_fit, "ChargeBound", Spy)
+    X, y, _, _ = _isotropic(300)
+    fits = {}
+    for bound in (False, True):
+        monkeypatch.setattr(all_rows_fit, "ROUND_BOUND", bound)
+        stopped.clear()
+        model = _fit(X, y)
+        fits[bound] = (model, list(stopped))
+    (full, full_stops), (bounded, stops) = fits[False], fits[True]
+    # (the trial's own bound, needed = its charge per row, stops in both)
+    assert full.tol not in full_stops and bounded.tol in stops  # the bound ended a round
+    assert bounded.n_iter_ == full.n_iter_
+    assert bounded.kernel_.n_dims == full.kernel_.n_dims == 2
+    assert abs(min(bounded.loss_curve_) - min(full.loss_curve_)) < bounded.tol
 
 
 def test_the_lbfgs_model_decrease_is_newtons_on_a_quadratic():

@@ -25,7 +25,7 @@ def _run(losses, monkeypatch, predict, previous=None, tol=1e-3):
     def select(model, kernel, X, y, bias, rng):
         return np.arange(3)
 
-    def learn(model, kernel, bias, sites, X, y, basis):
+    def learn(model, kernel, bias, sites, X, y, basis, stop=None):
         return next(values), kernel, bias, sites
 
     best, rounds = all_rows_fit._rounds(model, None, 0.0, None, None, None, None, len(losses),
