@@ -64,10 +64,12 @@ _ROUND_STEP = 3.0
 # is not run (pmlb adult, 40,000 rows: 0.74x the CPU at the same test NLP where it triggers;
 # benchmarks/RESULTS.md, session 23).
 PREDICT_GAIN = True
-# A round after the first of :func:`_rounds` ends its L-BFGS-B run when
-# :class:`~._charge_bound.ChargeBound` says that it cannot improve on the best round by ``tol``
-# (the round would end the rounds, not improved): pmlb adult's confirming rounds took 5-8
-# evaluations against 15-17 (benchmarks/RESULTS.md, session 23).
+# Learning on a subsample (``learning_rows``), a round after the first of :func:`_rounds` ends
+# its L-BFGS-B run when :class:`~._charge_bound.ChargeBound` says that it cannot improve on
+# the best round by ``tol`` (the round would end the rounds, not improved): pmlb adult's
+# confirming rounds took 5-8 evaluations against 15-17 (benchmarks/RESULTS.md, session 23).
+# Not on all rows: the final run to convergence (:func:`_converged`) then starts from the
+# kept round, and from a cut one took longer (twonorm's user kernel: 1.2-1.3x the CPU).
 ROUND_BOUND = True
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
@@ -250,14 +252,15 @@ def next_gain_small(losses, tol):
 
 
 def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_basis,
-            learn=_learn, previous=None):
+            learn=_learn, previous=None, bound=False):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
     Stops after ``max_rounds`` rounds, when a round improves the evidence per row by less than
     ``tol``, or when the next round's gain predicted from the last two is below ``tol``
     (:func:`next_gain_small`). A round after the first ends its L-BFGS-B run as soon as
     :class:`~._charge_bound.ChargeBound` says it cannot improve on the best round by ``tol``
-    (:data:`ROUND_BOUND`): its answer, "not improved", is then the full run's. Returns the round with the highest evidence, ``(loss, kernel,
+    if ``bound`` (and :data:`ROUND_BOUND`): its answer, "not improved", is then the full
+    run's. Returns the round with the highest evidence, ``(loss, kernel,
     bias, basis, sites, exchange_curve)``, and the number of rounds. ``select(model, kernel,
     X, y, bias, rng)`` (basis indices) and ``learn(model, kernel, bias, sites, X, y, basis)``
     (``(loss, kernel, bias, sites)``) are the two steps; the shared one-vs-rest fit
@@ -271,7 +274,7 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
         tic = time.perf_counter()
         basis = select(model, kernel, X, y, bias, rng)
         steps = {}
-        if ROUND_BOUND and best is not None:
+        if bound and ROUND_BOUND and best is not None:
             steps["stop"] = partial(ChargeBound, best[0], model.tol, OPTIMIZER_MAXITER)
         loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis, **steps)
         model.loss_curve_.append(loss)
@@ -293,7 +296,7 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
 
 
 def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,
-                        learn=_learn, early_exit=True):
+                        learn=_learn, early_exit=True, bound=False):
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
@@ -307,7 +310,8 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     the loss per row) are for (``None``: ``y``'s); ``select`` and ``learn`` are
     :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``:
     the first learn stops when :class:`~._charge_bound.ChargeBound` says that it cannot pay
-    the charge (the decision is then "not kept", as the full run's would be).
+    the charge (the decision is then "not kept", as the full run's would be). ``bound``: as
+    :func:`_rounds`'.
     """
     loss, kernel, bias, basis, sites, curve = best
     ard = per_feature_length_scales(kernel, X.shape[1])
@@ -330,7 +334,8 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     rounds = 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
         more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng,
-                                  max_rounds - 1, select, learn, previous=first[0])
+                                  max_rounds - 1, select, learn, previous=first[0],
+                                  bound=bound)
         rounds += more
         if more_best[0] < candidate[0]:
             candidate = more_best
@@ -374,8 +379,8 @@ def _learn_rounds(model, X, y, rng, subsample=False):
     """The kept round of :func:`fit_all_rows` on the rows ``X, y`` and the rounds run.
 
     ``subsample``: ``X, y`` are the random subsample of ``learning_rows`` (the posterior then
-    comes from EP on every row). The final L-BFGS-B run to convergence (:func:`_converged`) is
-    then skipped: it refines ``(theta, b)`` to the optimum of the subsample's evidence, was
+    comes from EP on every row); the rounds' runs are then bounded (:data:`ROUND_BOUND`).
+    The final L-BFGS-B run to convergence (:func:`_converged`) is then skipped: it refines ``(theta, b)`` to the optimum of the subsample's evidence, was
     28-43 % of the learning's CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
     (``benchmarks/results/million_polish_ab.md``).
     """
@@ -385,10 +390,12 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         kernel = _better_start(model, kernel, X, y, rng)
     bias = model._initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
-    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
+    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter,
+                           bound=subsample)
     if model.per_feature_choice:
         # the rounds of both kernels together are at most max_iter
-        best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
+        best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter,
+                                         bound=subsample)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
         best = _converged(best, X, y)

@@ -149,9 +149,9 @@ def test_the_early_exit_reaches_the_full_trials_decision(monkeypatch):
 
 
 def test_the_round_bound_reaches_the_full_rounds_decision(monkeypatch):
-    # a round that cannot improve on the best by tol ends its L-BFGS-B run early
-    # (_all_rows_fit.ROUND_BOUND): the same rounds run and the same kernel size as with full
-    # runs, the kept evidence within tol of theirs
+    # learning on a subsample, a round that cannot improve on the best by tol ends its
+    # L-BFGS-B run early (_all_rows_fit.ROUND_BOUND): the same rounds run and the same kernel
+    # size as with full runs, the kept evidence within tol of theirs
     import skgpsparse.classification._charge_bound as charge_bound
 
     stopped = []
@@ -170,7 +170,7 @@ def test_the_round_bound_reaches_the_full_rounds_decision(monkeypatch):
     for bound in (False, True):
         monkeypatch.setattr(all_rows_fit, "ROUND_BOUND", bound)
         stopped.clear()
-        model = _fit(X, y)
+        model = _fit(X, y, learning_rows=200)
         fits[bound] = (model, list(stopped))
     (full, full_stops), (bounded, stops) = fits[False], fits[True]
     # (the trial's own bound, needed = its charge per row, stops in both)
