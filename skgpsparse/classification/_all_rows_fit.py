@@ -380,8 +380,9 @@ def _learn_rounds(model, X, y, rng, subsample=False):
 
     ``subsample``: ``X, y`` are the random subsample of ``learning_rows`` (the posterior then
     comes from EP on every row); the rounds' runs are then bounded (:data:`ROUND_BOUND`).
-    The final L-BFGS-B run to convergence (:func:`_converged`) is then skipped: it refines ``(theta, b)`` to the optimum of the subsample's evidence, was
-    28-43 % of the learning's CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
+    The final L-BFGS-B run to convergence (:func:`_converged`) is then skipped: it refines
+    ``(theta, b)`` to the optimum of the subsample's evidence, was 28-43 % of the learning's
+    CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
     (``benchmarks/results/million_polish_ab.md``).
     """
     kernel = clone(model.kernel)
