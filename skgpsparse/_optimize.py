@@ -6,7 +6,8 @@ import numpy as np
 import scipy.optimize
 from sklearn.utils.optimize import _check_optimize_result
 
-__all__ = ["Stalled", "check_optimizer_result", "lbfgs_in_moving_box"]
+__all__ = ["Resolved", "Stalled", "StepResolution", "check_optimizer_result",
+           "lbfgs_in_moving_box"]
 
 # Half-width (in log space) of the search box around the current point, and how often the box
 # may move before the search gives up on reaching an interior optimum.
@@ -58,6 +59,52 @@ class Stalled:
         if len(self.values) > window and self.values[-1 - window] - self.values[-1] < self.decrease:
             self.stopped = True
             raise StopIteration
+
+
+class Resolved(Exception):
+    """Raised by :class:`StepResolution` in place of an evaluation below its resolution."""
+
+
+class StepResolution:
+    """``obj_func`` that ends the minimisation when asked for a point within ``resolution``
+    of the lowest point evaluated so far (every entry of ``|theta - best| / units``), by
+    raising :class:`Resolved`; the caller then keeps ``best``.
+
+    L-BFGS-B has no tolerance on its steps. On an objective that is exact only to a
+    tolerance (EP run to a site tolerance), its line search near the optimum probes steps
+    of 1e-5 to 1e-10 whose values differ below that tolerance, each a full evaluation, up
+    to ``maxls = 20`` of them before it gives up (``benchmarks/RESULTS.md``, session 23).
+    A point that close to the best one is the best one to the objective's resolution.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def f(x, eval_gradient=True):
+    ...     return float(x @ x), 2.0 * x
+    >>> stop = StepResolution(f, units=np.ones(2), resolution=1e-3)
+    >>> stop(np.array([1.0, 0.0]))[0]
+    1.0
+    >>> try:
+    ...     stop(np.array([1.0, 1e-4]))
+    ... except Resolved:
+    ...     print("resolved at", stop.best[0])
+    resolved at [1. 0.]
+    """
+
+    def __init__(self, obj_func, units, resolution):
+        self.obj_func, self.units, self.resolution = obj_func, np.asarray(units), resolution
+        self.best = None  # (theta, value) of the lowest evaluation
+
+    def __call__(self, theta, eval_gradient=True):
+        theta = np.asarray(theta, dtype=float)
+        if self.best is not None:
+            if np.max(np.abs(theta - self.best[0]) / self.units) < self.resolution:
+                raise Resolved
+        out = self.obj_func(theta, eval_gradient)
+        value = out[0] if eval_gradient else out
+        if np.isfinite(value) and (self.best is None or value < self.best[1]):
+            self.best = (theta.copy(), float(value))
+        return out
 
 
 def lbfgs_in_moving_box(

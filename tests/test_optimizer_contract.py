@@ -146,3 +146,34 @@ def test_a_moved_box_whose_start_cannot_be_improved_ends_the_search_quietly(monk
     monkeypatch.setattr(scipy.optimize, "minimize", _scripted_minimize([(2, 0, [0.0])]))
     with pytest.warns(ConvergenceWarning, match="ABNORMAL"):
         lbfgs_in_moving_box(f, np.zeros(1), bounds)
+
+
+def test_lbfgs_ends_at_a_step_below_the_resolution():
+    # an objective whose gradient disagrees with its values (EP's evidence near the optimum,
+    # exact only to the site tolerance): L-BFGS-B's line search rejects every step and, left
+    # alone, probes ever shorter ones (20 evaluations) before it gives up at the start
+    from skgpsparse.classification._hyperparameters import _lbfgs
+
+    calls = []
+
+    def misleading(x, eval_gradient=True):
+        calls.append(np.array(x))
+        return float(x @ x), -2.0 * x  # uphill
+
+    x0, bounds = np.array([1.0, 0.5]), [(-5.0, 5.0)] * 2
+    theta, value = _lbfgs(misleading, x0, bounds)
+    plain = len(calls)
+    calls.clear()
+    resolved, resolved_value = _lbfgs(misleading, x0, bounds, resolution=(np.ones(2), 1e-4))
+    # the same answer (the start, the lowest point), fewer evaluations, none closer to the
+    # lowest point than the resolution
+    np.testing.assert_array_equal(resolved, theta)
+    assert resolved_value == value == 1.25
+    assert len(calls) < plain
+    assert all(np.max(np.abs(c - x0)) >= 1e-4 for c in calls[1:])
+    # units: the same steps measured in units of 100 fall below the resolution sooner
+    in_ones = len(calls)
+    calls.clear()
+    _lbfgs(misleading, x0, bounds, resolution=(np.full(2, 100.0), 1e-4))
+    assert len(calls) < in_ones
+    assert all(np.max(np.abs(c - x0)) >= 1e-2 for c in calls[1:])

@@ -14,7 +14,6 @@ the evidence per row stops improving by ``tol``; the round with the highest evid
 """
 
 import time
-from functools import partial
 
 import numpy as np
 from scipy.linalg import cho_solve, eigh, solve_triangular
@@ -23,6 +22,7 @@ from sklearn.base import clone
 from sklearn.utils.optimize import _check_optimize_result
 
 from .._learning_rows import learning_subsample, with_basis_rows
+from .._optimize import Resolved, StepResolution
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import (
@@ -50,6 +50,11 @@ _SEARCH_TOL = 1e-3
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
 _POLISH_MAXITER = 200
 _POLISH_GTOL = 1e-5
+# L-BFGS-B's runs end at a step below this, each log hyperparameter and the bias in standard
+# deviations of the prior latent (_units): closer points differ in the evidence below EP's
+# tolerance, and the line search probed up to 20 of them, a full EP run each (twonorm: 10 of
+# a round's 16 evaluations; benchmarks/RESULTS.md, session 23).
+_STEP_TOL = 1e-4
 # Each round's (theta, b) search after the fit's first stays within a box around the round's
 # start (a trust region): every log hyperparameter within _ROUND_STEP of its start (a factor
 # e^3 = 20), the bias within _ROUND_STEP of the prior latent's standard deviations. Unboxed,
@@ -64,13 +69,6 @@ _ROUND_STEP = 3.0
 # is not run (pmlb adult, 40,000 rows: 0.74x the CPU at the same test NLP where it triggers;
 # benchmarks/RESULTS.md, session 23).
 PREDICT_GAIN = True
-# Learning on a subsample (``learning_rows``), a round after the first of :func:`_rounds` ends
-# its L-BFGS-B run when :class:`~._charge_bound.ChargeBound` says that it cannot improve on
-# the best round by ``tol`` (the round would end the rounds, not improved): pmlb adult's
-# confirming rounds took 5-8 evaluations against 15-17 (benchmarks/RESULTS.md, session 23).
-# Not on all rows: the final run to convergence (:func:`_converged`) then starts from the
-# kept round, and from a cut one took longer (twonorm's user kernel: 1.2-1.3x the CPU).
-ROUND_BOUND = True
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
 ACCELERATE = True
@@ -184,6 +182,14 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
+def _units(kernel, n_biases, X):
+    """The natural unit of each entry of ``(theta, b)``: 1 for a log hyperparameter, the
+    prior latent's standard deviation ``sqrt(1 + k(x, x))`` (as in
+    :func:`~._hyperparameters.initial_bias`) for a bias."""
+    scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
+    return np.append(np.ones(kernel.n_dims), np.full(n_biases, scale))
+
+
 def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
     """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
     ``bias_bounds``, if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the
@@ -193,9 +199,8 @@ def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
     if not boxed:
         return bounds
-    scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
     start = np.append(kernel.theta, biases)
-    step = np.append(np.full(kernel.n_dims, _ROUND_STEP), np.full(biases.size, _ROUND_STEP * scale))
+    step = _ROUND_STEP * _units(kernel, biases.size, X)
     lower = np.minimum(np.maximum(bounds[:, 0], start - step), start)
     upper = np.maximum(np.minimum(bounds[:, 1], start + step), start)
     return np.column_stack([lower, upper])
@@ -220,7 +225,8 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
         bounds = round_bounds(kernel, bias, X, boxed=bool(getattr(model, "loss_curve_", None)))
         bound = None if stop is None else stop(bounds)
         search = search if bound is None else bound.watch(search)
-        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound)
+        theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound,
+                                  resolution=(_units(kernel, 1, X), _STEP_TOL))
         kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
     # the sites at the kept theta (the last evaluation may have been another), refined;
     # without learning they are the fitted posterior, by plain EP as on row partitions
@@ -252,19 +258,18 @@ def next_gain_small(losses, tol):
 
 
 def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_basis,
-            learn=_learn, previous=None, bound=False):
+            learn=_learn, previous=None):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
     Stops after ``max_rounds`` rounds, when a round improves the evidence per row by less than
     ``tol``, or when the next round's gain predicted from the last two is below ``tol``
-    (:func:`next_gain_small`). A round after the first ends its L-BFGS-B run as soon as
-    :class:`~._charge_bound.ChargeBound` says it cannot improve on the best round by ``tol``
-    if ``bound`` (and :data:`ROUND_BOUND`): its answer, "not improved", is then the full
-    run's. Returns the round with the highest evidence, ``(loss, kernel,
-    bias, basis, sites, exchange_curve)``, and the number of rounds. ``select(model, kernel,
-    X, y, bias, rng)`` (basis indices) and ``learn(model, kernel, bias, sites, X, y, basis)``
-    (``(loss, kernel, bias, sites)``) are the two steps; the shared one-vs-rest fit
-    (:mod:`._multiclass`) passes its own, with ``y`` and ``bias`` a row and an entry per class.
+    (:func:`next_gain_small`); a round after the first ends its L-BFGS-B run when it cannot
+    improve by ``tol`` (:func:`_round_bound`). Returns the round with the highest evidence,
+    ``(loss, kernel, bias, basis, sites, exchange_curve)``, and the number of rounds.
+    ``select(model, kernel, X, y, bias, rng)`` (basis indices) and ``learn(model, kernel, bias,
+    sites, X, y, basis, stop)`` (``(loss, kernel, bias, sites)``) are the two steps; the shared
+    one-vs-rest fit (:mod:`._multiclass`) passes its own, with ``y`` and ``bias`` a row and an
+    entry per class.
     ``previous``: the loss of a round before these with the same kernel (the per-feature
     trial's first learn), which counts in the predicted gain; ``None`` if there was none.
     """
@@ -273,10 +278,8 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
     for it in range(max_rounds):
         tic = time.perf_counter()
         basis = select(model, kernel, X, y, bias, rng)
-        steps = {}
-        if bound and ROUND_BOUND and best is not None:
-            steps["stop"] = partial(ChargeBound, best[0], model.tol, OPTIMIZER_MAXITER)
-        loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis, **steps)
+        stop = None if best is None else _round_bound(best[0], model.tol)
+        loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis, stop=stop)
         model.loss_curve_.append(loss)
         losses.append(loss)
         improved = best is None or loss < best[0] - model.tol
@@ -295,8 +298,18 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
     return best, it + 1
 
 
+def _round_bound(best_loss, tol):
+    """``stop`` of a round's learn after the first (:func:`_learn`): its L-BFGS-B run ends
+    when :class:`~._charge_bound.ChargeBound` says that it cannot get ``tol`` below the best
+    round's loss. Such a round ends the rounds whatever its run gains (:func:`_rounds`); the
+    runs of the confirming rounds crept along ridges of the evidence for their whole 15
+    iterations (twonorm: a third of the fit's evaluations; benchmarks/RESULTS.md, session 23).
+    """
+    return lambda run_bounds: ChargeBound(best_loss, tol, OPTIMIZER_MAXITER, run_bounds)
+
+
 def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,
-                        learn=_learn, early_exit=True, bound=False):
+                        learn=_learn, early_exit=True):
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
@@ -310,8 +323,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     the loss per row) are for (``None``: ``y``'s); ``select`` and ``learn`` are
     :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``:
     the first learn stops when :class:`~._charge_bound.ChargeBound` says that it cannot pay
-    the charge (the decision is then "not kept", as the full run's would be). ``bound``: as
-    :func:`_rounds`'.
+    the charge (the decision is then "not kept", as the full run's would be).
     """
     loss, kernel, bias, basis, sites, curve = best
     ard = per_feature_length_scales(kernel, X.shape[1])
@@ -334,8 +346,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     rounds = 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
         more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng,
-                                  max_rounds - 1, select, learn, previous=first[0],
-                                  bound=bound)
+                                  max_rounds - 1, select, learn, previous=first[0])
         rounds += more
         if more_best[0] < candidate[0]:
             candidate = more_best
@@ -355,34 +366,51 @@ def _converged(best, X, y):
     re-selections; the kept round's ``(theta, b)`` then sits near, not at, the optimum of its
     evidence. As scikit-learn's GPC, the fit ends where L-BFGS-B converged: the projected
     gradient of minus the log evidence per row below ``gtol = 1e-5`` (scikit-learn's, there
-    on the total; a per-row tolerance keeps large fits from chasing round-off), or at a
-    bound; a ``ConvergenceWarning`` says when the iterations ran out first.
+    on the total; a per-row tolerance keeps large fits from chasing round-off; the bias
+    measured in standard deviations of the prior latent), at a bound, or at a step below
+    :data:`_STEP_TOL`; a ``ConvergenceWarning`` says when the iterations ran out first.
     """
     loss, kernel, bias, basis, sites, curve = best
     n = y.size
     objective = AllRowsObjective(kernel, X, y, X[basis], sites)
     target = with_length_scale_prior(objective, kernel, n)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+    # L-BFGS-B sees b in units of the prior latent's standard deviation (_units): in probit
+    # units its curvature is far below theta's where the amplitude is large (b trades against
+    # the kernel's near-constant part), and the run crept along b (twonorm: 13-16 evaluations
+    # where 5-11 reach the same optimum; benchmarks/RESULTS.md, session 23)
+    units = _units(kernel, 1, X)
+
+    def in_units(z, eval_gradient=True):
+        value, grad = target(z * units, eval_gradient=True)
+        return value, grad * units
+
+    resolved = StepResolution(in_units, np.ones(units.size), _STEP_TOL)
     options = {"gtol": _POLISH_GTOL, "ftol": 1e-15, "maxiter": _POLISH_MAXITER}
-    res = minimize(target, np.append(kernel.theta, bias), method="L-BFGS-B", jac=True,
-                   bounds=bounds, options=options)
-    if res.status == 1:  # the iterations ran out (scikit-learn's warning)
-        _check_optimize_result("lbfgs", res)
-    value = float(target(res.x, eval_gradient=False))  # the sites at the kept theta
+    try:
+        res = minimize(resolved, np.append(kernel.theta, bias) / units, method="L-BFGS-B",
+                       jac=True, bounds=bounds / units[:, None], options=options)
+    except Resolved:
+        z = resolved.best[0]
+    else:
+        if res.status == 1:  # the iterations ran out (scikit-learn's warning)
+            _check_optimize_result("lbfgs", res)
+        z = res.x
+    theta = z * units
+    value = float(target(theta, eval_gradient=False))  # the sites at the kept theta
     if not value <= loss:
         return best
-    kernel = kernel.clone_with_theta(res.x[:-1])
-    return value, kernel, float(res.x[-1]), basis, objective.sites, curve
+    kernel = kernel.clone_with_theta(theta[:-1])
+    return value, kernel, float(theta[-1]), basis, objective.sites, curve
 
 
 def _learn_rounds(model, X, y, rng, subsample=False):
     """The kept round of :func:`fit_all_rows` on the rows ``X, y`` and the rounds run.
 
     ``subsample``: ``X, y`` are the random subsample of ``learning_rows`` (the posterior then
-    comes from EP on every row); the rounds' runs are then bounded (:data:`ROUND_BOUND`).
-    The final L-BFGS-B run to convergence (:func:`_converged`) is then skipped: it refines
-    ``(theta, b)`` to the optimum of the subsample's evidence, was 28-43 % of the learning's
-    CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
+    comes from EP on every row). The final L-BFGS-B run to convergence (:func:`_converged`) is
+    then skipped: it refines ``(theta, b)`` to the optimum of the subsample's evidence, was
+    28-43 % of the learning's CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
     (``benchmarks/results/million_polish_ab.md``).
     """
     kernel = clone(model.kernel)
@@ -391,12 +419,10 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         kernel = _better_start(model, kernel, X, y, rng)
     bias = model._initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
-    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter,
-                           bound=subsample)
+    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
     if model.per_feature_choice:
         # the rounds of both kernels together are at most max_iter
-        best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter,
-                                         bound=subsample)
+        best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
         best = _converged(best, X, y)

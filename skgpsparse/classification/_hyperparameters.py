@@ -9,7 +9,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
-from .._optimize import check_optimizer_result
+from .._optimize import Resolved, StepResolution, check_optimizer_result
 
 __all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
 
@@ -28,25 +28,33 @@ def initial_bias(kernel, X, y):
     return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
 
 
-def _lbfgs(obj_func, initial_theta, bounds, callback=None):
-    """Default optimiser: a few L-BFGS-B iterations with the analytic gradient."""
-    res = minimize(
-        obj_func,
-        initial_theta,
-        method="L-BFGS-B",
-        jac=True,
-        bounds=bounds,
-        options={"maxiter": OPTIMIZER_MAXITER},
-        callback=callback,
-    )
+def _lbfgs(obj_func, initial_theta, bounds, callback=None, resolution=None):
+    """Default optimiser: a few L-BFGS-B iterations with the analytic gradient; with
+    ``resolution = (units, tol)`` they end at a step below it (:class:`StepResolution`)."""
+    if resolution is not None:
+        obj_func = StepResolution(obj_func, *resolution)
+    try:
+        res = minimize(
+            obj_func,
+            initial_theta,
+            method="L-BFGS-B",
+            jac=True,
+            bounds=bounds,
+            options={"maxiter": OPTIMIZER_MAXITER},
+            callback=callback,
+        )
+    except Resolved:
+        return obj_func.best
     return res.x, res.fun
 
 
-def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None):
+def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None, resolution=None):
     """``(theta, loss)`` by ``"fmin_l_bfgs_b"`` or a callable (sklearn's optimizer contract).
 
     ``callback``: L-BFGS-B's (scipy's ``intermediate_result`` form; ``StopIteration`` ends the
-    run at its iterate); a callable optimiser runs without it.
+    run at its iterate); a callable optimiser runs without it. ``resolution``: ``(units,
+    tol)``, L-BFGS-B ends at a step below ``tol`` in ``units`` (:class:`StepResolution`);
+    a callable optimiser runs without it.
 
     A callable may pass ``obj_func`` any sequence of floats (it sees an array). Its theta is
     checked (:func:`~skgpsparse._optimize.check_optimizer_result`:
@@ -54,7 +62,7 @@ def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None):
     non-finite loss leaves ``theta0`` in place.
     """
     if optimizer == "fmin_l_bfgs_b":
-        theta, loss = _lbfgs(obj_func, theta0, bounds, callback)
+        theta, loss = _lbfgs(obj_func, theta0, bounds, callback, resolution)
     else:
         objective = obj_func
 
