@@ -66,7 +66,7 @@ _STEP_TOL = 1e-4
 _ROUND_STEP = 3.0
 # The rounds also stop when the next round's gain, predicted from the last two (geometric
 # decrease, g_k^2 / g_(k-1)), is below ``tol``: the round that would only confirm the stop
-# is not run (pmlb adult, 40,000 rows: 0.74x the CPU at the same test NLP where it triggers;
+# is not run (pmlb adult, 40,000 rows: on 2 of 3 seeds, at a test NLP 2e-4 - 4e-4 lower;
 # benchmarks/RESULTS.md, session 23).
 PREDICT_GAIN = True
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
