@@ -64,6 +64,11 @@ _STEP_TOL = 1e-4
 # optimum lies beyond. The first round starts from the user's kernel, which may be far from
 # the optimum (boxed, it took more evaluations on adult), and is not boxed.
 _ROUND_STEP = 3.0
+# The rounds also stop when the next round's gain, predicted from the last two (geometric
+# decrease, g_k^2 / g_(k-1)), is below ``tol``: the round that would only confirm the stop
+# is not run (pmlb adult, 40,000 rows: on 2 of 3 seeds, at a test NLP 2e-4 - 4e-4 lower;
+# benchmarks/RESULTS.md, session 23).
+PREDICT_GAIN = True
 # EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
 # sweeps (benchmarks/RESULTS.md, session 20).
 ACCELERATE = True
@@ -236,24 +241,47 @@ def _select_basis(model, kernel, X, y, bias, rng):
     return model._select(kernel, X, y, bias, rng).basis_indices.copy()
 
 
+def next_gain_small(losses, tol):
+    """Whether the next round's gain, predicted from the last two rounds' gains ``g_(k-1)``,
+    ``g_k`` of the losses ``losses`` (oldest first) by their geometric decrease ``g_k^2 /
+    g_(k-1)``, is below ``tol`` (False without two gains, or when they do not decrease).
+
+    Examples
+    --------
+    >>> next_gain_small([0.3248, 0.3191, 0.3179], 1e-3), next_gain_small([0.34, 0.33], 1e-3)
+    (True, False)
+    """
+    if len(losses) < 3:
+        return False
+    older, last = losses[-3] - losses[-2], losses[-2] - losses[-1]
+    return bool(0.0 < last < older and last * last / older < tol)
+
+
 def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_basis,
-            learn=_learn):
+            learn=_learn, previous=None):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
-    Stops after ``max_rounds`` rounds, or when a round improves the evidence per row by less than
-    ``tol``. Returns the round with the highest evidence, ``(loss, kernel, bias, basis, sites,
-    exchange_curve)``, and the number of rounds. ``select(model, kernel, X, y, bias, rng)``
-    (basis indices) and ``learn(model, kernel, bias, sites, X, y, basis)`` (``(loss, kernel,
-    bias, sites)``) are the two steps; the shared one-vs-rest fit (:mod:`._multiclass`) passes
-    its own, with ``y`` and ``bias`` a row and an entry per class.
+    Stops after ``max_rounds`` rounds, when a round improves the evidence per row by less than
+    ``tol``, or when the next round's gain predicted from the last two is below ``tol``
+    (:func:`next_gain_small`); a round after the first ends its L-BFGS-B run when it cannot
+    improve by ``tol`` (:func:`_round_bound`). Returns the round with the highest evidence,
+    ``(loss, kernel, bias, basis, sites, exchange_curve)``, and the number of rounds.
+    ``select(model, kernel, X, y, bias, rng)`` (basis indices) and ``learn(model, kernel, bias,
+    sites, X, y, basis, stop)`` (``(loss, kernel, bias, sites)``) are the two steps; the shared
+    one-vs-rest fit (:mod:`._multiclass`) passes its own, with ``y`` and ``bias`` a row and an
+    entry per class.
+    ``previous``: the loss of a round before these with the same kernel (the per-feature
+    trial's first learn), which counts in the predicted gain; ``None`` if there was none.
     """
     best = None
+    losses = [] if previous is None else [previous]
     for it in range(max_rounds):
         tic = time.perf_counter()
         basis = select(model, kernel, X, y, bias, rng)
         stop = None if best is None else _round_bound(best[0], model.tol)
         loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis, stop=stop)
         model.loss_curve_.append(loss)
+        losses.append(loss)
         improved = best is None or loss < best[0] - model.tol
         if best is None or loss < best[0]:
             best = (loss, kernel, bias, basis, sites, model._last_exchange_curve)
@@ -263,6 +291,9 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
             f"{b}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
         )
         if model.optimizer is None or not improved:
+            break
+        if PREDICT_GAIN and next_gain_small(losses, model.tol):
+            model._progress.line("the next round's predicted gain is below tol: rounds end")
             break
     return best, it + 1
 
@@ -315,7 +346,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     rounds = 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
         more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng,
-                                  max_rounds - 1, select, learn)
+                                  max_rounds - 1, select, learn, previous=first[0])
         rounds += more
         if more_best[0] < candidate[0]:
             candidate = more_best

@@ -145,7 +145,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-3
         The outer loop stops when the NLP has not improved by ``tol`` for 5 iterations (a
         re-selected basis' training NLP varies by about 1e-3 between iterations); with
-        ``posterior="all_rows"``, when a round improves minus the log evidence per row by less.
+        ``posterior="all_rows"``, when a round improves minus the log evidence per row by less,
+        or the next round's gain, extrapolated from the last two, would.
     learning_rows : int, "auto" or None, default="auto"
         As the regressor's, for ``posterior="all_rows"``: above it the rounds learn on a random
         subsample of that many rows (``max_iter``, ``tol`` count its rounds), then EP on all;
