@@ -75,6 +75,7 @@ class StepResolution:
     of 1e-5 to 1e-10 whose values differ below that tolerance, each a full evaluation, up
     to ``maxls = 20`` of them before it gives up (``benchmarks/RESULTS.md``, session 23).
     A point that close to the best one is the best one to the objective's resolution.
+    ``resolution = 0`` never ends a run. :meth:`minimize` runs L-BFGS-B on it.
 
     Examples
     --------
@@ -105,6 +106,16 @@ class StepResolution:
         if np.isfinite(value) and (self.best is None or value < self.best[1]):
             self.best = (theta.copy(), float(value))
         return out
+
+    def minimize(self, x0, **kwargs):
+        """scipy's L-BFGS-B from ``x0`` (``kwargs``: ``bounds``, ``options``, ``callback``):
+        ``(x, value, result)``, ``result`` None where a step fell below the resolution (``x,
+        value``: the lowest evaluation)."""
+        try:
+            res = scipy.optimize.minimize(self, x0, method="L-BFGS-B", jac=True, **kwargs)
+        except Resolved:
+            return self.best[0], self.best[1], None
+        return res.x, res.fun, res
 
 
 def lbfgs_in_moving_box(

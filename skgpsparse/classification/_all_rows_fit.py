@@ -17,12 +17,11 @@ import time
 
 import numpy as np
 from scipy.linalg import cho_solve, eigh, solve_triangular
-from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.utils.optimize import _check_optimize_result
 
 from .._learning_rows import learning_subsample, with_basis_rows
-from .._optimize import Resolved, StepResolution
+from .._optimize import StepResolution
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
 from ._all_rows_ep import (
@@ -385,17 +384,12 @@ def _converged(best, X, y):
         value, grad = target(z * units, eval_gradient=True)
         return value, grad * units
 
-    resolved = StepResolution(in_units, np.ones(units.size), _STEP_TOL)
     options = {"gtol": _POLISH_GTOL, "ftol": 1e-15, "maxiter": _POLISH_MAXITER}
-    try:
-        res = minimize(resolved, np.append(kernel.theta, bias) / units, method="L-BFGS-B",
-                       jac=True, bounds=bounds / units[:, None], options=options)
-    except Resolved:
-        z = resolved.best[0]
-    else:
-        if res.status == 1:  # the iterations ran out (scikit-learn's warning)
-            _check_optimize_result("lbfgs", res)
-        z = res.x
+    z, _, res = StepResolution(in_units, np.ones(units.size), _STEP_TOL).minimize(
+        np.append(kernel.theta, bias) / units, bounds=bounds / units[:, None], options=options
+    )
+    if res is not None and res.status == 1:  # the iterations ran out (scikit-learn's warning)
+        _check_optimize_result("lbfgs", res)
     theta = z * units
     value = float(target(theta, eval_gradient=False))  # the sites at the kept theta
     if not value <= loss:

@@ -6,10 +6,9 @@ their hyperparameter step through :func:`minimize_theta`, which follows scikit-l
 """
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import ndtri
 
-from .._optimize import Resolved, StepResolution, check_optimizer_result
+from .._optimize import StepResolution, check_optimizer_result
 
 __all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
 
@@ -31,21 +30,11 @@ def initial_bias(kernel, X, y):
 def _lbfgs(obj_func, initial_theta, bounds, callback=None, resolution=None):
     """Default optimiser: a few L-BFGS-B iterations with the analytic gradient; with
     ``resolution = (units, tol)`` they end at a step below it (:class:`StepResolution`)."""
-    if resolution is not None:
-        obj_func = StepResolution(obj_func, *resolution)
-    try:
-        res = minimize(
-            obj_func,
-            initial_theta,
-            method="L-BFGS-B",
-            jac=True,
-            bounds=bounds,
-            options={"maxiter": OPTIMIZER_MAXITER},
-            callback=callback,
-        )
-    except Resolved:
-        return obj_func.best
-    return res.x, res.fun
+    units, tol = (np.ones(np.size(initial_theta)), 0.0) if resolution is None else resolution
+    theta, loss, _ = StepResolution(obj_func, units, tol).minimize(
+        initial_theta, bounds=bounds, options={"maxiter": OPTIMIZER_MAXITER}, callback=callback
+    )
+    return theta, loss
 
 
 def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None, resolution=None):
