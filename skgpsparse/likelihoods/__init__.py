@@ -1,0 +1,28 @@
+"""Likelihoods: what the inference engines ask of the observation model ``p(y | f)``.
+
+Every engine of the package (ADF on the basis, EP over every row, the streaming ADF) and
+every objective and predictor that touches ``p(y | f)`` goes through a :class:`Likelihood`:
+the tilted moments ``log Z`` and its derivatives in the cavity mean and variance, the ADF/EP
+site update, the log predictive density and the start of the bias (the latent offset ``b``,
+learned with the kernel hyperparameters). No engine names a link function, so a new
+likelihood is one class here and no engine changes.
+
+- :class:`Likelihood`: the interface, with Gauss-Hermite defaults that need only
+  :meth:`Likelihood.log_density`;
+- :class:`Probit`: ``p(y | f) = Phi(y f)``, ``y in {-1, +1}``, in closed form (the
+  classifier's likelihood).
+
+Examples
+--------
+>>> import numpy as np
+>>> from skgpsparse.likelihoods import Probit
+>>> lik = Probit()
+>>> log_z, d_mean, d_var = lik.tilted(np.array([1.0]), np.array([0.0]), np.array([1.0]))
+>>> round(float(np.exp(log_z[0])), 6)
+0.5
+"""
+
+from ._base import Likelihood
+from ._probit import Probit
+
+__all__ = ["Likelihood", "Probit"]

@@ -1,0 +1,188 @@
+"""The likelihood interface: tilted moments, site updates and predictive densities.
+
+For one row with target ``y`` and a Gaussian marginal (or cavity) ``N(f; m, v)`` of its latent
+value, the *tilted* distribution is ``p(y | f) N(f; m, v) / Z`` with normaliser
+
+    Z(m, v) = int p(y | f) N(f; m, v) df,
+
+which is also the predictive density of ``y`` under that marginal. Everything an engine needs
+follows from ``log Z`` and its two derivatives ``d1 = d log Z / dm``, ``d2 = d log Z / dv``
+(GPML §3.6, eqs. (3.56)-(3.59); additive-model paper eq. (2); Seeger 2005):
+
+- the tilted mean and variance: ``m + v d1`` and ``v - v^2 (d1^2 - 2 d2)``;
+- the ADF/EP site update: ``alpha = d1``, ``nu = d1^2 - 2 d2``, the site precision
+  ``nu / (1 - v nu)`` and the site mean ``m + alpha / nu``;
+- the gradient of an objective made of ``log Z`` terms (the NLP loss, the EP evidence) with
+  respect to the hyperparameters, through ``dm`` and ``dv``.
+
+The bias ``b`` of the classifier is a shift of the latent value: the engines pass
+``m = f + b``, so a likelihood never sees it.
+"""
+
+import numpy as np
+
+__all__ = ["Likelihood"]
+
+# Gauss-Hermite nodes and weights of the default quadrature.
+_N_QUADRATURE = 40
+# Variance below which the default quadrature's derivatives are taken at this variance.
+_MIN_VAR = 1e-10
+
+
+class Likelihood:
+    """An observation model ``p(y | f)`` of one latent value per row.
+
+    A subclass defines :meth:`log_density`; the tilted moments, the site update and the
+    predictive density then come from Gauss-Hermite quadrature. A likelihood with closed forms
+    (:class:`~skgpsparse.likelihoods.Probit`) overrides :meth:`tilted` and
+    :meth:`log_predictive` (and, for speed, :meth:`site_update`).
+
+    Examples
+    --------
+    A logistic likelihood by quadrature, against the probit it resembles:
+
+    >>> import numpy as np
+    >>> from scipy.special import log_expit
+    >>> from skgpsparse.likelihoods import Likelihood
+    >>> class Logistic(Likelihood):
+    ...     def log_density(self, y, f):
+    ...         return log_expit(y * f)
+    >>> log_z = Logistic().log_predictive(np.array([1.0]), np.array([0.0]), np.array([4.0]))
+    >>> round(float(np.exp(log_z[0])), 6)
+    0.5
+    """
+
+    def log_density(self, y, f):
+        """``log p(y | f)``, elementwise with broadcasting.
+
+        Parameters
+        ----------
+        y : ndarray
+            Encoded targets (``{-1, +1}`` for a binary likelihood).
+        f : ndarray
+            Latent values (the bias included).
+
+        Returns
+        -------
+        ndarray
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define log_density(y, f).")
+
+    # ------------------------------------------------------------------ targets
+    def target_statistic(self, y):
+        """The per-row statistic whose mean :meth:`initial_bias` reads (the targets)."""
+        return np.asarray(y, dtype=float)
+
+    def initial_bias(self, target_mean, prior_variance):
+        """The bias before learning, from the mean of :meth:`target_statistic` over the rows
+        and the mean prior variance ``k(x, x)``; 0 unless a subclass knows better."""
+        return 0.0
+
+    # ------------------------------------------------------------------ moments
+    def tilted(self, y, mean, var):
+        """``(log Z, d log Z / d mean, d log Z / d var)`` of each row, elementwise.
+
+        ``var`` is clipped at 0. The default integrates :meth:`log_density` by Gauss-Hermite
+        quadrature: with ``f_k = m + sqrt(2 v) x_k`` and ``w_k`` the normalised weights,
+        ``Z = sum_k w_k p(y | f_k)``, ``d1 = E[f - m] / v`` and
+        ``d2 = (E[(f - m)^2] / v - 1) / (2 v)`` under the tilted distribution.
+
+        Parameters
+        ----------
+        y, mean, var : ndarray
+            Targets, marginal means (bias included) and marginal variances; broadcast together.
+
+        Returns
+        -------
+        log_z, d1, d2 : ndarray
+        """
+        y, mean, var = np.broadcast_arrays(
+            np.asarray(y, dtype=float), np.asarray(mean, dtype=float),
+            np.maximum(np.asarray(var, dtype=float), _MIN_VAR),
+        )
+        x, w = np.polynomial.hermite.hermgauss(_N_QUADRATURE)
+        log_w = np.log(w / np.sqrt(np.pi))
+        sd = np.sqrt(2.0 * var)
+        offsets = sd[..., None] * x  # f_k - m
+        log_terms = self.log_density(y[..., None], mean[..., None] + offsets) + log_w
+        top = np.max(log_terms, axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        weights = np.exp(log_terms - top)
+        total = np.sum(weights, axis=-1)
+        log_z = np.log(total) + top[..., 0]
+        weights /= total[..., None]
+        first = np.sum(weights * offsets, axis=-1)  # E[f - m]
+        second = np.sum(weights * offsets**2, axis=-1)  # E[(f - m)^2]
+        d1 = first / var
+        d2 = (second / var - 1.0) / (2.0 * var)
+        return log_z, d1, d2
+
+    def log_predictive(self, y, mean, var, *, overwrite=False):
+        """``log Z``: the log predictive density of ``y`` under ``N(f; mean, var)``.
+
+        Parameters
+        ----------
+        y, mean, var : ndarray
+            As :meth:`tilted`.
+        overwrite : bool, default=False
+            The caller's ``mean`` and ``var`` arrays may be used as scratch (and the result
+            written into ``mean``'s memory): the engines' hot loops pass their temporaries.
+
+        Returns
+        -------
+        ndarray
+        """
+        return self.tilted(y, mean, var)[0]
+
+    def predictive_probability(self, y, mean, var):
+        """``Z``: the predictive probability (or density) of ``y`` under ``N(f; mean, var)``."""
+        return np.exp(self.log_predictive(y, mean, var))
+
+    def error_probability(self, y, mean, var):
+        """``1 - Z``: the predictive probability of anything but ``y`` (the adaptive working
+        set's sampling weights, additive-model paper eq. (11))."""
+        return -np.expm1(self.log_predictive(y, mean, var))
+
+    def site_update(self, y, mean, var):
+        """ADF/EP site of each row from its marginal (cavity) ``N(mean, var)``.
+
+        Additive-model paper eq. (2); GPML eqs. (3.58)-(3.59): the Gaussian site whose product
+        with ``N(mean, var)`` has the tilted distribution's mean and variance.
+
+        Parameters
+        ----------
+        y, mean, var : ndarray of shape (k,)
+            Targets, cavity means (bias included) and variances (clipped at 0).
+
+        Returns
+        -------
+        precision : ndarray of shape (k,)
+            ``nu / (1 - var nu)``, at least 0.
+        mean_shift : ndarray of shape (k,)
+            The site mean less the cavity mean, ``alpha / nu``.
+        alpha, nu : ndarray of shape (k,)
+            ``d log Z / d mean`` and ``alpha^2 - 2 d log Z / d var``: the marginal moves by
+            ``alpha A_.j`` and its variance by ``-nu A_.j^2`` (additive-model paper eq. (3)).
+        """
+        var = np.maximum(var, 0.0)
+        _, alpha, d2 = self.tilted(y, mean, var)
+        nu = np.maximum(alpha * alpha - 2.0 * d2, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            precision = np.where(nu > 0.0, nu / np.maximum(1.0 - var * nu, 1e-12), 0.0)
+            mean_shift = np.where(nu > 0.0, alpha / np.where(nu > 0.0, nu, 1.0), 0.0)
+        return precision, mean_shift, alpha, nu
+
+    def site_update_one(self, y, mean, var):
+        """:meth:`site_update` of one row in Python floats: ``(precision, mean_shift)``.
+
+        The streaming ADF takes its rows one after the other; a subclass may answer it in
+        scalar arithmetic.
+        """
+        precision, shift, _, _ = self.site_update(
+            np.array([y], dtype=float), np.array([mean], dtype=float),
+            np.array([var], dtype=float),
+        )
+        return float(precision[0]), float(shift[0])
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
