@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 
 from .._memory import FitMemory, gigabytes, largest_fitting
 from .._progress import Progress
+from ..likelihoods import Probit
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
 from ._all_rows_fit import AllRowsObjective, AllRowsPredictor, fit_all_rows
@@ -127,8 +128,11 @@ class _BinarySparseGPClassifier:
         per_feature_choice=False,
         learning_rows=None,
         warm=None,
+        likelihood=None,
     ):
         self.kernel = kernel
+        # p(y | f + b): every engine, objective and predictor asks it (skgpsparse.likelihoods)
+        self.likelihood = Probit() if likelihood is None else likelihood
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
         self.learning_rows = learning_rows
         # a warm start (_fitting._warm_params): (bias, basis indices or None) of the last fit
