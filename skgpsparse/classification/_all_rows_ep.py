@@ -1,4 +1,4 @@
-"""EP for the probit likelihood of every training row under a sparse (FITC or DTC) prior.
+"""EP for the likelihood of every training row under a sparse (FITC or DTC) prior.
 
 The basis ``u`` is only the parameterisation of the prior (Naish-Guzman and Holden 2008, "The
 generalized FITC approximation"; GPML §8.3.3 for the sparse priors): with ``K_uu = L L^T`` and
@@ -8,7 +8,8 @@ generalized FITC approximation"; GPML §8.3.3 for the sparse priors): with ``K_u
     Lambda = diag(K_ff - V^T V) (FITC)  or  0 (DTC / projected process),
 
 and every row keeps a Gaussian site ``N(f_i; nu~_i / tau~_i, 1 / tau~_i)`` for its likelihood
-``Phi(y_i (f_i + b))`` (GPML §3.6). With ``a_i = nu~_i / (1 + Lambda_i tau~_i)``,
+``p(y_i | f_i + b)`` (GPML §3.6; the probit ``Phi(y_i (f_i + b))`` for the classifier, any
+:class:`~skgpsparse.likelihoods.Likelihood`: EP asks it for the site updates and ``log Z``). With ``a_i = nu~_i / (1 + Lambda_i tau~_i)``,
 ``g_i = tau~_i / (1 + Lambda_i tau~_i)`` (finite at ``tau~_i = 0``) and
 ``B = I + V G V^T = L_B L_B^T``, the posterior of ``w`` is ``N(B^-1 V a, B^-1)`` and the
 marginals of the latents are
@@ -28,7 +29,7 @@ The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
 cancel as in :mod:`._evidence`)::
 
     log Z = -log|L_B| + 1/2 sum log((1 + s2_-i tau~_i) / (1 + Lambda_i tau~_i))
-            + sum log Phi(z_i) + 1/2 |L_B^-1 V a|^2
+            + sum log Z_i + 1/2 |L_B^-1 V a|^2
             + sum (tau~_i mu_-i^2 - 2 mu_-i nu~_i) / (2 (1 + s2_-i tau~_i))
             + sum nu~_i^2 (Lambda_i - s2_-i) / (2 (1 + Lambda_i tau~_i) (1 + s2_-i tau~_i)).
 
@@ -40,8 +41,8 @@ and ``diag(M)`` are O(n p^2)),
     d log Z / d theta = 1/2 tr(M dQ) + 1/2 tr(M dLambda),
     tr(M dQ) = 2 tr(P M dK_fu) - tr(P M P^T dK_uu),   dLambda = diag(dK_ff - dQ),
 
-and ``d log Z / d b = sum_i y_i r_i / sqrt(1 + s2_-i)`` with ``r`` the inverse Mills ratio at
-the cavity. The ``n x p`` gradient of ``K_fu`` enters only through contractions
+and ``d log Z / d b = sum_i d log Z_i / d mu_-i``, with ``log Z_i`` the log normaliser of row
+``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``). The ``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
 """
 
@@ -50,7 +51,6 @@ from contextlib import contextmanager
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
-from scipy.special import log_ndtr
 from sklearn.gaussian_process.kernels import Kernel
 
 from ..kernels import kernel_diag_gradient
@@ -58,6 +58,7 @@ from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
 from ..kernels._gradients import row_blocks
 from ._all_rows_passes import (
+    PROBIT,
     adf_sites,
     block_rows,
     cavities,
@@ -68,7 +69,6 @@ from ._all_rows_passes import (
     weight_posterior,
 )
 from ._ep_acceleration import AndersonSites
-from ._probit import inverse_mills
 
 __all__ = [
     "SparsePrior",
@@ -204,25 +204,28 @@ def basis_cholesky(kernel, X_u):
     )
 
 
-def evidence_row_terms(mu, s2, tau, nu, lam, y, bias):
-    """The sums over rows of ``log Z`` (module docstring), and the rows' ``z`` and ``1 + s2_-i``.
+def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=False):
+    """The sums over rows of ``log Z`` (module docstring), and with ``gradient`` the rows'
+    ``d log Z_i / d mu_-i`` (whose sum is ``d log Z / d b``).
 
     ``log Z`` is these sums plus ``-log|L_B| + 1/2 |L_B^-1 V a|^2``; rows held in partitions
     each add their own (:mod:`._partitioned_ep`).
     """
     mc, s2c, ok = cavities(mu, s2, tau, nu)
     s2c = np.where(ok, s2c, 1e300)  # a site without a cavity: its row carries no information
-    q = 1.0 + s2c
-    z = y * (mc + bias) / np.sqrt(q)
+    if gradient:
+        log_z, d_mean, _ = likelihood.tilted(y, mc + bias, s2c)
+    else:
+        log_z, d_mean = likelihood.log_predictive(y, mc + bias, s2c), None
     e = 1.0 + s2c * tau
     h = 1.0 + lam * tau
     total = (
         0.5 * np.sum(np.log(e / h))
-        + np.sum(log_ndtr(z))
+        + np.sum(log_z)
         + np.sum((tau * mc**2 - 2.0 * mc * nu) / (2.0 * e))
         + np.sum(nu**2 * (lam - s2c) / (2.0 * h * e))
     )
-    return float(total), z, q
+    return float(total), d_mean
 
 
 def marginals(prior, tau, nu):
@@ -243,17 +246,17 @@ def _factors(prior, tau, nu, uu, post):
 
 def all_rows_ep(
     prior, y, bias, tau=None, nu=None, *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, progress=None,
-    accelerate=False,
+    accelerate=False, likelihood=PROBIT,
 ):
-    """Parallel EP for the probit sites of all rows under ``prior`` (:class:`SparsePrior`).
+    """Parallel EP for the sites of all rows under ``prior`` (:class:`SparsePrior`).
 
     Parameters
     ----------
     prior : SparsePrior
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
+        Targets (labels in {-1, +1} for the probit).
     bias : float or ndarray of shape (n,)
-        Bias ``b`` of ``Phi(y (f + b))``.
+        Bias ``b`` of ``p(y | f + b)``.
     tau, nu : ndarray of shape (n,), default=None
         Starting sites (natural parameters ``tau~``, ``nu~``, a warm start); if None, the sites
         of one ADF pass over all rows (:func:`~._all_rows_passes.adf_sites`).
@@ -265,6 +268,8 @@ def all_rows_ep(
     accelerate : bool, default=False
         Anderson acceleration of the sweeps (:mod:`._ep_acceleration`) in place of damping:
         the same fixed point and stopping rule, in fewer sweeps.
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
 
     Returns
     -------
@@ -274,11 +279,11 @@ def all_rows_ep(
         ``(mu, s2, factors)`` of the final sites (:func:`marginals`).
     converged : bool
     """
-    memo = _converged_run(prior, y, bias, tau, nu, tol)
+    memo = _converged_run(prior, y, bias, tau, nu, tol, likelihood)
     if memo is not None:
         return memo
     if tau is None:
-        tau, nu, post = adf_sites(prior, y, bias)
+        tau, nu, post = adf_sites(prior, y, bias, likelihood=likelihood)
     else:
         tau = np.maximum(np.asarray(tau, dtype=float), 0.0)
         nu = np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
@@ -295,7 +300,8 @@ def all_rows_ep(
             last_change * min(last_change / previous_change, 1.0) < tol
         ))
         (mu, s2, uu), (new_tau, new_nu), next_system = ep_sweep(
-            prior, y, bias, tau, nu, post, damping, accumulate=not expect_last
+            prior, y, bias, tau, nu, post, damping, accumulate=not expect_last,
+            likelihood=likelihood,
         )
         change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
         if progress is not None:
@@ -318,11 +324,11 @@ def all_rows_ep(
         mu, s2, uu = marginal_pass(prior, tau, nu, post)
     out = tau, nu, (mu, s2, _factors(prior, tau, nu, uu, post)), converged
     if converged:
-        prior._converged = (y, bias, tol, out)
+        prior._converged = (y, bias, tol, likelihood, out)
     return out
 
 
-def _converged_run(prior, y, bias, tau, nu, tol):
+def _converged_run(prior, y, bias, tau, nu, tol, likelihood):
     """The last converged EP run on ``prior`` if it was for these labels and bias, to at least
     ``tol``, and ``(tau, nu)`` are its sites (to rounding): EP would stop after one sweep there.
 
@@ -332,10 +338,11 @@ def _converged_run(prior, y, bias, tau, nu, tol):
     memo = getattr(prior, "_converged", None)
     if memo is None or tau is None:
         return None
-    y_memo, bias_memo, tol_memo, out = memo
+    y_memo, bias_memo, tol_memo, likelihood_memo, out = memo
     tau_memo, nu_memo = out[0], out[1]
     same = (
         np.array_equal(bias, bias_memo)
+        and likelihood_memo is likelihood
         and tol_memo <= tol
         and np.shape(tau) == tau_memo.shape
         and np.array_equal(y, y_memo)
@@ -349,7 +356,7 @@ def weight_posterior_of(prior, tau, nu):
     """``(L_B, Ua, mean_w)`` of the sites, from the last converged EP run if it had them."""
     memo = getattr(prior, "_converged", None)
     if memo is not None:
-        out = memo[3]
+        out = memo[-1]
         if np.shape(tau) == out[0].shape and np.allclose(tau, out[0], rtol=1e-12, atol=0.0):
             if np.allclose(nu, out[1], rtol=1e-12, atol=1e-300):
                 factors = out[2][2]
@@ -359,7 +366,7 @@ def weight_posterior_of(prior, tau, nu):
 
 def negative_log_evidence_all_rows(
     prior, y, bias, tau=None, nu=None, *, eval_gradient=False, tol=_EP_TOL, progress=None,
-    accelerate=False, contract=True,
+    accelerate=False, contract=True, likelihood=PROBIT,
 ):
     """Minus the EP log marginal likelihood of all labels under the sparse prior, and gradient.
 
@@ -369,7 +376,7 @@ def negative_log_evidence_all_rows(
         The prior's factors under the kernel at which the evidence is evaluated; the gradient is
         with respect to ``prior.kernel.theta`` (log space) and ``b``.
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
+        Targets (labels in {-1, +1} for the probit).
     bias : float
     tau, nu : ndarray of shape (n,), default=None
         Starting sites of EP (a warm start); zeros if None.
@@ -384,6 +391,8 @@ def negative_log_evidence_all_rows(
         With ``eval_gradient``: False returns, in place of ``grad``, the gradient with respect
         to ``b`` and the weights whose contraction (:func:`contract_theta_gradient`) is the
         theta part of ``-grad`` (its sign flipped: it is ``d log Z / d theta``).
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
 
     Returns
     -------
@@ -395,15 +404,17 @@ def negative_log_evidence_all_rows(
         The EP sites (to warm-start the next call).
     """
     tau, nu, (mu, s2, factors), _ = all_rows_ep(
-        prior, y, bias, tau, nu, tol=tol, progress=progress, accelerate=accelerate
+        prior, y, bias, tau, nu, tol=tol, progress=progress, accelerate=accelerate,
+        likelihood=likelihood,
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
-    rows_sum, z, q = evidence_row_terms(mu, s2, tau, nu, prior.lam, y, bias)
+    rows_sum, d_mean = evidence_row_terms(
+        mu, s2, tau, nu, prior.lam, y, bias, likelihood, gradient=eval_gradient
+    )
     log_z = -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum
     if not eval_gradient:
         return float(-log_z), (tau, nu)
-    r, _ = inverse_mills(z)
-    grad_b = np.sum(y * r / np.sqrt(q))
+    grad_b = np.sum(d_mean)
     weights = theta_gradient_weights(prior, g, a, L_B, uu, mean_w)
     if not contract:
         return float(-log_z), -grad_b, weights, (tau, nu)

@@ -24,6 +24,7 @@ from .._learning_rows import learning_subsample, with_basis_rows
 from .._optimize import StepResolution
 from ..kernels._columns import CrossKernel
 from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
+from ._all_rows_passes import PROBIT
 from ._all_rows_ep import (
     _EP_TOL,
     SparsePrior,
@@ -82,8 +83,9 @@ class AllRowsObjective:
     """
 
     def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None,
-                 accelerate=None):
+                 accelerate=None, likelihood=PROBIT):
         self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
+        self.likelihood = likelihood
         self.sites, self.tol, self.progress = sites, tol, progress
         self.accelerate = ACCELERATE if accelerate is None else accelerate
         self._best = None
@@ -102,6 +104,7 @@ class AllRowsObjective:
             out = negative_log_evidence_all_rows(
                 prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
                 tol=self.tol, progress=self.progress, accelerate=self.accelerate,
+                likelihood=self.likelihood,
             )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out = None
@@ -128,20 +131,21 @@ class AllRowsPredictor(BinaryPredictor):
     block is one GEMM against ``[w, W^T]`` as in :class:`BinaryPredictor`.
     """
 
-    def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR):
+    def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR,
+                 likelihood=PROBIT):
         sparse = SparsePrior(kernel, X, basis_vectors, prior)
         L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
-        self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias)
+        self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias, likelihood)
 
     @classmethod
-    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias):
+    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood=PROBIT):
         """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
         L^T``), formed elsewhere (EP over row partitions, :mod:`._partitioned_ep`)."""
         predictor = cls.__new__(cls)
-        predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias)
+        predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias, likelihood)
         return predictor
 
-    def _set_factors(self, kernel, basis_vectors, L, L_B, mean_w, bias):
+    def _set_factors(self, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood):
         p = L.shape[0]
         w = solve_triangular(L, mean_w, lower=True, trans="T")
         B_inv = cho_solve((L_B, True), np.eye(p))
@@ -150,15 +154,17 @@ class AllRowsPredictor(BinaryPredictor):
         values, vectors = eigh(0.5 * (C + C.T))
         W = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
         self.projection = np.ascontiguousarray(np.column_stack([w, W.T]))
-        self.bias = bias
+        self.bias, self.likelihood = bias, likelihood
         self.cross = CrossKernel(kernel, basis_vectors)
 
 
 def _start_evidence(model, kernel, X, y, rng):
     """``-log Z_EP / n`` at ``kernel`` and its class-balance bias, on a basis selected there."""
-    bias = initial_bias(kernel, X, y) + model.bias_offset
+    bias = initial_bias(kernel, X, y, model.likelihood) + model.bias_offset
     basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
-    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None))  # EP from ADF
+    objective = AllRowsObjective(  # EP from ADF
+        kernel, X, y, X[basis], (None, None), likelihood=model.likelihood
+    )
     return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
 
 
@@ -213,7 +219,8 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     bounds giving a :class:`~._charge_bound.ChargeBound`, which may end the L-BFGS-B run early.
     """
     objective = AllRowsObjective(
-        kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress
+        kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress,
+        likelihood=model.likelihood,
     )
     target = with_length_scale_prior(objective, kernel, y.size)
     if model.optimizer is not None:
@@ -358,7 +365,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     return (candidate if keep else best), rounds
 
 
-def _converged(best, X, y):
+def _converged(best, X, y, likelihood):
     """The kept round with ``(theta, b)`` taken to L-BFGS-B's own convergence on its basis.
 
     The rounds give the optimiser a few iterations each (and EP a loose tolerance) between
@@ -371,7 +378,7 @@ def _converged(best, X, y):
     """
     loss, kernel, bias, basis, sites, curve = best
     n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], sites)
+    objective = AllRowsObjective(kernel, X, y, X[basis], sites, likelihood=likelihood)
     target = with_length_scale_prior(objective, kernel, n)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
     # L-BFGS-B sees b in units of the prior latent's standard deviation (_units): in probit
@@ -419,7 +426,7 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
-        best = _converged(best, X, y)
+        best = _converged(best, X, y, model.likelihood)
     return best, n_iter
 
 
@@ -435,7 +442,8 @@ def _round_on_all_rows(model, best, X, y, rows):
     # EP from an ADF pass, plain (damped) as the same step on row partitions (a dask fit's
     # posterior equals the in-memory one): acceleration saves little here (adult 40,000
     # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
-    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False)
+    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False,
+                                 likelihood=model.likelihood)
     target = with_length_scale_prior(objective, kernel, n)
     loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")

@@ -13,7 +13,7 @@ reads ``V`` once, a block of rows at a time:
 
 - :func:`ep_sweep` fuses the two passes of a parallel EP sweep: the marginals of the current
   sites under their ``L_B`` (one triangular solve per block), their cavities and the new sites
-  (GPML eqs. (3.56)-(3.59), by :func:`~._probit.moment_matching`), and the system ``B`` of
+  (GPML eqs. (3.56)-(3.59), by the likelihood's ``site_update``), and the system ``B`` of
   the new (damped) sites (one SYRK per block), for the next sweep.
 - :func:`adf_sites` is assumed density filtering over all rows (the sparse online GP of
   Csato and Opper 2002, each site matched once against the posterior of the rows before it):
@@ -30,15 +30,17 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.blas import dsyrk
 
-from ._probit import moment_matching
+from ..likelihoods import Probit
 
 __all__ = [
     "WeightPosterior",
+    "adf_block",
     "adf_sites",
     "cavities",
     "ep_sweep",
     "marginal_pass",
     "system",
+    "system_sums",
     "weight_posterior",
 ]
 
@@ -47,6 +49,9 @@ __all__ = [
 _BLOCK_ENTRIES = 1 << 19
 # An ADF block has at least this many rows per basis vector (each block refactors B, p^3 / 3).
 _ADF_ROWS_PER_BASIS = 4
+
+# The likelihood of the functions below when none is given (the classifier's).
+PROBIT = Probit()
 
 WeightPosterior = namedtuple("WeightPosterior", ["L_B", "Ua", "mean_w"])
 WeightPosterior.__doc__ = "``B = L_B L_B^T``, ``Ua = L_B^-1 V a`` and ``mean_w = B^-1 V a``."
@@ -97,15 +102,21 @@ def weight_posterior(S, Va):
     return WeightPosterior(L_B, Ua, mean_w)
 
 
-def system(prior, tau, nu):
-    """The posterior of ``w`` under the sites ``(tau~, nu~)``, by one SYRK pass over ``V``."""
+def system_sums(prior, tau, nu):
+    """``(B - I, V a)`` of the sites ``(tau~, nu~)`` (lower triangle), by one SYRK pass over
+    ``V``: a row partition's part of the system."""
     V = prior.V
     p, n = V.shape
     _, g, a = effective_sites(prior.lam, tau, nu)
     S, Va = _zero_system(p)
     for J in _blocks(n, block_rows(p)):
         S = _accumulate(S, Va, V[:, J], g[J], a[J])
-    return weight_posterior(S, Va)
+    return S, Va
+
+
+def system(prior, tau, nu):
+    """The posterior of ``w`` under the sites ``(tau~, nu~)``, by one SYRK pass over ``V``."""
+    return weight_posterior(*system_sums(prior, tau, nu))
 
 
 def _block_marginals(V_J, lam_J, h_J, nu_J, post):
@@ -137,28 +148,29 @@ def cavities(mu, s2, tau, nu):
     return mc, s2c, ok
 
 
-def _matched_sites(mean, var, y, bias):
+def _matched_sites(mean, var, y, bias, likelihood):
     """Sites ``(tau~, nu~)`` whose product with ``N(mean, var)`` has the moments of
-    ``Phi(y (f + b)) N(f; mean, var)`` (GPML eqs. (3.58)-(3.59))."""
-    precision, mean_shift, _, _ = moment_matching(mean, var, y, bias)
+    ``p(y | f + b) N(f; mean, var)`` (GPML eqs. (3.58)-(3.59))."""
+    precision, mean_shift, _, _ = likelihood.site_update(y, mean + bias, var)
     return precision, precision * (mean + mean_shift)
 
 
-def _ep_sites(mu, s2, tau, nu, y, bias):
+def _ep_sites(mu, s2, tau, nu, y, bias, likelihood):
     """EP's new sites from the marginals; a row whose cavity round-off removed keeps its site."""
     mc, s2c, ok = cavities(mu, s2, tau, nu)
-    new_tau, new_nu = _matched_sites(mc, np.where(ok, s2c, 1.0), y, bias)
+    new_tau, new_nu = _matched_sites(mc, np.where(ok, s2c, 1.0), y, bias, likelihood)
     return np.where(ok, new_tau, tau), np.where(ok, new_nu, nu)
 
 
-def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=None):
+def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=None,
+             likelihood=PROBIT):
     """One parallel EP sweep in one pass over ``V``.
 
     Parameters
     ----------
     prior : SparsePrior
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
+        Targets (labels in {-1, +1} for the probit).
     bias : float or ndarray of shape (n,)
     tau, nu : ndarray of shape (n,)
         The current sites.
@@ -172,6 +184,8 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     out : tuple of 5 ndarrays of shape (n,), default=None
         Arrays to write ``(mu, s2, uu, new_tau, new_nu)`` into (a row partition reuses its
         last sweep's), else new ones.
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
 
     Returns
     -------
@@ -190,7 +204,9 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     for J in _blocks(n, block_rows(p)):
         V_J = V[:, J]
         mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
-        new_tau[J], new_nu[J] = _ep_sites(mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J))
+        new_tau[J], new_nu[J] = _ep_sites(
+            mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J), likelihood
+        )
         if accumulate:
             t_J = tau[J] + damping * (new_tau[J] - tau[J])
             n_J = nu[J] + damping * (new_nu[J] - nu[J])
@@ -199,7 +215,38 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     return (mu, s2, uu), (new_tau, new_nu), ((S, Va) if accumulate else None)
 
 
-def adf_sites(prior, y, bias, rows=None):
+def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood):
+    """ADF sites of one block of rows under ``post``, then the block joins the system.
+
+    Zero sites of its own, so the block's marginal is its cavity (module docstring).
+
+    Parameters
+    ----------
+    V_J : ndarray of shape (p, rows)
+    lam_J, y_J : ndarray of shape (rows,)
+    bias : float or ndarray of shape (rows,)
+    system : tuple ``(S, Va)``
+        The running ``B - I`` (lower triangle) and ``V a`` of the rows before, updated in
+        place.
+    post : WeightPosterior
+        The posterior of ``w`` under the rows before.
+    likelihood : Likelihood
+
+    Returns
+    -------
+    tau, nu : ndarray of shape (rows,)
+        The block's sites.
+    S : ndarray of shape (p, p)
+        The system with the block's sites (``S`` of ``system``, updated).
+    """
+    S, Va = system
+    mu, s2, _ = _block_marginals(V_J, lam_J, np.ones(V_J.shape[1]), 0.0, post)
+    tau, nu = _matched_sites(mu, s2, y_J, bias, likelihood)
+    _, g_J, a_J = effective_sites(lam_J, tau, nu)
+    return tau, nu, _accumulate(S, Va, V_J, g_J, a_J)
+
+
+def adf_sites(prior, y, bias, rows=None, *, likelihood=PROBIT):
     """Assumed density filtering over all rows, a block of ``rows`` rows at a time.
 
     Each block's sites match its rows' marginals under the posterior of all previous blocks
@@ -210,10 +257,11 @@ def adf_sites(prior, y, bias, rows=None):
     ----------
     prior : SparsePrior
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
+        Targets (labels in {-1, +1} for the probit).
     bias : float or ndarray of shape (n,)
     rows : int, default=None
         Rows per block; None: ``max(block_rows(p), 4 p)``.
+    likelihood : Likelihood, default=Probit()
 
     Returns
     -------
@@ -241,10 +289,8 @@ def adf_sites(prior, y, bias, rows=None):
     S, Va = _zero_system(p)
     post = WeightPosterior(np.eye(p), np.zeros(p), np.zeros(p))
     for J in _blocks(n, rows):
-        V_J = V[:, J]
-        mu, s2, _ = _block_marginals(V_J, lam[J], np.ones(V_J.shape[1]), 0.0, post)
-        tau[J], nu[J] = _matched_sites(mu, s2, y[J], _rows_of(bias, J))
-        _, g_J, a_J = effective_sites(lam[J], tau[J], nu[J])
-        S = _accumulate(S, Va, V_J, g_J, a_J)
+        tau[J], nu[J], S = adf_block(
+            V[:, J], lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood
+        )
         post = weight_posterior(S, Va)
     return tau, nu, post

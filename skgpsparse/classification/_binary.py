@@ -267,7 +267,7 @@ class _BinarySparseGPClassifier:
         return self
 
     def _initial_bias(self, kernel, X, y):
-        return initial_bias(kernel, X, y) if self.warm is None else self.warm[0]
+        return initial_bias(kernel, X, y, self.likelihood) if self.warm is None else self.warm[0]
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""
@@ -302,10 +302,13 @@ class _BinarySparseGPClassifier:
             X, y = self._train
             tau = self.site_precision_
             args = (X, y, tau, tau * self.site_mean_, self.bias_)
-            self._predictor = AllRowsPredictor(self.kernel_, self.basis_vectors_, *args)
+            self._predictor = AllRowsPredictor(
+                self.kernel_, self.basis_vectors_, *args, likelihood=self.likelihood
+            )
             return
         self._predictor = BinaryPredictor(
-            self.kernel_, self.basis_vectors_, self.site_precision_, self.site_mean_, self.bias_
+            self.kernel_, self.basis_vectors_, self.site_precision_, self.site_mean_, self.bias_,
+            self.likelihood,
         )
 
     def _set_fitted_basis(self, X, y):
@@ -336,7 +339,8 @@ class _BinarySparseGPClassifier:
                 )
             X, y = self._train
             objective = AllRowsObjective(
-                self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_)
+                self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_),
+                likelihood=self.likelihood,
             )
             out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
             if not eval_gradient:

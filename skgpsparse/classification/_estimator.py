@@ -11,6 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..likelihoods import Likelihood
 from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
@@ -18,8 +19,7 @@ from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..selection import BaseSelector
 from ._evidence import log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
-from ._prediction import (by_row_blocks, check_binary_latent, latent, log_proba, margins,
-                          proba, proba_of_margins)
+from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._rows_fit import fit_dask, predict_dask
 from ._streaming import partial_fit as _partial_fit
 from ._streaming import streams as _streams
@@ -130,6 +130,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         rows' likelihoods only (as the IVM), with ``hyperparameter_objective``; its
         probabilities move with the basis drawn (``random_state``). ``"auto"``:
         ``"all_rows"``, on a dask array too (its EP sweeps run on the row partitions).
+    likelihood : "probit" or Likelihood, default="probit"
+        ``p(y | f + b)`` of each binary (one-vs-rest) problem, labels encoded as -1 and +1:
+        the probit ``Phi(y (f + b))`` of the papers, or a
+        :class:`skgpsparse.likelihoods.Likelihood` (for example a logistic by quadrature). Every
+        engine (ADF, EP over all rows, ``partial_fit``, a fit on row partitions) and every
+        prediction asks it for its moments; the NLP loss, the selection criteria and the
+        site optimisation are the papers' for the probit and the likelihood's own otherwise.
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
         Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
         non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the
@@ -271,6 +278,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "optimizer": [StrOptions({"fmin_l_bfgs_b"}), callable, None],
         "hyperparameter_objective": [StrOptions({"nlp", "evidence"})],
         "posterior": [StrOptions({"auto", "all_rows", "basis"})],
+        "likelihood": [StrOptions({"probit"}), Likelihood],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "learning_rows": LEARNING_ROWS_OPTIONS,
@@ -297,6 +305,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         optimizer="fmin_l_bfgs_b",
         hyperparameter_objective="nlp",
         posterior="auto",
+        likelihood="probit",
         max_iter=20,
         tol=1e-3,
         learning_rows="auto",
@@ -319,6 +328,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.optimizer = optimizer
         self.hyperparameter_objective = hyperparameter_objective
         self.posterior = posterior
+        self.likelihood = likelihood
         self.max_iter = max_iter
         self.tol = tol
         self.learning_rows = learning_rows
@@ -438,7 +448,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         return by_row_blocks(margins, *self._validate_X(X))
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba`, computed in log space (``log_ndtr``).
+        """Log of :meth:`predict_proba`, computed in log space.
 
         Parameters
         ----------
@@ -490,7 +500,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         def labels(X_block, predictors):
             # predict_proba's argmax, from its own arithmetic: margins within rounding of
             # each other give equal probabilities, and the tie goes to the first class
-            p = proba_of_margins(margins(X_block, predictors))
+            p = proba(X_block, predictors)
             return self.classes_[np.argmax(p, axis=1)]
 
         return by_row_blocks(labels, *self._validate_X(X))

@@ -12,6 +12,7 @@ from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
+from ..likelihoods import Probit
 from ._binary import _make_selector, fit_memory
 from ._one_vs_rest import one_vs_rest
 from ._restarts import fit_binary
@@ -98,6 +99,7 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         "n_exchange": clf.n_exchange,
         "hyperparameter_objective": clf.hyperparameter_objective,
         "posterior": posterior,
+        "likelihood": Probit() if isinstance(clf.likelihood, str) else clf.likelihood,
         # the default kernel may become one length scale per feature (_all_rows_fit): only
         # where the all-rows evidence learns the hyperparameters
         "per_feature_choice": (clf.kernel is None and posterior == "all_rows"

@@ -2,13 +2,13 @@
 
 Both objectives' outer loops (the NLP loss of the two-loop design and the IVM evidence) take
 their hyperparameter step through :func:`minimize_theta`, which follows scikit-learn's
-``optimizer`` contract, and start the bias of the probit likelihood at :func:`initial_bias`.
+``optimizer`` contract, and start the bias of the likelihood at :func:`initial_bias`.
 """
 
 import numpy as np
-from scipy.special import ndtri
 
 from .._optimize import StepResolution, check_optimizer_result
+from ..likelihoods import Probit
 
 __all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
 
@@ -21,10 +21,13 @@ PATIENCE = 5
 BIAS_BOUNDS = (-1e3, 1e3)
 
 
-def initial_bias(kernel, X, y):
-    """Bias with Phi(b / sqrt(1 + k(x, x))) = fraction of positives: the prior's class balance."""
-    frac = np.clip(np.mean(y > 0), 0.01, 0.99)
-    return float(np.sqrt(1.0 + np.mean(kernel.diag(X))) * ndtri(frac))
+def initial_bias(kernel, X, y, likelihood=None):
+    """The likelihood's bias start (``Likelihood.initial_bias``) from the targets ``y`` and
+    the mean prior variance at ``X``: for the probit (None), the prior's class balance."""
+    likelihood = Probit() if likelihood is None else likelihood
+    return likelihood.initial_bias(
+        np.mean(likelihood.target_statistic(y)), np.mean(kernel.diag(X))
+    )
 
 
 def _lbfgs(obj_func, initial_theta, bounds, callback=None, resolution=None):

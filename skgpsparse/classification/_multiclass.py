@@ -55,6 +55,7 @@ from ._all_rows_ep import (
     contract_theta_gradient,
     negative_log_evidence_all_rows,
 )
+from ._all_rows_passes import PROBIT
 from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
 from ._binary import _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
@@ -179,11 +180,13 @@ class SharedObjective:
         Starting sites of each class.
     tol : float
         EP's tolerance on the site parameters.
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b_k)`` of every class's problem.
     """
 
-    def __init__(self, kernel, X, Y, X_u, sites, tol=_EP_TOL):
+    def __init__(self, kernel, X, Y, X_u, sites, tol=_EP_TOL, likelihood=PROBIT):
         self.kernel, self.X, self.Y, self.X_u = kernel, X, Y, X_u
-        self.sites, self.tol = list(sites), tol
+        self.sites, self.tol, self.likelihood = list(sites), tol, likelihood
 
     def __call__(self, theta, eval_gradient=True):
         n_theta = self.kernel.n_dims
@@ -195,7 +198,8 @@ class SharedObjective:
             outs = [
                 negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
                                                *self.sites[k], eval_gradient=eval_gradient,
-                                               tol=self.tol, accelerate=True, contract=False)
+                                               tol=self.tol, accelerate=True, contract=False,
+                                               likelihood=self.likelihood)
                 for k in range(K)
             ]
             grad = np.zeros(theta.shape)
@@ -223,7 +227,8 @@ def _learn(model, kernel, biases, sites, X, Y, basis, stop=None):
     ``b_k / sqrt(K)``, which gives both the same scale (with the biases themselves, L-BFGS
     left them near their start). ``stop``: as in the binary fit's ``_learn``.
     """
-    objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL)
+    objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL,
+                                likelihood=model.likelihood)
     target = with_length_scale_prior(objective, kernel, Y.shape[1])
     if model.optimizer is not None:
         scale = np.append(np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases))))
@@ -297,7 +302,8 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
     n = y_enc.size
     kernel = clone(model.kernel)
     if warm is None:
-        biases = np.array([initial_bias(kernel, X, Y[k]) for k in range(n_classes)])
+        biases = np.array([initial_bias(kernel, X, Y[k], model.likelihood)
+                           for k in range(n_classes)])
     else:
         biases = np.array([float(b) for b in warm])
     biases = biases + bias_offset

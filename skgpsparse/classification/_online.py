@@ -1,4 +1,4 @@
-"""The sparse online GP classifier: new rows' probit sites added to a p x p posterior.
+"""The sparse online GP classifier: new rows' sites added to a p x p posterior.
 
 With the basis ``u`` and the hyperparameters fixed, the all-rows posterior (:mod:`._all_rows_ep`)
 is Gaussian in the whitened basis values ``w`` (``u = L w``, ``K_uu = L L^T``):
@@ -13,8 +13,9 @@ sum over rows: the precision ``B = I + sum g_i v_i v_i^T`` (p x p) and ``eta = s
 
 New rows enter by assumed density filtering, one row after the other (the sparse online GP of
 Csato and Opper, 2002): row ``j``'s latent has the marginal ``N(v_j^T m, Lambda_j + v_j^T S v_j)``
-under the current posterior ``N(m, S)``; the probit site that matches the moments of
-``Phi(y_j (f_j + b)) N(f_j)`` (additive-model paper eq. (2), GPML eqs. (3.58)-(3.59)) is then a
+under the current posterior ``N(m, S)``; the site that matches the moments of
+``p(y_j | f_j + b) N(f_j)`` (additive-model paper eq. (2), GPML eqs. (3.58)-(3.59); the
+likelihood's ``site_update_one``, the probit by default) is then a
 rank-one update of the posterior (a Kalman step with observation ``a_j / g_j``, noise ``1 / g_j``).
 Rows are taken by blocks of ``k``: with ``C = V_k^T S V_k`` (k x k) and ``V_k^T m`` formed once
 per block, each row's update costs O(k) to O(k^2) on them, and the block's sites enter ``B``
@@ -23,25 +24,19 @@ of the batch at once, with the posterior of the earlier rows as their prior (whi
 :func:`~._all_rows_ep.all_rows_ep` runs on it unchanged).
 """
 
-import math
-
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.special import erfcx
 from threadpoolctl import threadpool_limits
 
 from ._all_rows_ep import SparsePrior, all_rows_ep
 from ._all_rows_fit import AllRowsPredictor
-from ._probit import _SERIES_Z, moment_matching
+from ._all_rows_passes import PROBIT
 
 __all__ = ["OnlinePosterior"]
 
 # Rows per ADF block: at least _BLOCK_ROWS, and a quarter of the basis size, so that the block's
 # O(p^3) factor costs O(p^2) a row while its O(k^2) rank-one updates a row stay small.
 _BLOCK_ROWS = 32
-_SQRT_2 = math.sqrt(2.0)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_TINY = np.finfo(float).tiny
 
 
 class _WhitenedBatch:
@@ -69,7 +64,7 @@ class OnlinePosterior:
     basis_vectors : ndarray of shape (p, n_features)
         Fixed basis (inducing inputs).
     bias : float
-        Fixed bias ``b`` of ``Phi(y (f + b))``.
+        Fixed bias ``b`` of ``p(y | f + b)``.
     precision : ndarray of shape (p, p), default=None
         ``B``; the identity (the prior) if None.
     eta : ndarray of shape (p,), default=None
@@ -87,16 +82,17 @@ class OnlinePosterior:
     (True, (5, 5))
     """
 
-    def __init__(self, kernel, basis_vectors, bias, precision=None, eta=None):
+    def __init__(self, kernel, basis_vectors, bias, precision=None, eta=None, likelihood=PROBIT):
         p = basis_vectors.shape[0]
         self.kernel, self.basis_vectors, self.bias = kernel, basis_vectors, float(bias)
+        self.likelihood = likelihood
         self.precision = np.eye(p) if precision is None else precision
         self.eta = np.zeros(p) if eta is None else eta
 
     @classmethod
-    def from_sites(cls, kernel, basis_vectors, bias, X, tau, nu):
+    def from_sites(cls, kernel, basis_vectors, bias, X, tau, nu, likelihood=PROBIT):
         """The posterior of rows ``X`` with EP sites ``(tau~, nu~)`` (a fitted all-rows model)."""
-        post = cls(kernel, basis_vectors, bias)
+        post = cls(kernel, basis_vectors, bias, likelihood=likelihood)
         prior = SparsePrior(kernel, X, basis_vectors)
         post._add_sites(prior.V, prior.lam, tau, nu)
         return post
@@ -144,7 +140,8 @@ class OnlinePosterior:
             rows = slice(start, start + block)
             L_B, mean = (L_0, mean_0) if start == 0 else self._factor()
             tau[rows], nu[rows] = _adf_block(
-                prior.V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean
+                prior.V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean,
+                self.likelihood,
             )
             self._add_sites(prior.V[:, rows], prior.lam[rows], tau[rows], nu[rows])
         if ep_sweeps > 0:
@@ -158,7 +155,7 @@ class OnlinePosterior:
         # a site N(f; nu/tau, 1/tau) on f = o + f' is the site (tau, nu - tau o) on f'
         tau, nu_w, _, _ = all_rows_ep(
             batch, y, self.bias + batch.offset, tau, nu - tau * batch.offset,
-            tol=tol, max_sweeps=ep_sweeps,
+            tol=tol, max_sweeps=ep_sweeps, likelihood=self.likelihood,
         )
         nu = nu_w + tau * batch.offset
         self._add_sites(prior.V, prior.lam, tau, nu)
@@ -169,11 +166,11 @@ class OnlinePosterior:
         L_B, mean = self._factor()
         L = SparsePrior(self.kernel, self.basis_vectors[:1], self.basis_vectors).L
         return AllRowsPredictor.from_posterior(
-            self.kernel, self.basis_vectors, L, L_B, mean, self.bias
+            self.kernel, self.basis_vectors, L, L_B, mean, self.bias, self.likelihood
         )
 
 
-def _adf_block(V, lam, y, bias, L_B, mean):
+def _adf_block(V, lam, y, bias, L_B, mean, likelihood):
     """Sequential ADF sites of a block of rows from the posterior ``N(mean, B^-1)``.
 
     ``C = V^T B^-1 V`` and ``mu = V^T mean`` are the block's latents (less ``Lambda``) under the
@@ -188,8 +185,8 @@ def _adf_block(V, lam, y, bias, L_B, mean):
     tau, nu = np.zeros(k), np.zeros(k)
     for j in range(k):
         s2 = lam[j] + C[j, j]
-        t, m = _probit_site(mu[j], s2, y[j], bias)
-        tau[j], nu[j] = t, t * m
+        t, shift = likelihood.site_update_one(y[j], mu[j] + bias, s2)
+        tau[j], nu[j] = t, t * (mu[j] + shift)
         g = t / (1.0 + lam[j] * t)
         if j + 1 == k or g == 0.0:
             continue
@@ -199,19 +196,3 @@ def _adf_block(V, lam, y, bias, L_B, mean):
         C[j + 1 :, j + 1 :] -= np.outer(c, c * (g / d))
     return tau, nu
 
-
-def _probit_site(f, a, y, bias):
-    """:func:`~._probit.moment_matching` for one row, in scalar arithmetic: ``(p_j, m_j)``.
-
-    The ADF pass is one row after another; on length-one arrays the vectorised function's
-    fixed cost was ten times the row's own arithmetic. ``z`` below ``-_SERIES_Z`` (where
-    ``r + z`` cancels) goes through the vectorised function.
-    """
-    s = 1.0 + max(a, 0.0)
-    z = y * (f + bias) / math.sqrt(s)
-    if z < -_SERIES_Z:
-        p, shift, _, _ = moment_matching(np.array([f]), np.array([a]), np.array([y]), bias)
-        return float(p[0]), f + float(shift[0])
-    r = _SQRT_2_OVER_PI / float(erfcx(-z / _SQRT_2))  # N(z) / Phi(z), eq. (2)
-    c = min(max(r * (r + z), 0.0), 1.0)
-    return c / (1.0 + (s - 1.0) * (1.0 - c)), f + y * math.sqrt(s) / max(r + z, _TINY)

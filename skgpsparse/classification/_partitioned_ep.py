@@ -34,16 +34,15 @@ from ._all_rows_ep import (
 )
 from ._all_rows_passes import (
     _ADF_ROWS_PER_BASIS,
+    PROBIT,
     WeightPosterior,
-    _accumulate,
-    _block_marginals,
     _blocks,
-    _matched_sites,
     _zero_system,
+    adf_block,
     block_rows,
-    effective_sites,
     ep_sweep,
     marginal_pass,
+    system_sums,
     weight_posterior,
 )
 
@@ -78,17 +77,11 @@ def _apply(st, damping):
 def _p_system(part, damping):
     st = part.state[_KEY]
     _apply(st, damping)
-    prior = st["prior"]
-    p, n = prior.V.shape
-    _, g, a = effective_sites(prior.lam, st["tau"], st["nu"])
-    S, Va = _zero_system(p)
-    for J in _blocks(n, block_rows(p)):
-        S = _accumulate(S, Va, prior.V[:, J], g[J], a[J])
-    return S, Va
+    return system_sums(st["prior"], st["tau"], st["nu"])
 
 
 @state_scope(_KEY)
-def _p_sweep(part, post, bias, damping, accumulate, apply):
+def _p_sweep(part, post, bias, damping, accumulate, apply, likelihood):
     st = part.state[_KEY]
     _apply(st, apply)
     tau, nu = st["tau"], st["nu"]
@@ -96,7 +89,7 @@ def _p_sweep(part, post, bias, damping, accumulate, apply):
         st["sweep"] = tuple(np.empty(part.n) for _ in range(5))
     (mu, s2, _), (new_tau, new_nu), system = ep_sweep(
         st["prior"], st["y"], bias, tau, nu, post, damping, accumulate=accumulate,
-        out=st["sweep"],
+        out=st["sweep"], likelihood=likelihood,
     )
     st["mu"], st["s2"], st["new_tau"], st["new_nu"] = mu, s2, new_tau, new_nu
     change = max(np.max(np.abs(new_tau - tau), initial=0.0),
@@ -112,7 +105,7 @@ def _p_marginals(part, post, apply):
 
 
 @state_scope(_KEY)
-def _p_adf(part, S, Va, post, rows, n_total, bias):
+def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
     """Continue the ADF blocks of ``rows`` global rows over this partition's rows."""
     st = part.state[_KEY]
     prior, y = st["prior"], st["y"]
@@ -123,11 +116,7 @@ def _p_adf(part, S, Va, post, rows, n_total, bias):
         first = part.offset + start
         end = min((first // rows + 1) * rows, n_total)  # the global block's end
         J = slice(start, min(part.n, end - part.offset))
-        V_J = V[:, J]
-        mu, s2, _ = _block_marginals(V_J, lam[J], np.ones(V_J.shape[1]), 0.0, post)
-        tau[J], nu[J] = _matched_sites(mu, s2, y[J], bias)
-        _, g_J, a_J = effective_sites(lam[J], tau[J], nu[J])
-        S = _accumulate(S, Va, V_J, g_J, a_J)
+        tau[J], nu[J], S = adf_block(V[:, J], lam[J], y[J], bias, (S, Va), post, likelihood)
         if part.offset + J.stop == end:  # the block is complete: it joins the posterior
             post = weight_posterior(S, Va)
         start = J.stop
@@ -136,13 +125,13 @@ def _p_adf(part, S, Va, post, rows, n_total, bias):
 
 
 @read_only
-def _p_evidence(part, bias):
+def _p_evidence(part, bias, likelihood):
     st = part.state[_KEY]
     total = 0.0
     for J in _blocks(part.n, block_rows(st["prior"].V.shape[0])):  # temporaries of a block
         total += evidence_row_terms(
             st["mu"][J], st["s2"][J], st["tau"][J], st["nu"][J], st["prior"].lam[J],
-            st["y"][J], bias,
+            st["y"][J], bias, likelihood,
         )[0]
     return total
 
@@ -172,12 +161,14 @@ class PartitionedEP:
     X_u : ndarray of shape (p, n_features)
         Basis inputs.
     prior : {"fitc", "dtc"}, default="fitc"
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
 
     Use as a context manager, or call :meth:`close`, to free the partitions' state.
     """
 
-    def __init__(self, rows, positive, kernel, X_u, prior="fitc"):
-        self.rows, self.positive = rows, positive
+    def __init__(self, rows, positive, kernel, X_u, prior="fitc", likelihood=PROBIT):
+        self.rows, self.positive, self.likelihood = rows, positive, likelihood
         self.X_u = np.asarray(X_u, dtype=np.float64)
         self.L = basis_cholesky(kernel, self.X_u)
         self.kernel, self.prior = kernel, prior
@@ -198,7 +189,7 @@ class PartitionedEP:
             block = adf_rows or max(block_rows(p), _ADF_ROWS_PER_BASIS * p)
             for i in range(rows.n_partitions):  # in row order: each continues the last
                 S, Va, post = rows.map_each(
-                    _p_adf, {i: (S, Va, post, block, rows.n, bias)}
+                    _p_adf, {i: (S, Va, post, block, rows.n, bias, self.likelihood)}
                 )[0]
         else:
             post = weight_posterior(*rows.sum(_p_system, None))
@@ -208,7 +199,9 @@ class PartitionedEP:
             expect_last = np.isfinite(previous_change) and (
                 last_change * min(last_change / previous_change, 1.0) < 0.5 * tol
             )
-            results = rows.map(_p_sweep, post, bias, damping, not expect_last, apply)
+            results = rows.map(
+                _p_sweep, post, bias, damping, not expect_last, apply, self.likelihood
+            )
             change = max(r[0] for r in results)
             if change < tol:
                 converged = True
@@ -225,7 +218,7 @@ class PartitionedEP:
         else:
             rows.map(_p_marginals, post, apply)
         log_z = (-np.sum(np.log(np.diag(post.L_B))) + 0.5 * post.Ua @ post.Ua
-                 + rows.sum(_p_evidence, bias))
+                 + rows.sum(_p_evidence, bias, self.likelihood))
         return float(-log_z), post, converged
 
     def sites(self):
@@ -250,9 +243,10 @@ def _add_systems(systems):
     return S, Va
 
 
-def partitioned_ep(rows, positive, kernel, X_u, bias, start="adf", prior="fitc"):
+def partitioned_ep(rows, positive, kernel, X_u, bias, start="adf", prior="fitc",
+                   likelihood=PROBIT):
     """``(-log Z, posterior, L, (tau~, nu~))`` of EP over every row of ``rows``
     (:class:`PartitionedEP`); the partitions' state is freed after."""
-    with PartitionedEP(rows, positive, kernel, X_u, prior) as ep:
+    with PartitionedEP(rows, positive, kernel, X_u, prior, likelihood) as ep:
         value, post, _ = ep.run(bias, start)
         return value, post, ep.L, ep.sites()

@@ -1,12 +1,18 @@
-"""Prediction of the sparse GP classifier: one binary model's latent moments and moderated
-margin, and the estimator's outputs from its binary models by blocks of rows."""
+"""Prediction of the sparse GP classifier: one binary model's latent moments, and the
+estimator's outputs from its binary models by blocks of rows.
+
+The class probabilities are the likelihood's predictive probabilities under each model's latent
+marginal ``N(f_* + b; mean, var)`` (:mod:`skgpsparse.likelihoods`; for the probit
+``Phi(mean / sqrt(1 + var))``, validation paper eq. (2.7)), one-vs-rest normalised per row.
+"""
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.special import log_ndtr, logsumexp, ndtr
+from scipy.special import logsumexp
 
-from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
+from ..likelihoods import Probit
+from ..rows._blocks import block_rows, map_row_blocks
 
 __all__ = [
     "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent", "log_proba", "margins",
@@ -34,10 +40,12 @@ class BinaryPredictor:
     site_precision, site_mean : ndarray of shape (p,)
         The basis' site parameters ``Pi_u`` and ``m_u``.
     bias : float
-        The bias ``b`` of the probit ``Phi(y (f + b))``.
+        The bias ``b`` of the likelihood ``p(y | f + b)``.
+    likelihood : Likelihood, default=None
+        ``p(y | f + b)``; None: the probit.
     """
 
-    def __init__(self, kernel, basis_vectors, site_precision, site_mean, bias):
+    def __init__(self, kernel, basis_vectors, site_precision, site_mean, bias, likelihood=None):
         s = np.sqrt(site_precision)
         K_uu = kernel(basis_vectors)
         B = np.eye(s.size) + s[:, None] * K_uu * s[None, :]
@@ -46,6 +54,7 @@ class BinaryPredictor:
         W = solve_triangular(L, np.diag(s), lower=True)
         self.projection = np.ascontiguousarray(np.column_stack([w, W.T]))
         self.bias = bias
+        self.likelihood = Probit() if likelihood is None else likelihood
         self.cross = CrossKernel(kernel, basis_vectors)
 
     def latent_mean_and_variance(self, X):
@@ -61,9 +70,13 @@ class BinaryPredictor:
         return mean, var
 
     def moderated_margin(self, X):
-        """``(f_* + b) / sqrt(1 + s2_*)``, so that ``P(y = +1 | x_*) = Phi(margin)`` (eq. 2.7)."""
+        """``Phi^-1(P(y = +1 | x_*))``: for the probit ``(f_* + b) / sqrt(1 + s2_*)`` (eq. 2.7)."""
+        return self.likelihood.predictive_margin(*self.latent_mean_and_variance(X))
+
+    def log_proba(self, X, y):
+        """``log P(y | x_*)`` of labels ``y`` in {-1, +1} at the rows of ``X``."""
         mean, var = self.latent_mean_and_variance(X)
-        return mean / np.sqrt(1.0 + var)
+        return self.likelihood.log_predictive(y, mean, var)
 
 
 def by_row_blocks(output, X, predictors):
@@ -104,26 +117,28 @@ def margins(X, predictors):
 
 
 def log_proba(X, predictors):
-    """Log class probabilities, in log space (``log_ndtr``); one-vs-rest normalised."""
-    e = margins(X, predictors)
-    if e.ndim == 1:
-        return np.column_stack([log_ndtr(-e), log_ndtr(e)])
-    return _normalised(e)
+    """Log class probabilities, in log space; one-vs-rest normalised."""
+    if len(predictors) == 1:
+        predictor = predictors[0]
+        mean, var = predictor.latent_mean_and_variance(X)
+        lik = predictor.likelihood
+        return np.column_stack([lik.log_predictive(-1.0, mean, var),
+                                lik.log_predictive(1.0, mean, var)])
+    return _normalised(X, predictors)
 
 
 def proba(X, predictors):
-    """Class probabilities ``Phi(margin)``; one-vs-rest normalised per row."""
-    return proba_of_margins(margins(X, predictors))
+    """Class probabilities; one-vs-rest normalised per row."""
+    if len(predictors) == 1:
+        predictor = predictors[0]
+        mean, var = predictor.latent_mean_and_variance(X)
+        lik = predictor.likelihood
+        return np.column_stack([lik.predictive_probability(-1.0, mean, var),
+                                lik.predictive_probability(1.0, mean, var)])
+    return np.exp(_normalised(X, predictors))
 
 
-def proba_of_margins(e):
-    """:func:`proba` from the margins (``(n,)`` binary, ``(n, n_classes)`` one-vs-rest)."""
-    if e.ndim == 1:
-        return np.column_stack([ndtr(-e), ndtr(e)])
-    return np.exp(_normalised(e))
-
-
-def _normalised(e):
-    """Log of the one-vs-rest probabilities ``Phi(e_k)`` normalised over the classes."""
-    log_p = log_ndtr(e)
+def _normalised(X, predictors):
+    """Log of the one-vs-rest probabilities ``P(y_k = +1 | x)`` normalised over the classes."""
+    log_p = np.column_stack([predictor.log_proba(X, 1.0) for predictor in predictors])
     return log_p - logsumexp(log_p, axis=1, keepdims=True)

@@ -17,7 +17,6 @@ the kept start is refitted on all rows. Each start's held-in fit runs only the f
 import copy
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from ._binary import _BinarySparseGPClassifier
 
@@ -101,7 +100,8 @@ def stratified_split(y, fraction, rng):
 
 
 def held_out_nlp(model, X, y):
-    """Per-row ``-log Phi(y (f_* + b) / sqrt(1 + s2_*))`` of a fitted binary model (eq. (2.7)).
+    """Per-row ``-log p(y | x_*)`` of a fitted binary model (for the probit
+    ``-log Phi(y (f_* + b) / sqrt(1 + s2_*))``, eq. (2.7)).
 
     Parameters
     ----------
@@ -116,7 +116,7 @@ def held_out_nlp(model, X, y):
     nlp : ndarray of shape (m,)
         The NLP of each row; their mean is the held-out NLP.
     """
-    return -log_ndtr(y * model.moderated_margin(X))
+    return -model.likelihood.log_predictive(y, *model.latent_mean_and_variance(X))
 
 
 def choose_start(losses, prior_losses=None):

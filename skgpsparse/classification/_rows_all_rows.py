@@ -102,7 +102,8 @@ def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve
     ``kernel``, ``bias`` and the basis ``X_u = X[basis]``; returns the loss (``-log Z`` per
     row with the length-scale hyperprior)."""
     n = rows.n
-    value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf")
+    value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf",
+                                               likelihood=model.likelihood)
     loss = float(with_length_scale_prior(lambda theta, eval_gradient=False: value / n,
                                          kernel, n)(np.append(kernel.theta, bias), False))
     model._progress.line(f"EP on all {n} rows (partitions): -logZ/n {loss:.6f}")
@@ -114,7 +115,7 @@ def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve
     model.basis_vectors_ = np.asarray(X_u, dtype=np.float64)
     model._basis_labels = _labels(rows.take(basis)[1], positive)
     model._predictor = AllRowsPredictor.from_posterior(
-        kernel, model.basis_vectors_, L, post.L_B, post.mean_w, bias
+        kernel, model.basis_vectors_, L, post.L_B, post.mean_w, bias, model.likelihood
     )
     model.log_marginal_likelihood_value_ = -value
     return loss

@@ -10,7 +10,6 @@ when the fit ends.
 """
 
 import numpy as np
-from scipy.special import ndtri
 from sklearn.utils import check_random_state
 
 from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
@@ -41,9 +40,9 @@ class PartitionedBinary(_BinarySparseGPClassifier):
         return self._select_into(state, rng)
 
     def _initial_bias(self, kernel, X, y):
-        # initial_bias's class balance, from the partitions' counts
+        # initial_bias from the partitions' mean prior variance and fraction of positives
         mean_k, frac = label_counts(self.rows, kernel, self.positive)
-        return float(np.sqrt(1.0 + mean_k) * ndtri(np.clip(frac, 0.01, 0.99)))
+        return self.likelihood.initial_bias(frac, mean_k)
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         return partitioned_nlp_loss(

@@ -164,7 +164,8 @@ def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate):
         binary = _BinarySparseGPClassifier(**params)
         binary.basis_indices_ = basis
         prior = SparsePrior(kernel, X, X[basis], PRIOR)
-        tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=accelerate)
+        tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=accelerate,
+                                    likelihood=binary.likelihood)
         loss_curve, n_iter = shared
         binary.loss_curve_, binary.n_iter_ = list(loss_curve), n_iter
         binary.exchange_loss_curve_ = list(curve)

@@ -179,7 +179,8 @@ def _online(model):
         X, y = train
         tau = model.site_precision_
         model._online = OnlinePosterior.from_sites(
-            model.kernel_, model.basis_vectors_, model.bias_, X, tau, tau * model.site_mean_
+            model.kernel_, model.basis_vectors_, model.bias_, X, tau, tau * model.site_mean_,
+            likelihood=model.likelihood,
         )
         model._train = None
     return model._online

@@ -20,11 +20,12 @@ The bias ``b`` of the classifier is a shift of the latent value: the engines pas
 """
 
 import numpy as np
+from scipy.special import ndtri
 
 __all__ = ["Likelihood"]
 
 # Gauss-Hermite nodes and weights of the default quadrature.
-_N_QUADRATURE = 40
+_N_QUADRATURE = 80
 # Variance below which the default quadrature's derivatives are taken at this variance.
 _MIN_VAR = 1e-10
 
@@ -137,6 +138,12 @@ class Likelihood:
     def predictive_probability(self, y, mean, var):
         """``Z``: the predictive probability (or density) of ``y`` under ``N(f; mean, var)``."""
         return np.exp(self.log_predictive(y, mean, var))
+
+    def predictive_margin(self, mean, var):
+        """``Phi^-1`` of the predictive probability of ``y = +1``: a binary likelihood's
+        decision function, monotone in that probability (for the probit, ``mean / sqrt(1 +
+        var)``)."""
+        return ndtri(self.predictive_probability(1.0, mean, var))
 
     def error_probability(self, y, mean, var):
         """``1 - Z``: the predictive probability of anything but ``y`` (the adaptive working

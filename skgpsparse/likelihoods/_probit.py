@@ -104,6 +104,9 @@ class Probit(Likelihood):
         z /= var
         return log_ndtr(z, out=z)
 
+    def predictive_margin(self, mean, var):
+        return mean / np.sqrt(1.0 + np.maximum(var, 0.0))
+
     def predictive_probability(self, y, mean, var):
         return ndtr(self._z(y, mean, var)[0])
 
