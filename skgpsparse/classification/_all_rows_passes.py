@@ -168,10 +168,8 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
 
     Parameters
     ----------
-    prior : SparsePrior
-    y : ndarray of shape (n,)
-        Targets (labels in {-1, +1} for the probit).
-    bias : float or ndarray of shape (n,)
+    prior, y, bias
+        As :func:`~._all_rows_ep.all_rows_ep`'s.
     tau, nu : ndarray of shape (n,)
         The current sites.
     post : WeightPosterior
@@ -255,10 +253,8 @@ def adf_sites(prior, y, bias, rows=None, *, likelihood=PROBIT):
 
     Parameters
     ----------
-    prior : SparsePrior
-    y : ndarray of shape (n,)
-        Targets (labels in {-1, +1} for the probit).
-    bias : float or ndarray of shape (n,)
+    prior, y, bias
+        As :func:`~._all_rows_ep.all_rows_ep`'s.
     rows : int, default=None
         Rows per block; None: ``max(block_rows(p), 4 p)``.
     likelihood : Likelihood, default=Probit()
