@@ -1,7 +1,7 @@
 """The growth curve of the default constructors, 10^4 .. 10^6 rows: table and plot.
 
 Reads the JSON files ``million.py`` writes in the default mode with a ``--tag`` starting
-``growth_`` (or any given with ``--inputs``) and writes
+``growth`` (or any given with ``--inputs``) and writes
 ``benchmarks/scale/results/million_growth.md`` and ``.png``: per estimator and size, the fit CPU
 time, the BLAS floor measured in the same process (one chunked ``K(X, X_u)`` block and one
 triangular solve at ``p = 100``), their ratio, the peak resident memory, the test metrics and
@@ -10,8 +10,8 @@ load, the ratio to the floor of the same process less so).
 
 Usage::
 
-    python million.py --only regressor --sizes 10000,100000,300000,1000000 --tag growth_reg
-    python million.py --only classifier --sizes 10000,100000,300000,1000000 --tag growth_clf
+    python million.py --only regressor --sizes 10000,100000,300000,1000000 --tag growth21_reg
+    python million.py --only classifier --sizes 10000,100000,300000,1000000 --tag growth21_clf
     python million_growth.py
 """
 
@@ -84,15 +84,15 @@ def plot(rows, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--inputs", nargs="*", default=sorted(RESULTS.glob("million_default_growth_*.json")),
-        help="million.py JSON files (default: results/million_default_growth_*.json)",
+        "--inputs", nargs="*", default=sorted(RESULTS.glob("million_default_growth*.json")),
+        help="million.py JSON files (default: results/million_default_growth*.json)",
     )
     args = parser.parse_args()
     rows = rows_of(p for p in args.inputs if Path(p).exists())
     text = (
         "# Growth of the default constructors (synthetic, 20 features)\n\n"
         "`benchmarks/scale/million.py` default mode, `learning_rows=\"auto\"`, one fit per row, "
-        "each in its own process; tables `million_default_growth_*.md`. The floor is one "
+        "each in its own process; tables `million_default_growth*.md`. The floor is one "
         "chunked `K(X, X_u)` and one triangular solve at p = 100, timed in the same process "
         "after the fit. The machine was shared (load averages in the last column, 2 cores).\n\n"
         + table(rows)
