@@ -20,7 +20,7 @@ same candidate points at every step:
 
 The left panel shows the simple regret :math:`\\min_i f(x_i) - f^*` against the iteration,
 the right one the time spent in the models' fits and updates (CPU seconds, cumulative).
-``benchmarks/bayes_opt.py`` runs the same comparison with 200 iterations, ten seeds and
+``benchmarks/peers/bayes_opt.py`` runs the same comparison with 200 iterations, ten seeds and
 Hartmann-6 (see the benchmarks page).
 """
 

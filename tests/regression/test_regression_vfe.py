@@ -229,7 +229,7 @@ def test_estimator_learns_a_higher_bound_than_the_dtc_optimum():
 
 
 def test_default_objective_is_vfe():
-    # chosen by benchmarks/peers_regression.py: calibrated error bars where DTC's are too wide
+    # chosen by benchmarks/peers/peers_regression.py: calibrated error bars (DTC's too wide)
     X, y = _regression_data(n=80)
     kw = {"max_basis": 8, "max_iter": 2, "random_state": 0}
     default = SparseGPRegressor(**kw).fit(X, y)
