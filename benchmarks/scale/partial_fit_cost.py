@@ -1,7 +1,7 @@
 """Adding one observation to a fitted SparseGPRegressor: ``partial_fit`` against refitting.
 
 Issue 36 asks that one new row cost O(p^2) (the Woodbury updates of the ``p x p`` posterior
-statistics, :mod:`skgpsparse.regression._posterior`), and for the microseconds at
+statistics, :mod:`skgpsparse.regression._streaming_statistics`), and for the microseconds at
 ``p = 100`` and ``500``. For each ``p``: a model with fixed hyperparameters
 (``ConstantKernel * RBF``, ``optimizer=None``) is fitted on ``n`` rows of
 ``make_friedman1`` (d = 8, standardised) with ``max_basis = p``; then ``--calls`` single

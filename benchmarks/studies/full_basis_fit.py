@@ -3,7 +3,7 @@
 With every row in the basis ``SparseGPRegressor.fit`` skips the selection and learns on the
 exact GP likelihood (``skgpsparse/regression/_full_basis.py``). This script fits the same
 problems both ways, back to back in one process (the selection path by replacing
-``_design.full_basis_fit`` with a function that declines, as the fit does for a numerically
+``_alternation.full_basis_fit`` with a function that declines, as the fit does for a numerically
 redundant row), and reports the median CPU time of each (``time.process_time``), their ratio,
 and how far the two models are apart (hyperparameters, objective, predictions).
 
@@ -58,11 +58,11 @@ def problems(n):
 
 def fit(params, X, y, warm, selection):
     from skgpsparse import SparseGPRegressor
-    from skgpsparse.regression import _design
+    from skgpsparse.regression import _alternation
 
-    original = _design.full_basis_fit
+    original = _alternation.full_basis_fit
     if selection:
-        _design.full_basis_fit = lambda *args: None
+        _alternation.full_basis_fit = lambda *args: None
     try:
         model = SparseGPRegressor(random_state=0, warm_start=warm, **params)
         if warm:  # the loop's step: a fit on 20 fewer rows, then the warm-started one
@@ -71,7 +71,7 @@ def fit(params, X, y, warm, selection):
         model.fit(X, y)
         return model, time.process_time() - tic
     finally:
-        _design.full_basis_fit = original
+        _alternation.full_basis_fit = original
 
 
 def main(argv=None):

@@ -9,21 +9,21 @@ calibrates the noise and the amplitude by leave-one-out. The modules, by role:
   partitions of a row store (:mod:`skgpsparse.rows`: in process or on dask workers);
   ``_scoring`` holds the selection criteria both call, ``_basis`` runs forward selection and
   the exchange steps;
-- the objectives: the DTC evidence (``_likelihood``, GPML eq. 8.17) and Titsias' bound
+- the objectives: the DTC evidence (``_dtc``, GPML eq. 8.17) and Titsias' bound
   (``_vfe``, with the registry ``OBJECTIVES``), their sums over row partitions
   (``_partitioned_objectives``), with every row in the basis (``_exact``), and at another
   theta after a fit (``_theta``);
 - learning: ``_kernel_choice`` (the exact-GP start on a random subset and the default
-  kernel's length-scale decision), ``_learning`` (L-BFGS-B over theta and the noise on a
-  fixed basis), ``_design`` (the alternation of selection and learning), ``_refine`` (the
-  basis inputs moved by L-BFGS), ``_noise_loo`` (the leave-one-out calibration),
+  kernel's length-scale decision), ``_hyperparameters`` (L-BFGS-B over theta and the noise
+  on a fixed basis), ``_alternation`` (the alternation of selection and learning),
+  ``_refine`` (the basis inputs moved by L-BFGS), ``_noise_loo`` (the leave-one-out calibration),
   ``_all_rows`` (a model learned on a subsample made the model of every row), ``_warm``
   (``warm_start``), ``_white`` (a ``WhiteKernel`` term as the noise);
 - the fits around them: ``_fitting`` (set-up and the fitted attributes), ``_full_basis``
   (every row in the basis: the full GP), ``_rows_fit`` (a dask array's row chunks);
 - after the fit: ``_prediction`` (the predictive factors), ``_targets`` (the targets' units
-  and shapes), ``_sampling`` (``sample_y``), ``_posterior`` (the posterior as ``p x p``
-  statistics of the rows) and ``_streaming`` (``partial_fit``, which updates them).
+  and shapes), ``_sampling`` (``sample_y``), ``_streaming_statistics`` (the posterior as
+  ``p x p`` statistics of the rows) and ``_streaming`` (``partial_fit``, which updates them).
 """
 
 from ._estimator import SparseGPRegressor

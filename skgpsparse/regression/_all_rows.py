@@ -1,10 +1,10 @@
 """The regressor at scale: what was learned on a subsample, made the model of every row.
 
 With ``learning_rows`` (:mod:`skgpsparse._learning_rows`) the selection, the hyperparameter
-learning and the basis refinement of :func:`~._design.alternate` run on a random subsample;
+learning and the basis refinement of :func:`~._alternation.alternate` run on a random subsample;
 their result (the kernel, the noise variance and the basis inputs) then fixes the model whose
 posterior is formed on every row here: one pass for ``V = L^-1 K_uf`` and ``V V^T`` (GPML
-eq. (8.26) and the matrix inversion lemma, :func:`~._likelihood.sparse_factors`), after which
+eq. (8.26) and the matrix inversion lemma, :func:`~._dtc.sparse_factors`), after which
 the leave-one-out calibration runs on every row as in any fit. On a row store (a fit on a
 dask array) the learning rows are gathered to the driver and the same pass runs on the
 partitions (:func:`posterior_on_row_store`).
@@ -12,7 +12,7 @@ partitions (:func:`posterior_on_row_store`).
 
 import numpy as np
 
-from ._likelihood import dtc_value, sparse_factors
+from ._dtc import dtc_value, sparse_factors
 from ._partitioned_objectives import partitioned_factors
 from ._vfe import unexplained_variance, vfe_value
 
@@ -21,14 +21,14 @@ __all__ = ["factors_objective", "posterior_on_all_rows", "posterior_on_row_store
 
 def factors_objective(objective, kernel, X, f):
     """``"vfe"`` (Titsias' bound, eq. (9)) or ``"dtc"`` (GPML eq. (8.17)) from the factors
-    ``f`` of :func:`~._likelihood.sparse_factors` on the rows ``X``."""
+    ``f`` of :func:`~._dtc.sparse_factors` on the rows ``X``."""
     if objective == "vfe":
         return float(vfe_value(f, unexplained_variance(kernel, X, f)))
     return float(dtc_value(f))
 
 
 def posterior_on_all_rows(fit, X, y, rows, jitter, objective):
-    """The :class:`~._design.FittedBasis` ``fit`` learned on ``X[rows]``, on every row.
+    """The :class:`~._alternation.FittedBasis` ``fit`` learned on ``X[rows]``, on every row.
 
     The kernel, the noise variance and the basis inputs stay; ``L``, ``R`` and ``V y`` (the
     posterior on the basis) and the objective's value are those of all rows of ``X`` and

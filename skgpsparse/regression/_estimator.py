@@ -17,7 +17,7 @@ from ..kernels._structured import (
     fit_indexed, indexed_predictors, is_structured, refuse_structured
 )
 from ..selection import BaseSelector
-from ._design import alternate
+from ._alternation import alternate
 from ._fitting import prepare_fit, store_fit
 from ._rows_fit import fit_dask, predict_dask
 from ._sampling import sample_y

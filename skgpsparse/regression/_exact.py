@@ -26,7 +26,7 @@ from scipy.linalg.lapack import dpotri
 from ..kernels._contraction import iter_kernel_contractions
 from ..kernels._radial import radial_parameters
 from ..linalg._triangular import cho_solve_lower, cholesky_lower
-from ._likelihood import _check_arguments
+from ._dtc import _check_arguments
 from ._vfe import _diag_gradient_sum
 
 __all__ = ["FULL_BASIS_OBJECTIVES", "exact_dtc", "exact_vfe"]
@@ -97,7 +97,7 @@ def exact_dtc(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jit
               chunk_size=None):
     """The DTC evidence with every row of ``X`` in the basis: the exact log marginal likelihood.
 
-    The signature of :func:`~skgpsparse.regression._likelihood.dtc_log_marginal_likelihood`;
+    The signature of :func:`~skgpsparse.regression._dtc.dtc_log_marginal_likelihood`;
     ``X_basis`` must be ``X`` itself, ``jitter`` and ``chunk_size`` are not used. Returns the
     value, and with ``eval_gradient`` its gradient in ``(kernel.theta, log s2)``.
     """

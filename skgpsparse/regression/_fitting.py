@@ -15,10 +15,10 @@ from sklearn.utils import check_random_state
 
 from .._progress import Progress
 from ._basis import make_selector
-from ._learning import check_noise_bounds
-from ._posterior import FitStatistics
+from ._hyperparameters import check_noise_bounds
 from ._prediction import RegressionPredictor, exact_factor, prediction_factors
 from ._refine import check_refinable
+from ._streaming_statistics import FitStatistics
 from ._white import fold_white, unfold_white
 
 __all__ = ["prepare_fit", "store_fit"]
@@ -63,7 +63,7 @@ def prepare_fit(model, y, n, scaling):
 
 
 def store_fit(model, fit, n_rows):
-    """Set the fitted attributes from a :class:`~._design.FittedBasis` of ``n_rows`` rows."""
+    """Set the fitted attributes from a :class:`~._alternation.FittedBasis` of ``n_rows`` rows."""
     model.kernel_, model.noise_variance_ = unfold_white(
         model._noise, fit.kernel, fit.noise_variance
     )
@@ -83,5 +83,5 @@ def store_fit(model, fit, n_rows):
     model.log_marginal_likelihood_value_ = float(fit.objective)
     model.cost_curve_ = fit.cost_curve
     model._jitter_value = fit.jitter
-    # the p x p statistics that partial_fit updates (._posterior)
+    # the p x p statistics that partial_fit updates (._streaming_statistics)
     model._stream = FitStatistics(fit.L, fit.R, fit.Vy, fit.jitter, int(n_rows), factors)

@@ -7,7 +7,7 @@ previous basis vectors first, as the selection takes them, then the others by in
 selection scores, the hyperparameters learned on the exact log marginal likelihood
 (:mod:`._exact`, GPML eqs. (2.30) and (5.9): one factor of ``K + s2 I`` per evaluation,
 where the sparse objective on the same basis also forms ``V = L^-1 K_uf`` and ``V V^T``), and
-the posterior's factors formed once (:func:`~._likelihood.sparse_factors`) instead of by
+the posterior's factors formed once (:func:`~._dtc.sparse_factors`) instead of by
 ``n`` appends to a selection state. The exact objective differs from the sparse one on this
 basis by the jitter's effect only (``O(n jitter / s2)`` nats, :mod:`._exact`); the value
 stored is the sparse one, as in every fit.
@@ -22,8 +22,8 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 from ._all_rows import factors_objective
+from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
-from ._likelihood import sparse_factors
 
 __all__ = ["full_basis_fit"]
 
@@ -67,7 +67,7 @@ def _mean_squared_residual(kernel, X, Y, s2):
 
 
 def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperparameters):
-    """The fields of a :class:`~._design.FittedBasis` with every row of ``X`` in the basis.
+    """The fields of a :class:`~._alternation.FittedBasis` with every row of ``X`` in the basis.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """The DTC likelihood and the VFE bound, and their gradients, as sums over row partitions.
 
-The same objectives as :func:`~._likelihood.dtc_log_marginal_likelihood` and
+The same objectives as :func:`~._dtc.dtc_log_marginal_likelihood` and
 :func:`~._vfe.vfe_log_marginal_likelihood` (GPML eq. (8.17); Titsias 2009, eq. (9)), for
 training rows held in the partitions of a :class:`~skgpsparse.rows._store.RowStore`. Every term
 that runs over the rows is a sum of per-partition terms (the module docstring of
-``_likelihood`` has the lemmas); with ``V_i = L^-1 K_ui`` the ``p x n_i`` block of
+``_dtc`` has the lemmas); with ``V_i = L^-1 K_ui`` the ``p x n_i`` block of
 partition ``i``:
 
 1. ``V V^T = sum_i V_i V_i^T``, ``V Y = sum_i V_i Y_i`` (and ``sum_i k(x, x)`` for VFE):
@@ -28,7 +28,7 @@ from scipy.linalg import cho_solve, solve_triangular
 from ..kernels import iter_kernel
 from ..kernels._contraction import iter_kernel_contractions
 from ..rows._store import state_scope
-from ._likelihood import (
+from ._dtc import (
     _LOG_2PI,
     _cholesky,
     basis_factor,
@@ -133,7 +133,7 @@ def partitioned_factors(kernel, rows, X_basis, noise_variance, jitter, objective
     ``L`` factors ``K_uu + jitter I``, ``R`` factors ``s2 I + V V^T``, ``V Y`` is ``p x m``
     and ``value`` is the objective ``"dtc"`` or ``"vfe"`` there: two passes over the
     partitions (steps 1 and 2 of the module docstring), the posterior on the basis that
-    :func:`~._likelihood.sparse_factors` forms from rows in memory.
+    :func:`~._dtc.sparse_factors` forms from rows in memory.
     """
     X_basis = np.asarray(X_basis, dtype=np.float64)
     L, _, _, VY, R, _, _, _, value = _first_passes(

@@ -11,7 +11,7 @@ Gradient in ``Z``
 Both objectives depend on ``Z`` only through ``K_uf`` and ``K_uu`` (the diagonal
 ``k(x_i, x_i)`` of the bound's trace term does not involve ``Z``), and their derivative in
 anything that moves those two is ``<B, dK_uf> - 1/2 <B W^T, dK_uu>`` with the weights of
-:func:`skgpsparse.regression._likelihood.gradient_weights` (the bound's trace term joins them
+:func:`skgpsparse.regression._dtc.gradient_weights` (the bound's trace term joins them
 through ``trace_weight``). Moving ``z_j`` changes row ``j`` of ``K_uf`` and row and column
 ``j`` of the symmetric ``K_uu``, so with ``D = B W^T`` (symmetric)::
 
@@ -31,8 +31,7 @@ from .._optimize import Stalled
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import contract_given_block
 from ..kernels._inputs import SUPPORTED, input_gradient_contraction, supports_input_gradient
-from ._learning import STALL_PER_ROW, STALL_WINDOW
-from ._likelihood import (
+from ._dtc import (
     SparseFactors,
     basis_kernel,
     basis_weights,
@@ -43,6 +42,7 @@ from ._likelihood import (
     noise_gradient,
     residual_weights,
 )
+from ._hyperparameters import STALL_PER_ROW, STALL_WINDOW
 from ._vfe import add_trace_gradient, unexplained_variance, vfe_value
 
 __all__ = [
@@ -92,7 +92,7 @@ def _gram_factors(K_fu, Y, s2, L, contract_uu):
     """:class:`SparseFactors` without ``V``, from the Gram matrix ``K_uf K_fu``.
 
     ``L`` is the factor of ``K_uu + jitter I`` and ``contract_uu`` its gradient contraction
-    (:func:`~._likelihood.basis_kernel`). ``V V^T = L^-1 (K_uf K_fu) L^-T`` and
+    (:func:`~._dtc.basis_kernel`). ``V V^T = L^-1 (K_uf K_fu) L^-T`` and
     ``a = (y - K_fu L^-T A^-1 L^-1 K_uf y) / s2``: one ``(p x n)(n x p)`` product instead of
     the triangular solves that form ``V`` (a third of the floating-point work of
     :func:`sparse_factors`). Squaring ``K_uf`` costs accuracy when ``K_uu`` is

@@ -15,7 +15,7 @@ import numpy as np
 from .._learning_rows import learning_size
 from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
 from ..rows._store import row_centre
-from ._design import alternate
+from ._alternation import alternate
 from ._fitting import prepare_fit, store_fit
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._targets import target_scaling

@@ -36,7 +36,7 @@ from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..linalg import solve_lower
 from ..rows._dask import is_dask_array
-from ._posterior import StreamingPosterior
+from ._streaming_statistics import StreamingPosterior
 from ._prediction import RegressionPredictor, exact_factor
 
 __all__ = ["blas_thread_limit", "partial_fit", "stream_nbytes"]

@@ -1,6 +1,6 @@
 """Titsias' collapsed variational bound (VFE) for sparse GP regression, and its gradient.
 
-The DTC marginal likelihood (GPML eq. (8.17), :mod:`skgpsparse.regression._likelihood`)
+The DTC marginal likelihood (GPML eq. (8.17), :mod:`skgpsparse.regression._dtc`)
 replaces ``K_ff`` by its Nystrom approximation ``Q_ff = K_fu K_uu^-1 K_uf`` and never charges
 for the prior variance the basis leaves unexplained, ``diag(K_ff - Q_ff)``; maximised over the
 hyperparameters it tends to inflate the signal amplitude and the predictive variance. Titsias'
@@ -25,7 +25,7 @@ Gradient
     d tr(Q_ff) = 2 <W, dK_uf> - <W W^T, dK_uu>.
 
 So the trace term adds ``(m / s2) W`` to ``B`` (and hence ``(m / s2) W W^T`` to ``B W^T``):
-:func:`skgpsparse.regression._likelihood.dtc_gradient` takes it as ``trace_weight = 1 / s2``
+:func:`skgpsparse.regression._dtc.dtc_gradient` takes it as ``trace_weight = 1 / s2``
 and folds it into the triangular solves it already makes (``B = w a^T - m L^-T (A^-1 - c I) V``
 and ``B W^T = w w^T - m L^-T (A^-1 V V^T - c V V^T) L^-1``), so the contraction is still one
 pass over the rows of ``X``. The diagonal's derivative comes from
@@ -47,7 +47,7 @@ Learning*, 2006, sec. 8.3.
 import numpy as np
 
 from ..kernels import kernel_diag_gradient
-from ._likelihood import (
+from ._dtc import (
     _check_arguments,
     dtc_gradient,
     dtc_log_marginal_likelihood,
@@ -69,7 +69,7 @@ def vfe_log_marginal_likelihood(
     ``F = log N(y | 0, Q_ff + s2 I) - tr(K_ff - Q_ff) / (2 s2)`` (Titsias 2009, eq. (9)):
     the DTC likelihood (GPML eq. (8.17)) minus the prior variance the basis leaves
     unexplained. Same cost, memory and conventions as
-    :func:`skgpsparse.regression._likelihood.dtc_log_marginal_likelihood`; no ``n x n``
+    :func:`skgpsparse.regression._dtc.dtc_log_marginal_likelihood`; no ``n x n``
     array is formed.
 
     Parameters
@@ -110,7 +110,7 @@ def vfe_log_marginal_likelihood(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+    >>> from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
     >>> from skgpsparse.regression._vfe import vfe_log_marginal_likelihood
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (50, 1))

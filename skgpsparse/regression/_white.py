@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from sklearn.gaussian_process.kernels import Sum, WhiteKernel
 
-from ._learning import check_noise_bounds, warn_at_noise_bound
+from ._hyperparameters import check_noise_bounds, warn_at_noise_bound
 
 __all__ = ["NoiseSpec", "fold_white", "split_white", "unfold_white", "warn_at_bounds",
            "white_gradient"]

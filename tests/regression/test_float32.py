@@ -5,7 +5,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import skgpsparse.regression._design as regression
+import skgpsparse.regression._alternation as alternation
 from skgpsparse import SparseGPRegressor
 from skgpsparse.kernels._columns import KernelColumns
 from skgpsparse.regression._state import RegressionState
@@ -143,13 +143,13 @@ def test_score_dtype_can_be_forced_and_is_checked():
 # ---------------------------------------------------------------- the estimator
 def test_float32_input_is_not_copied_to_float64(monkeypatch):
     seen = []
-    real = regression.RegressionState
+    real = alternation.RegressionState
 
     def spy(kernel, X, *args, **kwargs):
         seen.append(X.dtype)
         return real(kernel, X, *args, **kwargs)
 
-    monkeypatch.setattr(regression, "RegressionState", spy)
+    monkeypatch.setattr(alternation, "RegressionState", spy)
     X, y = _data(n=200)
     model = SparseGPRegressor(
         KERNEL, noise_variance=S2, max_basis=10, optimizer=None, random_state=0

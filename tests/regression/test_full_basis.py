@@ -10,7 +10,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse.regression import _design
+from skgpsparse.regression import _alternation
 
 
 def _data(n=70, targets=1):
@@ -25,7 +25,7 @@ def _fit(monkeypatch, selection, X, y, **params):
     """A fitted model: by the full-basis path, or (``selection``) by the selection path."""
     with monkeypatch.context() as patch:
         if selection:
-            patch.setattr(_design, "full_basis_fit", lambda *args: None)
+            patch.setattr(_alternation, "full_basis_fit", lambda *args: None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # max_basis clipped to n
             return SparseGPRegressor(max_basis=100, random_state=0, **params).fit(X, y)
@@ -61,7 +61,7 @@ def test_learned_model_equals_the_selection_paths(monkeypatch, targets, warm):
             with monkeypatch.context() as patch, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if selection:
-                    patch.setattr(_design, "full_basis_fit", lambda *args: None)
+                    patch.setattr(_alternation, "full_basis_fit", lambda *args: None)
                 model.fit(X, y)
         fits.append(model)
     fast, slow = fits

@@ -5,8 +5,8 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.regression import _learning
-from skgpsparse.regression._learning import learn_hyperparameters
+from skgpsparse.regression import _hyperparameters
+from skgpsparse.regression._hyperparameters import learn_hyperparameters
 from skgpsparse.regression._vfe import vfe_log_marginal_likelihood
 
 
@@ -33,9 +33,9 @@ def test_stall_keeps_the_learned_objective_within_its_charge(monkeypatch, seed):
     X = rng.uniform(-2, 2, (400, 6))
     y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.randn(400)
     stalled, full = [], []
-    charge = _learning.STALL_PER_ROW * len(X)
+    charge = _hyperparameters.STALL_PER_ROW * len(X)
     kernel, s2, value = _learn(_counted(stalled), X, y)
-    monkeypatch.setattr(_learning, "STALL_PER_ROW", 0.0)
+    monkeypatch.setattr(_hyperparameters, "STALL_PER_ROW", 0.0)
     kernel_full, s2_full, value_full = _learn(_counted(full), X, y)
     assert len(stalled) < len(full)
     # the bound at the stall is within a few windows' charge (1e-4 nats per row each) of

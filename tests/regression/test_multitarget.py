@@ -7,7 +7,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
 from skgpsparse.regression._state import RegressionState
 
 

@@ -8,7 +8,7 @@ from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
 from skgpsparse.regression._refine import (
     AUTO_ITERATIONS,
     objective_and_gradient,

@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 import skgpsparse.regression._scoring as scoring
 import skgpsparse.regression._state as rs
 from skgpsparse.regression._estimator import SparseGPRegressor
-from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
 from skgpsparse.regression._state import RegressionState
 from skgpsparse.selection import GreedySelector
 
@@ -694,10 +694,10 @@ def test_n_jobs_zero_is_rejected():
 def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     # Hyperparameter learning included: two BLAS threads made the fit slower in wall time on
     # a two-core machine (small products); the fit limits BLAS to one thread and gives it back.
-    import skgpsparse.regression._likelihood as likelihood
+    import skgpsparse.regression._dtc as dtc
 
     # every evaluation of the objective factors K_uu and s2 I + V V^T in sparse_factors
-    seen = record_blas_threads(monkeypatch, likelihood, "sparse_factors")
+    seen = record_blas_threads(monkeypatch, dtc, "sparse_factors")
     X, y = _data(n=60, d=2)
     with threadpool_limits(limits=2, user_api="blas"):
         before = blas_thread_counts()

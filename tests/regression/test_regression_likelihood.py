@@ -8,7 +8,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
 
 KERNELS = {
     "c-rbf": C(1.5) * RBF(1.2),

@@ -5,7 +5,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import skgpsparse.regression._design as design
+import skgpsparse.regression._alternation as alternation
 from skgpsparse import SparseGPRegressor
 
 
@@ -22,17 +22,17 @@ def test_the_subset_start_keeps_the_highest_likelihood_of_its_noise_starts(monke
     model = SparseGPRegressor(C(1.0) * RBF(np.full(6, np.sqrt(6))), max_basis=20)
     model._progress = None
     seen = []
-    learn = design._learn
+    learn = alternation._learn
 
     def spy(model, kernel, s2, X_sub, y_sub, X_basis, objective=None):
         out = learn(model, kernel, s2, X_sub, y_sub, X_basis, objective)
         # the subset is its own basis: the exact GP's objective
-        assert X_basis is X_sub and objective is design.FULL_BASIS_OBJECTIVES["vfe"]
+        assert X_basis is X_sub and objective is alternation.FULL_BASIS_OBJECTIVES["vfe"]
         seen.append((s2, out))
         return out
 
-    monkeypatch.setattr(design, "_learn", spy)
-    kernel, s2 = design._subset_start(model, model.kernel, 1e-2, X, y, (1e-6, 1e2))
+    monkeypatch.setattr(alternation, "_learn", spy)
+    kernel, s2 = alternation._subset_start(model, model.kernel, 1e-2, X, y, (1e-6, 1e2))
     # the model's start, then a tenth of the targets' variance and the variance itself
     variance = float(np.var(y))
     np.testing.assert_allclose([start for start, _ in seen], [1e-2, 0.1 * variance, variance])
@@ -43,14 +43,14 @@ def test_the_subset_start_keeps_the_highest_likelihood_of_its_noise_starts(monke
     assert s2 == best[1]
     # with a fixed noise one start; a start within a factor 2 of one run is skipped
     seen.clear()
-    design._subset_start(model, model.kernel, 1e-2, X, y, None)
+    alternation._subset_start(model, model.kernel, 1e-2, X, y, None)
     assert len(seen) == 1
     seen.clear()
-    design._subset_start(model, model.kernel, variance, X, y, (1e-6, 1e2))
+    alternation._subset_start(model, model.kernel, variance, X, y, (1e-6, 1e2))
     np.testing.assert_allclose([start for start, _ in seen], [variance, 0.1 * variance])
     # starts are clipped to the noise bounds
     seen.clear()
-    design._subset_start(model, model.kernel, 1e-2, X, y, (1e-6, 0.05))
+    alternation._subset_start(model, model.kernel, 1e-2, X, y, (1e-6, 0.05))
     np.testing.assert_allclose([start for start, _ in seen], [1e-2, 0.05])
 
 
@@ -106,22 +106,22 @@ def test_a_start_that_leaves_the_rows_uncorrelated_is_taken_again_on_four_times_
     # 400 rows; a start that correlates the rows is kept at once
     X, y = _data(n=600, d=6)
     sizes = []
-    start = design._subset_start
+    start = alternation._subset_start
 
     def spy(model, kernel, s2, X_sub, y_sub, noise_bounds):
         sizes.append(X_sub.shape[0])
         found = start(model, kernel, s2, X_sub, y_sub, noise_bounds)
         return (C(1.0) * RBF(1e-3), found[1]) if len(sizes) == 1 else found
 
-    monkeypatch.setattr(design, "_subset_start", spy)
+    monkeypatch.setattr(alternation, "_subset_start", spy)
     # (a kernel passed: the default kernel's subset also fits one length scale per feature)
     params = dict(kernel=C(1.0) * RBF(1.0), max_basis=20, max_iter=1, refine_basis=0,
                   random_state=0)
     SparseGPRegressor(**params).fit(X, y)
     assert sizes == [100, 400]
     sizes.clear()
-    monkeypatch.setattr(design, "_subset_start", start)
-    monkeypatch.setattr(design, "_subset_start", lambda *a: sizes.append(a[3].shape[0])
+    monkeypatch.setattr(alternation, "_subset_start", start)
+    monkeypatch.setattr(alternation, "_subset_start", lambda *a: sizes.append(a[3].shape[0])
                         or start(*a))
     SparseGPRegressor(**params).fit(X, y)
     assert sizes == [100]

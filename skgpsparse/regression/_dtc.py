@@ -1,4 +1,4 @@
-"""DTC marginal likelihood of sparse GP regression (GPML eq. (8.17)) and its maximisation.
+"""The DTC evidence of sparse GP regression (GPML eq. (8.17)): shared factors, value, gradient.
 
 The sparse regression model with basis vectors ``X_u`` (``p`` of them) replaces the training
 covariance by its Nystrom approximation ``Q_ff = K_fu K_uu^-1 K_uf`` (GPML sec. 8.3.3 / 8.3.4).
@@ -51,7 +51,7 @@ Shared factors
 --------------
 :func:`sparse_factors` computes ``L``, ``V``, ``V V^T``, ``R``, ``a`` and ``log|C|`` once per
 theta into a :class:`SparseFactors` tuple; :func:`dtc_value` and :func:`dtc_gradient` read
-them, and so does Titsias' bound (:mod:`skgpsparse._regression_vfe`), whose trace term
+them, and so does Titsias' bound (:mod:`skgpsparse.regression._vfe`), whose trace term
 ``tr(K_ff - Q_ff)`` is ``sum_i k(x_i, x_i) - tr(V V^T)`` and whose trace-gradient weights join
 ``B`` (``dtc_gradient``'s ``trace_weight``), so both objectives make one pass over the rows.
 """
@@ -174,7 +174,7 @@ def dtc_log_marginal_likelihood(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgpsparse.regression._likelihood import dtc_log_marginal_likelihood
+    >>> from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (50, 1))
     >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(50)
@@ -290,7 +290,7 @@ def dtc_gradient(kernel, X, X_basis, f, *, chunk_size=None, trace_weight=0.0):
 
     ``trace_weight = c`` adds ``m c / 2`` times the kernel gradient of ``tr(Q_ff)`` to the
     kernel part (``m`` outputs): the weights ``m c W`` of ``dK_uf`` and ``m c W W^T`` of
-    ``-1/2 dK_uu`` (``W = K_uu^-1 K_uf``, see :mod:`skgpsparse._regression_vfe`) join ``B``
+    ``-1/2 dK_uu`` (``W = K_uu^-1 K_uf``, see :mod:`skgpsparse.regression._vfe`) join ``B``
     and ``B W^T`` before the single pass over the rows. ``0`` is the DTC gradient itself.
     """
     gradient = np.empty(kernel.n_dims + 1)

@@ -1,6 +1,6 @@
 """Hyperparameter learning on a fixed basis: L-BFGS-B over ``(theta, log s2)``.
 
-The objective is the DTC evidence (GPML eq. (8.17), :mod:`._likelihood`) or Titsias' bound
+The objective is the DTC evidence (GPML eq. (8.17), :mod:`._dtc`) or Titsias' bound
 (:mod:`._vfe`); the search runs in a box that moves with the iterate
 (:func:`skgpsparse._optimize.lbfgs_in_moving_box`) and stops when its iterations stop paying
 (``STALL_PER_ROW``), or follows a user's ``optimizer`` callable (scikit-learn's contract).
@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._optimize import check_optimizer_result, lbfgs_in_moving_box
 from ..kernels._radial import with_theta
-from ._likelihood import dtc_log_marginal_likelihood
+from ._dtc import dtc_log_marginal_likelihood
 
 __all__ = ["check_noise_bounds", "learn_hyperparameters", "warn_at_noise_bound"]
 
@@ -30,7 +30,7 @@ def learn_hyperparameters(
     """Maximise eq. (8.17) on a fixed basis over ``kernel.theta`` and ``log(noise_variance)``.
 
     Or another objective with the signature of :func:`dtc_log_marginal_likelihood`, such as
-    the VFE bound (:func:`skgpsparse._regression_vfe.vfe_log_marginal_likelihood`).
+    the VFE bound (:func:`skgpsparse.regression._vfe.vfe_log_marginal_likelihood`).
 
     Warm-started at the given values; ``noise_bounds=None`` keeps the noise variance fixed.
     The jitter is held at the given value during the search: were it recomputed from each
@@ -78,7 +78,7 @@ def learn_hyperparameters(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.regression._learning import learn_hyperparameters
+    >>> from skgpsparse.regression._hyperparameters import learn_hyperparameters
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
     >>> k, s2, lml = learn_hyperparameters(

@@ -23,11 +23,11 @@ from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
+from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._full_basis import full_basis_fit
+from ._hyperparameters import check_noise_bounds, learn_hyperparameters
 from ._kernel_choice import subset_start
-from ._learning import check_noise_bounds, learn_hyperparameters
-from ._likelihood import sparse_factors
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
@@ -57,7 +57,7 @@ def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32
     columns in :class:`~skgpsparse.kernels._columns.ColumnBlocks`, two ``p x p`` factors, a
     working set's ``n x kappa`` columns, the scaled inputs and a few ``n``-vectors) and, when
     the hyperparameters are learned on its basis, the objective's gradient
-    (:func:`~skgpsparse.regression._likelihood.dtc_gradient`: ``V``, ``P`` and ``B^T``, three
+    (:func:`~skgpsparse.regression._dtc.dtc_gradient`: ``V``, ``P`` and ``B^T``, three
     ``n x p`` arrays, and about ``10 + n_theta`` ``p x p`` ones with ``dK_uu``); otherwise
     the predictive factors' ``p x p`` matrices. A ``float32`` input adds its scaled copy in
     single precision and, when learning, the likelihood's ``float64`` copy of ``X``.
