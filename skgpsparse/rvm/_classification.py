@@ -6,7 +6,6 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
-from sklearn.gaussian_process.kernels import Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -15,10 +14,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
 from ..rows._blocks import block_rows, map_row_blocks
+from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._mean_field import MeanFieldEM
 from ._regression import default_kernel
-from ._subspace_em import basis_rows, run_subspace_em
+from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_subspace_em
 
 __all__ = ["RelevanceVectorClassifier"]
 
@@ -45,15 +45,9 @@ class _BinaryRVC:
 
     def fit(self, X, t, rng):
         n = X.shape[0]
-        centers = np.vstack([X, np.zeros((1, X.shape[1]))])
-        bias_mask = np.zeros(n + 1, dtype=bool)
-        bias_mask[n] = True
-        library = np.arange(n)
-        if self.n_basis_functions is not None and self.n_basis_functions < n:
-            library = np.sort(rng.choice(n, self.n_basis_functions, replace=False))
-        first = np.array([n]) if self.bias else None
-        if self.bias:
-            library = np.append(library, n)
+        centers, bias_mask, library, first = candidate_basis(
+            X, self.n_basis_functions, self.bias, rng
+        )
         model = MeanFieldEM(
             self.kernel,
             X,
@@ -211,17 +205,9 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kernel": [Kernel, None],
-        "method": [StrOptions({"ssem", "batch_em"})],
+        **SSEM_PARAMETER_CONSTRAINTS,
         "cavity_variance": [StrOptions({"tap", "naive", "laplace"})],
         "probit_variance": [Interval(numbers.Real, 0, None, closed="neither")],
-        "alpha_max": [Interval(numbers.Real, 0, None, closed="neither")],
-        "bias": ["boolean"],
-        "n_basis_functions": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(

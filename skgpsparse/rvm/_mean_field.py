@@ -10,7 +10,8 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
 from scipy.special import log_ndtr
 
-from ._subspace_em import ALPHA_FLOOR, ActiveDesign, basis_rows, mackay_update
+from ._basis_functions import basis_rows
+from ._subspace_em import ALPHA_FLOOR, ActiveDesign, mackay_update
 
 __all__ = ["MeanFieldEM", "probit_site"]
 

@@ -6,17 +6,18 @@ import warnings
 import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
-from sklearn.gaussian_process.kernels import RBF, Kernel
+from sklearn.gaussian_process.kernels import RBF
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
 from ..rows._blocks import block_rows, map_row_blocks
 from .._scaling import target_scale
+from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._regression_em import _RegressionEM
-from ._subspace_em import basis_rows, run_subspace_em
+from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_subspace_em
 
 __all__ = ["RelevanceVectorRegressor"]
 
@@ -184,18 +185,10 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kernel": [Kernel, None],
-        "method": [StrOptions({"ssem", "batch_em"})],
-        "alpha_max": [Interval(numbers.Real, 0, None, closed="neither")],
+        **SSEM_PARAMETER_CONSTRAINTS,
         "noise_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "learn_noise": ["boolean"],
-        "bias": ["boolean"],
         "add_test": ["boolean"],
-        "n_basis_functions": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -255,15 +248,9 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         y = y / c if c != 1.0 else y
         scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
         s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c
-        centers = np.vstack([X, np.zeros((1, X.shape[1]))])
-        bias_mask = np.zeros(n + 1, dtype=bool)
-        bias_mask[n] = True
-        library = np.arange(n)
-        if self.n_basis_functions is not None and self.n_basis_functions < n:
-            library = np.sort(rng.choice(n, self.n_basis_functions, replace=False))
-        first = np.array([n]) if self.bias else None
-        if self.bias:
-            library = np.append(library, n)
+        centers, bias_mask, library, first = candidate_basis(
+            X, self.n_basis_functions, self.bias, rng
+        )
         # before the design's allocation (all candidates at once in batch EM)
         fit_memory(
             "RelevanceVectorRegressor", n, X.shape[1], len(library), self.method,

@@ -5,13 +5,13 @@ from scipy.linalg import lapack, qr
 
 from ..linalg import cholesky_append
 from ._add_test import add_gain, add_statistics, sequential_adds
+from ._basis_functions import basis_rows
 from ._factor_cost import refactor_is_cheaper
 from ._subspace_em import (
     ALPHA_FLOOR,
     ALPHA_MIN,
     DOWNDATE_KEEP,
     ActiveDesign,
-    basis_rows,
     change_precisions,
     leading_identity,
     mackay_update,

@@ -16,11 +16,13 @@ pruned (``alpha = infinity``).
   likelihood increase drops below ``tol``.
 """
 
+import numbers
 import time
 
 import numpy as np
+from sklearn.gaussian_process.kernels import Kernel
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..kernels import iter_kernel
 from ..linalg import (
     cholesky_append,
     cholesky_delete,
@@ -32,13 +34,26 @@ from ._fit_memory import check_design_growth
 
 __all__ = [
     "ALPHA_FLOOR",
+    "SSEM_PARAMETER_CONSTRAINTS",
     "ActiveDesign",
-    "basis_rows",
     "change_precisions",
     "leading_identity",
     "mackay_update",
     "run_subspace_em",
 ]
+
+# The estimators' ``_parameter_constraints`` of the parameters both RVMs take.
+SSEM_PARAMETER_CONSTRAINTS = {
+    "kernel": [Kernel, None],
+    "method": [StrOptions({"ssem", "batch_em"})],
+    "alpha_max": [Interval(numbers.Real, 0, None, closed="neither")],
+    "bias": ["boolean"],
+    "n_basis_functions": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
 
 # Smallest alpha the M-step returns: keeps A^-1/2 finite.
 ALPHA_MIN = 1e-12
@@ -55,34 +70,6 @@ PATIENCE = 5
 # REVISIT_EVERY steps and when it would stop, at most MAX_REVISITS times.
 REVISIT_EVERY = 5
 MAX_REVISITS = 10
-
-
-def basis_rows(kernel, X, centers, bias_mask, *, chunk_size=None):
-    """Rows ``phi_j(X)`` of the basis functions ``j``: ``k(X, c_j)`` or ones for the bias.
-
-    Parameters
-    ----------
-    kernel : Kernel
-        The (fixed) kernel that shapes the basis functions.
-    X : ndarray of shape (n, d)
-        Where the basis functions are evaluated.
-    centers : ndarray of shape (m, d)
-        Centres ``c_j`` (rows for the bias are ignored).
-    bias_mask : ndarray of bool, shape (m,)
-        Which rows are the constant basis function.
-
-    Returns
-    -------
-    rows : ndarray of shape (m, n)
-        ``rows[j, i] = phi_j(x_i)``.
-    """
-    m = centers.shape[0]
-    rows = np.ones((m, X.shape[0]))
-    kern = np.flatnonzero(~bias_mask)
-    if kern.size:
-        for sl, K in iter_kernel(kernel, centers[kern], X, chunk_size=chunk_size):
-            rows[kern[sl]] = K
-    return rows
 
 
 class ActiveDesign:

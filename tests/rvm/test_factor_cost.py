@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF
 
+from skgpsparse.rvm._basis_functions import basis_rows
 from skgpsparse.rvm._factor_cost import refactor_is_cheaper, refactor_seconds, update_seconds
 from skgpsparse.rvm._regression_em import _RegressionEM
-from skgpsparse.rvm._subspace_em import DOWNDATE_KEEP, basis_rows, run_subspace_em
+from skgpsparse.rvm._subspace_em import DOWNDATE_KEEP, run_subspace_em
 
 
 def _problem(n=80, seed=0):
