@@ -28,14 +28,6 @@ from sklearn.gaussian_process.kernels import Exponentiation, Kernel, Matern, Pro
 
 from ._rules import CROSS_RULES, DIAG_RULES, MATERN_NU, assemble
 
-__all__ = [
-    "KernelGradientWarning",
-    "iter_kernel",
-    "iter_kernel_gradient",
-    "kernel_diag_gradient",
-    "kernel_gradient",
-]
-
 # Default memory budget of one chunk's largest array (dK for the gradient), in bytes.
 _CHUNK_BYTES = 32 * 2**20
 
