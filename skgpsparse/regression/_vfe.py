@@ -74,24 +74,11 @@ def vfe_log_marginal_likelihood(
 
     Parameters
     ----------
-    kernel : sklearn.gaussian_process.kernels.Kernel
-        Covariance function. Cross-covariances ignore a ``WhiteKernel`` term, but
-        ``k(x, x)`` includes it, so the trace term charges its level.
-    X : array-like of shape (n_samples, n_features)
-        Training inputs.
-    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets; with several outputs the bounds are summed.
-    X_basis : array-like of shape (n_basis, n_features)
-        Basis vectors (inducing inputs) ``X_u``.
-    noise_variance : float
-        Gaussian noise variance ``s2 > 0``.
-    eval_gradient : bool, default=False
-        Also return the gradient.
-    jitter : float, default=None
-        Added to the diagonal of ``K_uu`` before its Cholesky factorisation; treated as a
-        constant. ``None`` means ``1e-8 * mean(diag(K_uu))``.
-    chunk_size : int, default=None
-        Rows of ``X`` per kernel block; it changes memory use, not the result.
+    kernel, X, y, X_basis, noise_variance, eval_gradient, jitter, chunk_size
+        As for :func:`~skgpsparse.regression._dtc.dtc_log_marginal_likelihood` (the two
+        objectives take the same arguments); with several outputs the bounds are summed.
+        Cross-covariances ignore a ``WhiteKernel`` term of ``kernel``, but ``k(x, x)``
+        includes it, so the trace term charges its level.
 
     Returns
     -------
