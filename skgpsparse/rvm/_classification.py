@@ -18,7 +18,7 @@ from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._mean_field import MeanFieldEM
 from ._regression import default_kernel
-from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_subspace_em
+from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_estimator_em
 
 __all__ = ["RelevanceVectorClassifier"]
 
@@ -45,34 +45,22 @@ class _BinaryRVC:
 
     def fit(self, X, t, rng):
         n = X.shape[0]
-        centers, bias_mask, library, first = candidate_basis(
-            X, self.n_basis_functions, self.bias, rng
-        )
+        candidates = candidate_basis(X, self.n_basis_functions, self.bias, rng)
         model = MeanFieldEM(
             self.kernel,
             X,
             t,
-            centers,
-            bias_mask,
+            candidates.centers,
+            candidates.bias_mask,
             self.cavity_variance,
             self.probit_variance,
             self.alpha_max,
         )
-        hist = run_subspace_em(
-            model,
-            library,
-            method=self.method,
-            alpha_init="auto",
-            max_iter=self.max_iter,
-            tol=self.tol,
-            rng=rng,
-            verbose=self.verbose,
-            first=first,
-        )
+        hist = run_estimator_em(model, candidates, self, rng)
         self.log_marginal_likelihood_value_ = model.e_step()  # final posterior for final alpha
         idx = model.design.index.copy()
         is_bias = idx == n
-        self._centers, self._bias_mask = centers[idx], is_bias
+        self._centers, self._bias_mask = candidates.centers[idx], is_bias
         self._d = model.design.alpha**-0.5
         self._L, self._mu = model.L.copy(), model.mu.copy()
         self.relevance_indices_ = idx[~is_bias]

@@ -17,7 +17,7 @@ from .._scaling import target_scale
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._regression_em import _RegressionEM
-from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_subspace_em
+from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_estimator_em
 
 __all__ = ["RelevanceVectorRegressor"]
 
@@ -248,37 +248,24 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         y = y / c if c != 1.0 else y
         scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
         s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c
-        centers, bias_mask, library, first = candidate_basis(
-            X, self.n_basis_functions, self.bias, rng
-        )
+        candidates = candidate_basis(X, self.n_basis_functions, self.bias, rng)
         # before the design's allocation (all candidates at once in batch EM)
         fit_memory(
-            "RelevanceVectorRegressor", n, X.shape[1], len(library), self.method,
+            "RelevanceVectorRegressor", n, X.shape[1], len(candidates.library), self.method,
             self.n_basis_functions,
         ).check()
         model = _RegressionEM(
             self.kernel_,
             X,
             y,
-            centers,
-            bias_mask,
+            candidates.centers,
+            candidates.bias_mask,
             s2,
             self.learn_noise,
             self.alpha_max,
             _NOISE_FLOOR * scale,
         )
-        hist = run_subspace_em(
-            model,
-            library,
-            method=self.method,
-            alpha_init="auto",
-            max_iter=self.max_iter,
-            tol=self.tol,
-            rng=rng,
-            verbose=self.verbose,
-            first=first,
-            add_test=self.add_test,
-        )
+        hist = run_estimator_em(model, candidates, self, rng, add_test=self.add_test)
         if model.noise_clipped:
             warnings.warn(
                 f"The noise variance reached its floor {_NOISE_FLOOR:g} * var(y) = "

@@ -37,6 +37,7 @@ __all__ = [
     "SSEM_PARAMETER_CONSTRAINTS",
     "ActiveDesign",
     "change_precisions",
+    "run_estimator_em",
     "leading_identity",
     "mackay_update",
     "run_subspace_em",
@@ -472,3 +473,22 @@ def run_subspace_em(
     hist["n_revisits"] = revisits
     hist["converged"] = converged
     return hist
+
+
+def run_estimator_em(model, candidates, estimator, rng, **options):
+    """:func:`run_subspace_em` as both RVMs run it: over ``candidates`` (a
+    :class:`~._basis_functions.CandidateBasis`, the bias visited first), with the estimator's
+    ``method``, ``max_iter``, ``tol`` and ``verbose`` and ``alpha_init="auto"``; ``options``
+    (the regressor's ``add_test``) are passed on. Returns the history."""
+    return run_subspace_em(
+        model,
+        candidates.library,
+        method=estimator.method,
+        alpha_init="auto",
+        max_iter=estimator.max_iter,
+        tol=estimator.tol,
+        rng=rng,
+        verbose=estimator.verbose,
+        first=candidates.first,
+        **options,
+    )
