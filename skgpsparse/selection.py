@@ -296,14 +296,13 @@ def _uniform_draws(n, size, rng):
     Parameters
     ----------
     n : int
-    size : int
-        At most ``n``.
-    rng : numpy.random.RandomState
+    size, rng
+        As :func:`_weighted_draws`'s; ``size`` at most ``n``.
 
     Returns
     -------
-    indices : ndarray of shape (size,)
-        In the order drawn.
+    indices
+        As :func:`_weighted_draws`'s: ``size`` indices in the order drawn.
 
     Examples
     --------

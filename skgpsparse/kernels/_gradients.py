@@ -271,20 +271,16 @@ def iter_kernel_gradient(kernel, X, Z, *, chunk_size=None):
     ----------
     kernel : sklearn.gaussian_process.kernels.Kernel
         Any scikit-learn kernel, as in :func:`kernel_gradient`.
-    X : array-like of shape (n_X, n_features)
-        First inputs, split into blocks of rows.
-    Z : array-like of shape (n_Z, n_features)
-        Second inputs, used whole in every block.
+    X, Z
+        As :func:`iter_kernel`'s: ``X`` split into blocks of rows, ``Z`` whole in each.
     chunk_size : int, default=None
         Rows per block. By default chosen so that one block's ``dK`` takes about 32 MB:
         ``max(1, 2**25 // (8 * n_Z * max(1, n_theta)))``.
 
     Yields
     ------
-    rows : slice
-        The rows of ``X`` in this block.
-    K : ndarray of shape (n_rows, n_Z)
-        ``kernel(X[rows], Z)``.
+    rows, K
+        As :func:`iter_kernel`'s: the rows of ``X`` in this block and ``kernel(X[rows], Z)``.
     dK : ndarray of shape (n_rows, n_Z, n_theta)
         Its gradient with respect to ``kernel.theta``.
 

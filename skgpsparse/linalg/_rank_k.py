@@ -199,12 +199,8 @@ def cholesky_downdate_rank_k(L, V, *, size=None, overwrite_L=False):
 
     Parameters
     ----------
-    L : ndarray of shape (p, p) or (p_max, p_max)
-        Lower Cholesky factor; only the lower triangle is read and written.
-    V : array-like of shape (p, k) or (p,)
-        The downdate's columns (a vector is one column). Not modified.
-    size : int, default=None
-        Active size of a preallocated storage ``L``; ``None`` means ``L.shape[0]``.
+    L, V, size
+        As :func:`cholesky_update_rank_k`'s (``V`` the downdate's columns).
     overwrite_L : bool, default=False
         Work in place on ``L``. If the downdate fails, an overwritten ``L`` is left partly
         modified.
