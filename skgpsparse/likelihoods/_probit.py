@@ -1,12 +1,15 @@
-"""The probit likelihood ``p(y | f) = Phi(y f)``, ``y in {-1, +1}``, in closed form.
+"""The probit likelihood ``p(y | f) = Phi(y f / sqrt(sigma2))``, ``y in {-1, +1}``, in closed form.
 
-With ``s = 1 + v`` and ``z = y m / sqrt(s)`` (validation paper eq. (2.7); GPML eq. (3.82)),
+``sigma2`` is the probit's noise variance: 1 for the classifier (the papers' ``lambda = 1``), the
+relevance vector classifier's ``probit_variance`` otherwise. With ``s = sigma2 + v`` and
+``z = y m / sqrt(s)`` (validation paper eq. (2.7); GPML eq. (3.82); SSEM paper eq. (18)),
 
     log Z = log Phi(z),   d log Z / dm = y r / sqrt(s),   d log Z / dv = -z r / (2 s),
 
 where ``r = N(z) / Phi(z)`` is the inverse Mills ratio, computed stably for every ``z``
 through ``erfcx``. The ADF site (additive-model paper eq. (2)) is then ``alpha = y r /
-sqrt(s)``, ``nu = c / s`` with ``c = r (r + z) in [0, 1]``, so the site precision is at most 1.
+sqrt(s)``, ``nu = c / s`` with ``c = r (r + z) in [0, 1]``, so the site precision is at most
+``1 / sigma2``.
 """
 
 import math
@@ -54,11 +57,16 @@ def inverse_mills(z):
 
 
 class Probit(Likelihood):
-    """``p(y | f) = Phi(y f)`` for labels ``y in {-1, +1}`` (the classifier's likelihood).
+    """``p(y | f) = Phi(y f / sqrt(variance))`` for labels ``y in {-1, +1}``.
 
     With the classifier's bias ``b`` the latent value is ``f + b``; the moderated
-    prediction under ``N(f + b; m, v)`` is ``Phi(m / sqrt(1 + v))`` (validation paper
+    prediction under ``N(f + b; m, v)`` is ``Phi(m / sqrt(variance + v))`` (validation paper
     eq. (2.7)).
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+        The probit's noise variance (1: the classifier's ``Phi(y f)``).
 
     Examples
     --------
@@ -69,23 +77,28 @@ class Probit(Likelihood):
     (True, True)
     """
 
+    def __init__(self, variance=1.0):
+        self.variance = float(variance)
+
+    def __repr__(self):
+        return "Probit()" if self.variance == 1.0 else f"Probit(variance={self.variance!r})"
+
     def log_density(self, y, f):
-        return log_ndtr(np.multiply(y, f))
+        return log_ndtr(np.multiply(y, f) / np.sqrt(self.variance))
 
     def target_statistic(self, y):
         """Whether each label is the positive one (the fraction of positives is its mean)."""
         return np.asarray(y) > 0
 
     def initial_bias(self, target_mean, prior_variance):
-        """Bias with ``Phi(b / sqrt(1 + k(x, x))) = `` the fraction of positives: the prior's
-        class balance, the fraction clipped to [0.01, 0.99]."""
+        """Bias with ``Phi(b / sqrt(variance + k(x, x))) = `` the fraction of positives: the
+        prior's class balance, the fraction clipped to [0.01, 0.99]."""
         frac = np.clip(target_mean, *_FRACTION_CLIP)
-        return float(np.sqrt(1.0 + prior_variance) * ndtri(frac))
+        return float(np.sqrt(self.variance + prior_variance) * ndtri(frac))
 
-    @staticmethod
-    def _z(y, mean, var):
-        """``z = y m / sqrt(1 + max(v, 0))`` and ``1 + max(v, 0)``."""
-        s = 1.0 + np.maximum(var, 0.0)
+    def _z(self, y, mean, var):
+        """``z = y m / sqrt(variance + max(v, 0))`` and ``variance + max(v, 0)``."""
+        s = self.variance + np.maximum(var, 0.0)
         return y * mean / np.sqrt(s), s
 
     def tilted(self, y, mean, var):
@@ -96,16 +109,16 @@ class Probit(Likelihood):
     def log_predictive(self, y, mean, var, *, overwrite=False):
         if not overwrite:
             return log_ndtr(self._z(y, mean, var)[0])
-        # in place: z = y m / sqrt(1 + max(v, 0)), with m's and v's memory
+        # in place: z = y m / sqrt(variance + max(v, 0)), with m's and v's memory
         z = np.multiply(mean, y, out=mean)
         np.maximum(var, 0.0, out=var)
-        var += 1.0
+        var += self.variance
         np.sqrt(var, out=var)
         z /= var
         return log_ndtr(z, out=z)
 
     def predictive_margin(self, mean, var):
-        return mean / np.sqrt(1.0 + np.maximum(var, 0.0))
+        return mean / np.sqrt(self.variance + np.maximum(var, 0.0))
 
     def predictive_probability(self, y, mean, var):
         return ndtr(self._z(y, mean, var)[0])
@@ -113,18 +126,18 @@ class Probit(Likelihood):
     def error_probability(self, y, mean, var):
         # Phi(-z): additive-model paper eq. (11)
         z = np.multiply(mean, -np.asarray(y, dtype=float))
-        z /= np.sqrt(1.0 + np.maximum(var, 0.0))
+        z /= np.sqrt(self.variance + np.maximum(var, 0.0))
         return ndtr(z, out=z)
 
     def site_update(self, y, mean, var):
         """Additive-model paper eq. (2), vectorised (see :meth:`Likelihood.site_update`).
 
-        The precision ``nu / (1 - v nu)`` is written ``c / (1 + v (1 - c))`` with
-        ``c = r (r + z) in [0, 1]``, so ``0 <= precision <= 1`` and ``1 - v nu`` never
-        vanishes; the mean shift ``alpha / nu = y sqrt(1 + v) / (r + z)``.
+        The precision ``nu / (1 - v nu)`` is written ``c / (sigma2 + v (1 - c))`` with
+        ``c = r (r + z) in [0, 1]``, so ``0 <= precision <= 1 / sigma2`` and ``1 - v nu``
+        never vanishes; the mean shift ``alpha / nu = y sqrt(sigma2 + v) / (r + z)``.
         """
         a = np.maximum(var, 0.0)
-        s = 1.0 + a
+        s = self.variance + a
         sqrt_s = np.sqrt(s)
         # z_j = y_j m_j / sqrt(1 + A_jj); alpha_j = y_j N(z)/Phi(z) / sqrt(1 + A_jj)
         z = y * mean / sqrt_s
@@ -133,7 +146,7 @@ class Probit(Likelihood):
         # nu_j = alpha_j (alpha_j + m_j / (1 + A_jj)) = c / (1 + A_jj), c = r (r + z) in (0, 1)
         c = np.clip(r * r_plus_z, 0.0, 1.0)
         nu = c / s
-        precision = np.minimum(c / (1.0 + a * (1.0 - c)), _MAX_PRECISION)
+        precision = np.minimum(c / (self.variance + a * (1.0 - c)), _MAX_PRECISION)
         mean_shift = y * sqrt_s / r_plus_z
         return precision, mean_shift, alpha, nu
 
@@ -142,10 +155,11 @@ class Probit(Likelihood):
         one after another; on length-one arrays the vectorised method's fixed cost was ten
         times the row's own arithmetic). ``z`` below ``-_SERIES_Z`` (where ``r + z``
         cancels) goes through the vectorised method."""
-        s = 1.0 + max(var, 0.0)
+        s = self.variance + max(var, 0.0)
         z = y * mean / math.sqrt(s)
         if z < -_SERIES_Z:
             return super().site_update_one(y, mean, var)
         r = _SQRT_2_OVER_PI / float(erfcx(-z / _SQRT_2))  # N(z) / Phi(z), eq. (2)
         c = min(max(r * (r + z), 0.0), 1.0)
-        return c / (1.0 + (s - 1.0) * (1.0 - c)), y * math.sqrt(s) / max(r + z, _TINY)
+        v = self.variance
+        return c / (v + (s - v) * (1.0 - c)), y * math.sqrt(s) / max(r + z, _TINY)

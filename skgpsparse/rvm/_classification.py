@@ -4,7 +4,6 @@ import numbers
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import ndtr
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
@@ -12,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..likelihoods import Probit
 from .._fitted_state import reset_fitted_state
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
@@ -85,8 +85,7 @@ class _BinaryRVC:
 
     def proba(self, X):
         """Eq. (15): ``p(t = +1 | x) = Phi(y* / sqrt(s2 + Phi Sigma Phi^T))``."""
-        mean, var = self.latent(X)
-        return ndtr(mean / np.sqrt(self.probit_variance + var))
+        return Probit(self.probit_variance).predictive_probability(1.0, *self.latent(X))
 
 
 class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):

@@ -8,8 +8,8 @@ variances; the M-step is the MacKay update shared with the regressor.
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
-from scipy.special import log_ndtr
 
+from ..likelihoods import Probit
 from ._basis_functions import basis_rows
 from ._subspace_em import ALPHA_FLOOR, ActiveDesign, mackay_update
 
@@ -18,8 +18,6 @@ __all__ = ["MeanFieldEM", "probit_site"]
 # Newton-Raphson on the weights (eq. 19): iterations and stopping Newton decrement F^T dmu.
 _MAX_NEWTON = 50
 _NEWTON_TOL = 1e-8
-# Below z = -_SERIES_Z the inverse Mills ratio r + z comes from its asymptotic series.
-_SERIES_Z = 30.0
 # Adaptive TAP: outer iterations over the cavity variances, their tolerance and damping.
 _MAX_TAP = 30
 _TAP_TOL = 1e-3
@@ -29,7 +27,9 @@ _TAP_DAMPING = 0.5
 def probit_site(yc, V, t, s2):
     """``ln Z``, ``tau = d ln Z / d yc`` and ``d tau / d yc`` of eq. (18), vectorised.
 
-    ``Z(yc, V + s2) = Phi(t yc / sqrt(V + s2))`` for the probit likelihood of eq. (14).
+    ``Z(yc, V + s2) = Phi(t yc / sqrt(V + s2))`` for the probit likelihood of eq. (14), with
+    ``s2`` its noise variance: the tilted moments of :class:`~skgpsparse.likelihoods.Probit`
+    (``tau`` is their ``alpha``, ``d tau / d yc`` their ``-nu``).
 
     Examples
     --------
@@ -39,21 +39,9 @@ def probit_site(yc, V, t, s2):
     >>> bool(np.isclose(tau[0], np.sqrt(2 / np.pi)))
     True
     """
-    s = np.sqrt(V + s2)
-    z = t * yc / s
-    logz = log_ndtr(z)
-    # r = N(z) / Phi(z), from logs so that it neither overflows nor gives 0 / 0
-    r = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - logz)
-    # r + z cancels for z -> -inf: r + z = 1/w - 2/w^3 + 10/w^5 + ..., w = -z; the series is
-    # evaluated only where it is used (its powers cost more than the rest over all n rows)
-    r_plus_z = np.asarray(r + z)
-    far = z < -_SERIES_Z
-    if np.any(far):
-        w = -z[far]
-        r_plus_z[far] = 1 / w - 2 / w**3 + 10 / w**5
-    tau = t * r / s
-    dtau = -r * np.maximum(r_plus_z, 0.0) / (s * s)
-    return logz, tau, dtau
+    likelihood = Probit(s2)
+    _, _, tau, nu = likelihood.site_update(t, yc, V)
+    return likelihood.log_predictive(t, yc, V), tau, -nu
 
 
 def _slope(V, dtau, s2):
