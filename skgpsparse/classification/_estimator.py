@@ -349,11 +349,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or partitioned array of shape (n_samples, n_features)
-            Training inputs. An array whose rows a row backend holds in partitions (one of
-            :mod:`skgpsparse.rows`, e.g. chunked on a cluster: see the user guide's cluster
-            page) gives the in-memory fit's model: learning runs on the driver over the
-            ``learning_rows`` rows gathered from the partitions, EP over every row on the
-            partitions.
+            Training inputs. An array whose rows a row backend holds in partitions (see
+            :mod:`skgpsparse.rows` and the user guide's cluster page) gives the in-memory
+            fit's model: learning runs on the driver over the ``learning_rows`` rows
+            gathered from the partitions, EP over every row on the partitions.
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
 
@@ -437,8 +436,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like or partitioned array of shape (n_samples, n_features)
             Query points. A partitioned array (see ``fit``) gives an array of its kind
-            partitioned as its rows, computed lazily where the backend is (one task per
-            partition, the fitted model shipped with it).
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
 
         Returns
         -------
@@ -473,8 +472,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like or partitioned array of shape (n_samples, n_features)
             Query points. A partitioned array (see ``fit``) gives an array of its kind
-            partitioned as its rows, computed lazily where the backend is (one task per
-            partition, the fitted model shipped with it).
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
 
         Returns
         -------

@@ -423,8 +423,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ----------
         X : array-like or partitioned array of shape (n_samples, n_features)
             Query points. A partitioned array (see ``fit``) gives arrays of its kind
-            partitioned as its rows, computed lazily where the backend is (one task per
-            partition, the fitted model shipped with it).
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
         return_std : bool, default=False
             Also return the latent standard deviation.
         return_cov : bool, default=False
