@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _support.same_model import assert_same_classifier, assert_same_regressor
 from sklearn.exceptions import ConvergenceWarning
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
@@ -147,12 +148,7 @@ def test_regressor_fits_on_the_backend_to_the_in_memory_model(backend, params):
         warnings.simplefilter("error", UserWarning)  # the same model: nothing to warn about
         model = SparseGPRegressor(**params).fit(Xc, y)
     assert ChunkRows.opened > opened  # fitted on the backend's row store
-    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
-    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_)
-    np.testing.assert_allclose(model.kernel_.theta, reference.kernel_.theta, atol=1e-9)
-    for got, want in zip(model.predict(X, return_std=True),
-                         reference.predict(X, return_std=True)):
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+    assert_same_regressor(model, reference, X)  # as the dask tests hold it
     # prediction on the backend's array: its own kind, partitioned as its rows
     mean, std = model.predict(Xc, return_std=True)
     assert isinstance(mean, Chunks) and [len(c) for c in mean.chunks] == [50, 50, 50, 10]
@@ -189,12 +185,7 @@ def test_classifier_fits_on_the_backend_to_the_in_memory_model(backend, n_classe
         reference = SparseGPClassifier(**params).fit(X, labels)
         clf = SparseGPClassifier(**params).fit(Xc, labels)
     assert ChunkRows.opened > opened  # fitted on the backend's row store
-    np.testing.assert_array_equal(clf.classes_, reference.classes_)
-    for got, want in zip(np.atleast_2d(clf.basis_indices_),
-                         np.atleast_2d(reference.basis_indices_)):
-        np.testing.assert_array_equal(got, want)
-    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
-                               atol=1e-8)
+    assert_same_classifier(clf, reference, X)  # as the dask tests hold it
     # every predict method on the backend's array: its own kind, equal to the in-memory one
     for name in ("predict_proba", "predict_log_proba", "decision_function", "predict"):
         out = getattr(clf, name)(Xc)
