@@ -3,7 +3,7 @@
 :func:`fit_partitioned` has the backend check ``X`` and ``y``, scales the targets, opens a
 row store on their partitions (each row chunk with its targets where it lives, e.g. in an
 actor on the cluster worker that computed it) and runs the same alternation of selection
-and learning as the in-memory fit (:func:`~._design.alternate`) on that store
+and learning as the in-memory fit (:func:`~._alternation.alternate`) on that store
 (:func:`fit_rows`). The fitted model is an ordinary one: its basis rows, weights and factors
 are on the driver, and the partitions are released when the fit ends.
 """
