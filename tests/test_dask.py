@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _support.same_model import assert_same_classifier, assert_same_regressor
 from joblib import parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF
@@ -120,13 +121,7 @@ def test_regressor_dask_fit_equals_in_memory_fit(client, no_driver_compute, para
     with distributed.get_task_stream(client) as stream, warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # the same model: nothing to warn about
         model = SparseGPRegressor(**params).fit(Xd, yd)
-    np.testing.assert_array_equal(model.basis_indices_, reference.basis_indices_)
-    assert model.n_refine_iter_ == reference.n_refine_iter_
-    np.testing.assert_allclose(model.basis_vectors_, reference.basis_vectors_)
-    for got, want in zip(model.predict(X, return_std=True),
-                         reference.predict(X, return_std=True)):
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(model.kernel_.theta, reference.kernel_.theta, atol=1e-9)
+    assert_same_regressor(model, reference, X)
     # the row chunks were computed on the workers (one task per chunk of X and of y at least)
     assert len(stream.data) >= 3
     # the actors are released with the fit
@@ -194,12 +189,7 @@ def test_classifier_dask_fit_equals_in_memory_fit(client, no_driver_compute, n_c
         warnings.simplefilter("ignore", ConvergenceWarning)
         reference = SparseGPClassifier(**params).fit(X, labels)
         clf = SparseGPClassifier(**params).fit(Xd, da.from_array(labels, chunks=70))
-    np.testing.assert_array_equal(clf.classes_, reference.classes_)
-    for got, want in zip(np.atleast_2d(clf.basis_indices_),
-                         np.atleast_2d(reference.basis_indices_)):
-        np.testing.assert_array_equal(got, want)
-    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
-                               atol=1e-8)
+    assert_same_classifier(clf, reference, X)
     assert _actors_released(client)
 
 

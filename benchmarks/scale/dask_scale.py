@@ -53,8 +53,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-import skgpsparse.classification._rows_fit as clf_rows_fit
-import skgpsparse.regression._rows_fit as reg_rows_fit
+import skgpsparse.rows._dask as rows_dask
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 from skgpsparse.regression._partitioned import PartitionedRegressionState
 from skgpsparse.rows._dask import DaskRows
@@ -102,8 +101,7 @@ class _RecordingRows(DaskRows):
             os.kill(pid, signal.SIGKILL)
 
 
-reg_rows_fit.DaskRows = _RecordingRows
-clf_rows_fit.DaskRows = _RecordingRows
+rows_dask.DaskRows = _RecordingRows  # the store the dask backend opens for every fit
 
 
 def _data(n, d, seed=0):

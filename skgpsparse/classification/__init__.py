@@ -9,7 +9,7 @@ validation paper's two loops), an incremental ADF posterior on the basis rows (`
 the probit site update of ``_probit`` and the site optimisation of ``_site_optimization``),
 with the NLP loss over the non-basis points (``_nlp_loss``) or the IVM evidence
 (``_evidence``) as the hyperparameter objective; ``_restarts`` chooses between bias starts on
-held-out rows. A fit on a dask array is the same model (``_rows_fit``): the all-rows posterior
+held-out rows. A partitioned fit is the same model (``_rows_fit``): the all-rows posterior
 learned on the driver over the learning rows, EP over every row on the partitions
 (``_rows_all_rows``, ``_partitioned_ep``); the ``"basis"`` model on the partitions
 (``_partitioned``).

@@ -333,8 +333,8 @@ class _BinarySparseGPClassifier:
             if getattr(self, "_train", None) is None:
                 raise ValueError(
                     "log_marginal_likelihood(theta) with posterior='all_rows' needs the "
-                    "training rows, which a pickled model does not keep (nor a dask fit above "
-                    "learning_rows): it stores what prediction needs. Refit the model in "
+                    "training rows, which a pickled model does not keep (nor a partitioned fit "
+                    "above learning_rows): it stores what prediction needs. Refit the model in "
                     "memory to evaluate the evidence at another theta."
                 )
             X, y = self._train

@@ -12,15 +12,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..likelihoods import Likelihood
-from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
+from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
 from ._evidence import log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
-from ._rows_fit import fit_dask, predict_dask
+from ._rows_fit import fit_partitioned
 from ._streaming import partial_fit as _partial_fit
 from ._streaming import streams as _streams
 
@@ -129,7 +129,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         amplitude cap) from overfitting. ``"basis"``: the papers' method, ADF with the basis
         rows' likelihoods only (as the IVM), with ``hyperparameter_objective``; its
         probabilities move with the basis drawn (``random_state``). ``"auto"``:
-        ``"all_rows"``, on a dask array too (its EP sweeps run on the row partitions).
+        ``"all_rows"``, on a partitioned ``X`` too (its EP sweeps run on the row partitions).
     likelihood : "probit" or Likelihood, default="probit"
         ``p(y | f + b)`` of each binary (one-vs-rest) problem, labels encoded as -1 and +1:
         the probit ``Phi(y (f + b))`` of the papers, or a
@@ -180,7 +180,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         one binary fit on 26 classes, where ``"independent"``, a whole binary fit per class
         (its own kernel, length-scale decision, bias, basis and EP), costs about ``K`` of
         them. ``"auto"``: ``"shared"`` under the all-rows posterior, ``"independent"`` under
-        ``posterior="basis"`` and on a dask array (with a warning: the shared fit is not
+        ``posterior="basis"`` and on a partitioned ``X`` (with a warning: the shared fit is not
         distributed). Costs and accuracy in the user guide.
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
@@ -348,11 +348,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            Training inputs. A dask array chunked by rows (with a dask ``y`` and a
-            dask.distributed client) gives the in-memory fit's model: learning runs on the
-            driver over the ``learning_rows`` rows gathered from the chunks, EP over every
-            row on the workers ("Fitting on a dask cluster" page).
+        X : array-like or partitioned array of shape (n_samples, n_features)
+            Training inputs. An array whose rows a row backend holds in partitions (see
+            :mod:`skgpsparse.rows` and the user guide's cluster page) gives the in-memory
+            fit's model: learning runs on the driver over the ``learning_rows`` rows
+            gathered from the partitions, EP over every row on the partitions.
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
 
@@ -363,8 +363,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         """
         previous = previous_models(self)
         reset_fitted_state(self, _PRIVATE_STATE)
-        if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
-            return fit_dask(self, X, y)
+        backend = backend_for(X, y)
+        if backend is not None:  # rows held in partitions (skgpsparse.rows)
+            return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, self.fit)
         X, y = validate_data(self, X, y, dtype=np.float64)
@@ -400,6 +401,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return query_rows(self, X, self._predictors)
 
+    @predicts_by_partition
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at ``X``.
 
@@ -421,10 +423,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         check_binary_latent(self.classes_.size)  # ValueError beyond two, as scikit-learn's
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self.latent_mean_and_variance, X)
         return by_row_blocks(latent, *self._validate_X(X))
 
+    @predicts_by_partition
     def decision_function(self, X):
         """Moderated margin ``(f_* + b) / sqrt(1 + s2_*) = Phi^-1(P(y = +1 | x_*))``.
 
@@ -433,9 +434,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            Query points. A dask array gives a dask array chunked as its rows, computed
-            lazily (one task per row chunk, the fitted model shipped with it).
+        X : array-like or partitioned array of shape (n_samples, n_features)
+            Query points. A partitioned array (see ``fit``) gives an array of its kind
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
 
         Returns
         -------
@@ -443,10 +445,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             For two classes, positive means ``classes_[1]``; otherwise one column per
             one-vs-rest model.
         """
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self.decision_function, X)
         return by_row_blocks(margins, *self._validate_X(X))
 
+    @predicts_by_partition
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space.
 
@@ -459,10 +460,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self.predict_log_proba, X)
         return by_row_blocks(log_proba, *self._validate_X(X))
 
+    @predicts_by_partition
     def predict_proba(self, X):
         """Class probabilities, ``P(y = +1 | x_*) = Phi((f_* + b) / sqrt(1 + s2_*))`` (eq. 2.7).
 
@@ -470,18 +470,18 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            Query points. A dask array gives a dask array chunked as its rows, computed
-            lazily (one task per row chunk, the fitted model shipped with it).
+        X : array-like or partitioned array of shape (n_samples, n_features)
+            Query points. A partitioned array (see ``fit``) gives an array of its kind
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self.predict_proba, X)
         return by_row_blocks(proba, *self._validate_X(X))
 
+    @predicts_by_partition
     def predict(self, X):
         """Most probable class of each row of ``X``.
 
@@ -494,9 +494,6 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self.predict, X)
-
         def labels(X_block, predictors):
             # predict_proba's argmax, from its own arithmetic: margins within rounding of
             # each other give equal probabilities, and the tie goes to the first class

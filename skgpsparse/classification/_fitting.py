@@ -47,7 +47,7 @@ def default_kernel(n_features):
 def binary_params(clf, n, n_features, n_classes, posterior=None):
     """Arguments of each binary model of ``clf`` on ``n`` rows (``max_basis`` below ``n``).
 
-    ``posterior`` overrides the one ``clf.posterior`` means (a dask fit: ``"basis"``); the
+    ``posterior`` overrides the one ``clf.posterior`` means (a partitioned fit: ``"basis"``); the
     selection ``"auto"`` follows it.
     """
     if isinstance(clf.kernel, CompoundKernel):  # scikit-learn's GPC refuses it alike

@@ -21,8 +21,8 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
   fit's selection, on the rows the binary fit selects on: every row up to ``learning_rows``,
   its random subsample above) and runs EP on all rows, and becomes a binary model as the
   independent fit's (``estimators_``); :mod:`._shared_fit` runs these stages (over
-  ``n_jobs``, joblib; the shared learning in one process), :mod:`._rows_shared` on a dask
-  array's partitions.
+  ``n_jobs``, joblib; the shared learning in one process), :mod:`._rows_shared` on a
+  partitioned array's partitions.
 
 A warm start begins the learning at the last fit's kernel and biases and each class's
 selection at its last basis; restarts (``n_restarts``, :mod:`._one_vs_rest`) offset every

@@ -25,7 +25,7 @@ def multi_class_mode(clf, posterior, *, fixed_on_partitions=False):
     """``"shared"`` or ``"independent"``: the one-vs-rest fit ``clf`` runs (``K > 2``).
 
     ``posterior`` is the binary models' (``"all_rows"`` or ``"basis"``). ``"auto"`` is the
-    shared fit under the all-rows posterior. ``fixed_on_partitions``: a dask fit with more
+    shared fit under the all-rows posterior. ``fixed_on_partitions``: a partitioned fit with more
     rows than ``learning_rows`` and fixed hyperparameters (``optimizer=None``), where the
     shared fit would select each class's basis on every row in memory: it runs the
     independent fits on the partitions instead (with fixed hyperparameters the shared fit
@@ -43,8 +43,8 @@ def multi_class_mode(clf, posterior, *, fixed_on_partitions=False):
         mode = "shared" if posterior == "all_rows" else "independent"
     if fixed_on_partitions and mode == "shared":
         warnings.warn(
-            f"multi_class={clf.multi_class!r} with optimizer=None on a dask array with more "
-            "rows than learning_rows fits each class's model on the partitions as "
+            f"multi_class={clf.multi_class!r} with optimizer=None on a partitioned array with "
+            "more rows than learning_rows fits each class's model on the partitions as "
             "multi_class='independent' does: with fixed hyperparameters the shared fit "
             "shares nothing (the same kernel, biases and selection rule), but its selection "
             "would need every row in memory. The models differ from an in-memory fit's by "

@@ -1,4 +1,4 @@
-"""``posterior="all_rows"`` (the default) on row partitions: a dask fit of the in-memory model.
+"""``posterior="all_rows"`` (the default) on row partitions: the in-memory model.
 
 Learning runs on the driver, with the in-memory code, over the rows learning sees
 (:mod:`skgpsparse._learning_rows`), gathered from the partitions: every row when there are
@@ -34,12 +34,12 @@ def gathered_rows(rows, params):
 
 
 def driver_subsample(learning_rows, n, max_basis, rng, what):
-    """Sorted indices of the rows a dask fit's learning gathers to the driver: the in-memory
+    """Sorted indices of the rows a partitioned fit's learning gathers to the driver: the in-memory
     fit's subsample (:func:`~skgpsparse._learning_rows.learning_subsample`, the same draw).
     ``learning_rows=None`` (every row) is an error naming ``what`` needs it."""
     if learning_rows is None:
         raise ValueError(
-            f"{what} on a dask array needs learning_rows ('auto' or an int): learning runs "
+            f"{what} on a partitioned array needs learning_rows ('auto' or an int): learning runs "
             "on the driver over that many rows. Got learning_rows=None."
         )
     return learning_subsample(learning_rows, n, max_basis, rng)

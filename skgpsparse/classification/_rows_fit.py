@@ -1,18 +1,17 @@
-"""The classifier's fit on rows held in partitions: a dask array's row chunks on a cluster.
+"""The classifier's fit on rows held in partitions by a row backend (``skgpsparse.rows``).
 
-:func:`fit_dask` checks a ``dask.array`` ``X`` and labels ``y``, puts each row chunk with its
-labels in an actor on the worker that computed it (:class:`skgpsparse.rows._dask.DaskRows`)
-and fits the binary models (one, or one per class against the rest) with
-:class:`PartitionedBinary`: the two-loop design of the in-memory binary model on a
-:class:`~._partitioned.PartitionedADFState`, its NLP objective a sum over the partitions
-(:mod:`._partitioned_nlp`). The fitted models are ordinary ones; the actors are released
-when the fit ends.
+:func:`fit_partitioned` has the backend check ``X`` and the labels ``y``, opens a row store
+on their partitions (each row chunk with its labels where it lives, e.g. in an actor on the
+cluster worker that computed it) and fits the binary models (one, or one per class against
+the rest) with :class:`PartitionedBinary`: the two-loop design of the in-memory binary model
+on a :class:`~._partitioned.PartitionedADFState`, its NLP objective a sum over the
+partitions (:mod:`._partitioned_nlp`). The fitted models are ordinary ones; the partitions are
+released when the fit ends.
 """
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..rows._dask import DaskRows, is_dask_array, lazy_predict, row_chunked
 from ..rows._store import row_centre
 from ._binary import _BinarySparseGPClassifier
 from ._fitting import binary_params, store_binary, store_one_vs_rest
@@ -22,7 +21,7 @@ from ._partitioned_nlp import partitioned_nlp_loss
 from ._rows_all_rows import fit_binary_on_rows, gathered_rows
 from ._rows_shared import fit_shared_on_rows
 
-__all__ = ["PartitionedBinary", "fit_dask", "fit_rows", "predict_dask"]
+__all__ = ["PartitionedBinary", "fit_partitioned", "fit_rows"]
 
 
 class PartitionedBinary(_BinarySparseGPClassifier):
@@ -109,21 +108,8 @@ def fit_rows(clf, rows, classes):
     )
 
 
-def fit_dask(clf, X, y):
-    """Fit ``clf`` on the dask arrays ``X`` (rows) and ``y`` (labels); needs a client."""
-    import dask
-    import dask.array as da
-
-    if not is_dask_array(X):
-        raise TypeError(
-            "`X` must be a dask array when `y` is one (pass both as dask arrays), got "
-            f"{type(X).__name__}."
-        )
-    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
-        raise ValueError(
-            f"`X` must be a 2-D dask array with at least two rows and one column, got shape "
-            f"{X.shape}."
-        )
+def fit_partitioned(clf, backend, X, y):
+    """Fit ``clf`` on the rows ``X`` and labels ``y`` held by the row ``backend``."""
     unsupported = {
         "site_update": (clf.site_update, "moment_matching"),
         "hyperparameter_objective": (clf.hyperparameter_objective, "nlp"),
@@ -132,27 +118,14 @@ def fit_dask(clf, X, y):
     for name, (value, supported) in unsupported.items():
         if value != supported:
             raise ValueError(
-                f"A fit on a dask array supports {name}={supported!r} only, got {value!r}."
+                f"A fit on {backend.name} supports {name}={supported!r} only, got {value!r}."
             )
-    if not is_dask_array(y):
-        y = da.from_array(np.asarray(y), chunks=X.chunks[0][0])
-    if y.ndim != 1:
-        raise ValueError(f"`y` must be a 1-D array of class labels, got shape {y.shape}.")
-    X, y = row_chunked(X.astype(np.float64), y)
-    finite, classes = dask.compute(da.isfinite(X).all(), da.unique(y))
-    if not finite:
-        raise ValueError("`X` must contain only finite values (no NaN or inf).")
-    classes = np.sort(np.asarray(classes))
+    X, y, classes = backend.validate(X, y, min_rows=2, dtypes=(np.float64,), labels=True)
     if classes.size < 2:
         raise ValueError(
             f"{type(clf).__name__} requires 2 or more distinct classes; got {classes.size} "
             "class."
         )
     clf.classes_, clf.n_features_in_ = classes, X.shape[1]
-    with DaskRows(X, y) as rows:
+    with backend.open(X, y) as rows:
         return fit_rows(clf, rows, classes)
-
-
-def predict_dask(method, X):
-    """``method`` (a fitted classifier's prediction method) on the row chunks of ``X``, lazily."""
-    return lazy_predict(method, X)

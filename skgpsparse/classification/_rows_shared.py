@@ -2,7 +2,7 @@
 
 With more rows than ``learning_rows`` the in-memory shared fit (:mod:`._shared_fit`) sees
 every row only in its last step, each class's EP; its learning and the classes' selections
-run on the binary fit's random subsample of ``learning_rows`` rows. On a dask array the same
+run on the binary fit's random subsample of ``learning_rows`` rows. On a partitioned array the same
 subsample is gathered to the driver, the same learning and selections run on it, and each
 class's EP runs over the partitions (:func:`~._rows_all_rows.partitioned_posterior`, the
 plain EP from one ADF pass that the in-memory fit runs there too): the models are the

@@ -7,8 +7,8 @@ The selection sees the rows the binary fit learns and selects on: every row up t
 ``learning_rows``, the binary fit's random subsample above it
 (:func:`~skgpsparse._learning_rows.learning_subsample`), so that EP is the only pass over
 every row. Above ``learning_rows`` that EP is plain (damped) from one ADF pass, the step a
-dask fit runs on its row partitions (:mod:`._rows_shared`), whose models then equal these;
-below it, where a dask fit gathers every row and runs this fit itself, it is
+partitioned fit runs on its row partitions (:mod:`._rows_shared`), whose models then equal these;
+below it, where a partitioned fit gathers every row and runs this fit itself, it is
 Anderson-accelerated (:mod:`._ep_acceleration`: on pmlb letter 14-25 sweeps a class against
 18-200 plain).
 """

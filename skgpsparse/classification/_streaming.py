@@ -20,7 +20,7 @@ from sklearn.base import _fit_context
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from ..rows._dask import is_dask_array
+from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._online import OnlinePosterior
 
@@ -91,11 +91,7 @@ def streams(clf):
 
 def _partial_fit(clf, X, y, classes):
     """:func:`partial_fit` (module docstring)."""
-    if is_dask_array(X) or is_dask_array(y):
-        raise TypeError(
-            "partial_fit takes in-memory batches (numpy arrays); pass a dask array's row "
-            "chunks one at a time, or fit on the dask array."
-        )
+    in_memory_only(X, y, "partial_fit")
     streams(clf)
     first = _check_partial_fit_first_call(clf, classes)
     X, y = validate_data(clf, X, y, reset=first, dtype=np.float64)

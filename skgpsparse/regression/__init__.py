@@ -6,7 +6,7 @@ calibrates the noise and the amplitude by leave-one-out. The modules, by role:
 
 - the model's state: ``_state`` keeps the factors that forward selection grows and backward
   deletion shrinks (in memory), ``_partitioned`` the same state with its rows in the
-  partitions of a row store (:mod:`skgpsparse.rows`: in process or on dask workers);
+  partitions of a row store (:mod:`skgpsparse.rows`: in process or on cluster workers);
   ``_scoring`` holds the selection criteria both call, ``_basis`` runs forward selection and
   the exchange steps;
 - the objectives: the DTC evidence (``_dtc``, GPML eq. 8.17) and Titsias' bound
@@ -20,7 +20,7 @@ calibrates the noise and the amplitude by leave-one-out. The modules, by role:
   ``_all_rows`` (a model learned on a subsample made the model of every row), ``_warm``
   (``warm_start``), ``_white`` (a ``WhiteKernel`` term as the noise);
 - the fits around them: ``_fitting`` (set-up and the fitted attributes), ``_full_basis``
-  (every row in the basis: the full GP), ``_rows_fit`` (a dask array's row chunks);
+  (every row in the basis: the full GP), ``_rows_fit`` (a row backend's partitioned arrays);
 - after the fit: ``_prediction`` (the predictive factors), ``_targets`` (the targets' units
   and shapes), ``_sampling`` (``sample_y``), ``_streaming_statistics`` (the posterior as
   ``p x p`` statistics of the rows) and ``_streaming`` (``partial_fit``, which updates them).

@@ -6,7 +6,7 @@ their result (the kernel, the noise variance and the basis inputs) then fixes th
 posterior is formed on every row here: one pass for ``V = L^-1 K_uf`` and ``V V^T`` (GPML
 eq. (8.26) and the matrix inversion lemma, :func:`~._dtc.sparse_factors`), after which
 the leave-one-out calibration runs on every row as in any fit. On a row store (a fit on a
-dask array) the learning rows are gathered to the driver and the same pass runs on the
+partitioned array) the learning rows are gathered to the driver and the same pass runs on the
 partitions (:func:`posterior_on_row_store`).
 """
 

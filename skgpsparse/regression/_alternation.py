@@ -99,7 +99,7 @@ def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32
 
 
 # The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose
-# partitions hold the rows and targets, e.g. on dask workers (skgpsparse.rows._store).
+# partitions hold the rows and targets, e.g. on cluster workers (skgpsparse.rows._store).
 def _new_state(model, kernel, X, y, s2, p):
     if isinstance(X, RowStore):
         if getattr(model, "_row_centre", None) is None:
@@ -254,7 +254,7 @@ def alternate(model, X, y, p, rng):
     if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
         rows = learning_subsample(model.learning_rows, X.shape[0], p, rng)
     if isinstance(X, RowStore) and learn and model.learning_rows is not None:
-        # a fit on row partitions (a dask array): learning in memory on the driver, on the
+        # a fit on row partitions (a partitioned array): learning in memory on the driver, on the
         # learning rows gathered from the partitions (the in-memory fit's rows, drawn by the
         # same rng; every row below the threshold), the passes over every row on partitions
         every = rows is None
@@ -313,11 +313,11 @@ def _learn_basis(model, X, y, p, rng):
         learn_on_basis, p, n, not isinstance(X, RowStore),
     )
     if isinstance(X, RowStore):
-        # the rows' n x p state lives in the partitions (e.g. dask workers), not here
+        # the rows' n x p state lives in the partitions (e.g. cluster workers), not here
         # (reached with fixed hyperparameters, or learning on every row: learning_rows=None)
         if refine:
             raise ValueError(
-                "refine_basis is not available for a fit on the partitions of a dask array "
+                "refine_basis is not available for a fit on a partitioned array "
                 "(fixed hyperparameters, or learning_rows=None); pass refine_basis=0, "
                 "learning_rows='auto' (learning on rows gathered to the driver), or fit on "
                 "an in-memory array."
@@ -328,10 +328,11 @@ def _learn_basis(model, X, y, p, rng):
         ):
             warnings.warn(
                 "refine_basis='auto' does not refine the basis with learning_rows=None on a "
-                "dask array (learning on the partitions; the refinement is not distributed): "
-                "this fit keeps the selected rows, where the same constructor refines them in "
-                "memory. Pass learning_rows='auto' (the default: learning on rows gathered to "
-                "the driver, the in-memory model) or refine_basis=0 to silence this warning.",
+                "partitioned array (learning on the partitions; the refinement is not "
+                "distributed): this fit keeps the selected rows, where the same constructor "
+                "refines them in memory. Pass learning_rows='auto' (the default: learning on "
+                "rows gathered to the driver, the in-memory model) or refine_basis=0 to "
+                "silence this warning.",
                 UserWarning,
             )
         needs = f"{X.n_partitions} row partitions"

@@ -9,17 +9,17 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..rows._dask import is_dask_array
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
 from ..kernels._structured import (
     fit_indexed, indexed_predictors, is_structured, refuse_structured
 )
+from ..rows import backend_for
 from ..selection import BaseSelector
 from ._alternation import alternate
 from ._fitting import prepare_fit, store_fit
-from ._rows_fit import fit_dask, predict_dask
+from ._rows_fit import fit_partitioned, predict_partitioned
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
 from ._targets import prior_prediction, target_scaling
@@ -143,7 +143,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         iterations when the objective is ``"vfe"``, the hyperparameters are learned by the
         default optimizer, the basis is smaller than the training set, ``X`` is in memory and
         the kernel has those gradients, and keeps the selected rows otherwise (``"dtc"``,
-        fixed hyperparameters, a callable optimizer, a dask array with ``learning_rows=None``
+        fixed hyperparameters, a callable optimizer, a partitioned ``X`` with ``learning_rows=None``
         (a warning says so; with the default ``learning_rows`` the refinement runs on the
         rows gathered to the driver, as in memory), other kernels, or every row in the
         basis, where the model is the full GP).
@@ -165,7 +165,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         is still the basis size of the model of every row, ``max_iter``, ``tol`` and
         ``refine_basis`` count the subsample's alternations and iterations (``tol`` per
         subsample row), and ``basis_indices_`` are indices of the training set. Fits on
-        fewer rows or with fixed hyperparameters are unchanged (dask: see ``fit``).
+        fewer rows or with fixed hyperparameters are unchanged (partitioned ``X``: see ``fit``).
     tol : float, default=1e-4
         The alternation stops when one alternation raises the objective (a sum over the
         training rows) by less than ``tol`` per row, ``tol * n_samples`` in all.
@@ -331,13 +331,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            Training inputs. A dask array chunked by rows (with a dask ``y``, and an active
-            dask.distributed client) is fitted with each row chunk and its per-row state kept
-            on the worker that holds it (see the "Fitting on a dask cluster" page): the
-            in-memory fit's model, its learning and refinement run on the driver over the
-            ``learning_rows`` rows gathered from the chunks, every pass over all rows on the
-            chunks. A
+        X : array-like or partitioned array of shape (n_samples, n_features)
+            Training inputs. An array whose rows a row backend holds in partitions (one of
+            :mod:`skgpsparse.rows`, e.g. chunked on a cluster: see the user guide's cluster
+            page) is fitted with each partition and its per-row state kept where it lives:
+            the in-memory fit's model, its learning and refinement run on the driver over the
+            ``learning_rows`` rows gathered from the partitions, every pass over all rows on
+            the partitions. A
             ``float32`` array is not copied: the model is computed in ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
             are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
             ``X.astype(np.float64)`` would; the model on a given basis is the same.
@@ -375,8 +375,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         return partial_fit(self, X, y)
 
     def _fit(self, X, y):
-        if is_dask_array(X) or is_dask_array(y):  # rows on dask workers (skgpsparse[dask])
-            return fit_dask(self, X, y)
+        backend = backend_for(X, y)
+        if backend is not None:  # rows held in partitions (skgpsparse.rows)
+            return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, self._fit)
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
@@ -420,9 +421,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            Query points. A dask array gives dask arrays chunked as its rows, computed
-            lazily (one task per row chunk, the fitted model shipped with it).
+        X : array-like or partitioned array of shape (n_samples, n_features)
+            Query points. A partitioned array (see ``fit``) gives arrays of its kind
+            partitioned as its rows, computed lazily (one task per partition, the fitted
+            model shipped with it).
         return_std : bool, default=False
             Also return the latent standard deviation.
         return_cov : bool, default=False
@@ -450,8 +452,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        if is_dask_array(X):  # lazy, row-chunked dask arrays
-            return predict_dask(self, X, return_std, return_cov)
+        backend = backend_for(X)
+        if backend is not None:  # by row partition, lazily where the backend is
+            return predict_partitioned(self, backend, X, return_std, return_cov)
         # A finite float ndarray skips validate_data's fixed cost (single rows, BO loops); the
         # array is the one validate_data would return, and every other input goes through it.
         if is_structured(self):  # strings, sequences...: their row numbers, looked up

@@ -27,7 +27,7 @@ __all__ = ["prepare_fit", "store_fit"]
 def prepare_fit(model, y, n, scaling):
     """Check the targets, set the fit's kernel, threads, selector and scaling.
 
-    ``y`` has shape ``(n,)`` or ``(n, n_targets)`` (a numpy or dask array), ``scaling`` is
+    ``y`` has shape ``(n,)`` or ``(n, n_targets)`` (a numpy or partitioned array), ``scaling`` is
     ``(mean, std)`` of the targets (:func:`~._targets.target_scaling`). Returns the normalised
     targets, the basis size and the random state.
     """

@@ -1,4 +1,4 @@
-"""The regression state with its rows in partitions (a row store), e.g. on dask workers.
+"""The regression state with its rows in partitions (a row store), e.g. on cluster workers.
 
 :class:`PartitionedRegressionState` is :class:`~._state.RegressionState` with the per-row
 arrays (``K_p^T`` by blocks, the Nystrom errors ``q``, the targets) kept beside each

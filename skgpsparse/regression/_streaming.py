@@ -35,7 +35,7 @@ from threadpoolctl import ThreadpoolController
 from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..linalg import solve_lower
-from ..rows._dask import is_dask_array
+from ..rows import in_memory_only
 from ._streaming_statistics import StreamingPosterior
 from ._prediction import RegressionPredictor, exact_factor
 
@@ -116,11 +116,7 @@ def partial_fit(model, X, y):
 
 
 def _partial_fit(model, X, y):
-    if is_dask_array(X) or is_dask_array(y):
-        raise TypeError(
-            "partial_fit takes in-memory batches (numpy arrays); compute a dask chunk first "
-            "(chunk.compute()), or fit on the whole dask array."
-        )
+    in_memory_only(X, y, "partial_fit")
     if getattr(model, "_stream", None) is None:
         # The first call is fit; max_basis above the batch's rows is not clipped for good:
         # the basis grows from the next batches.

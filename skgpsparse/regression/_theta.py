@@ -12,8 +12,8 @@ import numpy as np
 
 from sklearn.utils.validation import check_is_fitted
 
-from ..rows._dask import is_dask_array
-from ._rows_fit import objective_dask
+from ..rows import backend_for
+from ._rows_fit import objective_partitioned
 from ._vfe import OBJECTIVES
 from ._white import split_white, white_gradient
 
@@ -54,8 +54,9 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
     if white is not None:  # the WhiteKernel term is noise beside noise_variance_ (_white)
         s2 += white.noise_level
     objective = OBJECTIVES[model.hyperparameter_objective]
-    if is_dask_array(model._X_train):  # fitted on dask: a sum over the row chunks
-        objective = partial(objective_dask, model.hyperparameter_objective)
+    backend = backend_for(model._X_train)
+    if backend is not None:  # fitted on row partitions: a sum over them
+        objective = partial(objective_partitioned, backend, model.hyperparameter_objective)
     out = objective(
         rest,
         model._X_train,

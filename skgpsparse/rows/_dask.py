@@ -33,7 +33,11 @@ changes no state and is not journalled.
 A worker runs its actors' methods on one thread, so a worker holding several chunks runs them
 one after another; rechunk to about one chunk per worker (or a few) for parallelism.
 
-dask and distributed are imported only here, and this module only when a dask array is passed.
+:class:`DaskBackend` is what the estimators see of all this (``rows._backend``): it checks a
+dask array and its targets or labels, reduces them on the cluster, opens a :class:`DaskRows`
+on them and predicts lazily by row chunk (:func:`lazy_predict`).
+
+dask and distributed are imported only here, and only when a dask array is passed.
 """
 
 import pickle
@@ -42,9 +46,10 @@ import time
 
 import numpy as np
 
+from ._backend import RowBackend
 from ._store import RowPartition, RowStore, _run_and_fetch
 
-__all__ = ["DaskRows", "is_dask_array", "lazy_predict", "row_chunked"]
+__all__ = ["DaskBackend", "DaskRows", "is_dask_array", "lazy_predict", "row_chunked"]
 
 
 def is_dask_array(X):
@@ -250,12 +255,6 @@ class DaskRows(RowStore):
             self.client.cancel(self._actor_futures)
         self._actor_futures = []
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 def lazy_predict(fn, X):
     """``fn`` applied to each row chunk of the dask array ``X``, lazily.
@@ -284,3 +283,66 @@ def lazy_predict(fn, X):
         ]
         outs.append(da.concatenate(parts, axis=0))
     return tuple(outs) if several else outs[0]
+
+
+_ROW_COUNTS = {1: "one row", 2: "two rows"}
+
+
+class DaskBackend(RowBackend):
+    """dask arrays chunked by rows, fitted on a dask.distributed cluster (:class:`DaskRows`)."""
+
+    name = "a dask array"
+
+    def owns(self, a):
+        return is_dask_array(a)
+
+    def validate(self, X, y, *, min_rows, dtypes, labels):
+        import dask
+        import dask.array as da
+
+        if not is_dask_array(X):
+            raise TypeError(
+                "`X` must be a dask array when `y` is one (pass both as dask arrays), got "
+                f"{type(X).__name__}."
+            )
+        if X.ndim != 2 or X.shape[0] < min_rows or X.shape[1] < 1:
+            raise ValueError(
+                f"`X` must be a 2-D dask array with at least "
+                f"{_ROW_COUNTS.get(min_rows, f'{min_rows} rows')} and one column, got shape "
+                f"{X.shape}."
+            )
+        if X.dtype not in dtypes:
+            X = X.astype(dtypes[0])
+        if not is_dask_array(y):
+            y = np.asarray(y) if labels else np.asarray(y, dtype=np.float64)
+            y = da.from_array(y, chunks=X.chunks[0][0])
+        if labels:
+            if y.ndim != 1:
+                raise ValueError(
+                    f"`y` must be a 1-D array of class labels, got shape {y.shape}."
+                )
+            X, y = row_chunked(X, y)
+            finite_X, classes = dask.compute(da.isfinite(X).all(), da.unique(y))
+            finite_y, classes = True, np.sort(np.asarray(classes))
+        else:
+            X, y = row_chunked(X, y.astype(np.float64))
+            finite_X, finite_y = dask.compute(da.isfinite(X).all(), da.isfinite(y).all())
+            classes = None
+        for name, ok in (("X", finite_X), ("y", finite_y)):
+            if not ok:
+                raise ValueError(f"`{name}` must contain only finite values (no NaN or inf).")
+        return X, y, classes
+
+    def gather(self, a):
+        return a.compute()
+
+    def moments(self, y):
+        import dask
+
+        return dask.compute(y.mean(axis=0), y.std(axis=0))
+
+    def open(self, X, y):
+        return DaskRows(X, y)
+
+    def map_rows(self, fn, X):
+        return lazy_predict(fn, X)

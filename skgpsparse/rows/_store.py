@@ -117,7 +117,8 @@ class RowStore:
     """The driver's handle on row partitions (see the module docstring).
 
     Subclasses set ``offsets`` (``n_partitions + 1`` global row boundaries), ``n_features``,
-    ``dtype`` (of ``X``) and ``target_shape`` (``y.shape[1:]``), and implement :meth:`_call`.
+    ``dtype`` (of ``X``) and ``target_shape`` (``y.shape[1:]``), implement :meth:`_call`, and
+    :meth:`close` where the partitions hold resources.
     """
 
     offsets: np.ndarray
@@ -195,6 +196,15 @@ class RowStore:
     def take(self, indices):
         """``(X[indices], y[indices])`` fetched from the partitions that hold them."""
         return self.gather(_take_rows, indices)
+
+    def close(self):
+        """Release the partitions (and their state); a store is also a context manager."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def in_order(results, keys, parts, size):

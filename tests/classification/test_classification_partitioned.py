@@ -112,7 +112,7 @@ def test_partitioned_multiclass_fixed_fit_warns_that_it_is_the_independent_one(m
     X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
     params = {"max_basis": 10, "random_state": 0, "optimizer": None, "learning_rows": 60}
     reference = SparseGPClassifier(multi_class="independent", **params).fit(X, y)
-    with pytest.warns(UserWarning, match="with optimizer=None on a dask array"):
+    with pytest.warns(UserWarning, match="with optimizer=None on a partitioned array"):
         clf = _fit_local({"multi_class": multi_class, **params}, X, y, partition_rows=90)
     assert clf.multi_class_ == "independent"
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
@@ -121,7 +121,7 @@ def test_partitioned_multiclass_fixed_fit_warns_that_it_is_the_independent_one(m
 
 def test_partitioned_shared_fit_needs_learning_rows():
     X, y = make_blobs(150, centers=3, cluster_std=2.0, random_state=1)
-    with pytest.raises(ValueError, match="multi_class='shared' on a dask array needs "
+    with pytest.raises(ValueError, match="multi_class='shared' on a partitioned array needs "
                                          "learning_rows"):
         _fit_local({"max_basis": 8, "max_iter": 1, "learning_rows": None}, X, y, 60)
 
