@@ -271,7 +271,8 @@ class _BinarySparseGPClassifier:
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""
-        return nlp_loss(kernel, X, y, bias, basis, mean, prec, eval_gradient=eval_gradient)
+        return nlp_loss(kernel, X, y, bias, basis, mean, prec, likelihood=self.likelihood,
+                        eval_gradient=eval_gradient)
 
     def _optimize(self, kernel, bias, X, y, basis, prec, mean):
         def obj_func(theta, eval_gradient=True):
@@ -321,7 +322,7 @@ class _BinarySparseGPClassifier:
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """EP log marginal likelihood of the basis labels (GPML eq. (3.65)) at ``theta``.
 
-        The approximate evidence of the sparse model: EP on the basis latents with the probit
+        The approximate evidence of the sparse model: EP on the basis latents with the
         likelihoods of the basis labels and the fitted bias, warm-started at the fitted sites
         (``posterior="all_rows"``: EP over every training label under the sparse prior).
         ``theta`` is the kernel's (``None``: the fitted one); the gradient is with respect to
@@ -351,6 +352,7 @@ class _BinarySparseGPClassifier:
             self.basis_vectors_,
             self._basis_labels,
             self.bias_,
+            likelihood=self.likelihood,
             site_precision=prec,
             site_natural_mean=prec * self.site_mean_,
             eval_gradient=eval_gradient,

@@ -14,10 +14,13 @@ sites drops out of the gradient (Seeger 2005; GPML eq. (5.26)), so the explicit 
 exact::
 
     d(-log Z)/d theta_j = -1/2 w^T dK w + 1/2 tr(C dK),   C = S B^-1 S,  w = (K + S^-2)^-1 mu~,
-    d(-log Z)/d b       = -sum_i y_i r_i / sqrt(1 + s2_-i),
+    d(-log Z)/d b       = -sum_i d log Z_i / d mu_-i,
 
-with ``S = diag(tau~)^1/2``, ``B = I + S K S`` and ``r_i = N(z_i)/Phi(z_i)`` at the cavity
-``(mu_-i, s2_-i)``, ``z_i = y_i (mu_-i + b) / sqrt(1 + s2_-i)``. Cost O(p^3) per EP sweep.
+with ``S = diag(tau~)^1/2``, ``B = I + S K S`` and ``Z_i`` the normaliser of the tilted
+distribution at the cavity ``(mu_-i + b, s2_-i)`` (for the probit, ``d log Z_i / d mu_-i =
+y_i r_i / sqrt(1 + s2_-i)``, ``r_i = N(z_i)/Phi(z_i)``, ``z_i = y_i (mu_-i + b) /
+sqrt(1 + s2_-i)``). The likelihood object gives ``log Z_i``, its derivative and the site
+updates (:mod:`skgpsparse.likelihoods`). Cost O(p^3) per EP sweep.
 
 The bias is learned with the kernel. Each selection favours the points the model gets wrong,
 so a round can produce a basis of mostly one class, whose evidence is maximised by ``b -> +-inf``
@@ -36,12 +39,10 @@ import warnings
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import dger as _dger
-from scipy.special import log_ndtr
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
-from ._probit import inverse_mills
 
 __all__ = ["log_marginal_likelihood", "models_log_marginal_likelihood", "negative_log_evidence"]
 
@@ -67,8 +68,8 @@ def _cavities(Sigma, mu, tau, nu):
     return s2 * (mu / d - nu), s2
 
 
-def _ep(K, y, bias, tau, nu, tol, max_sweeps):
-    """Sequential EP with probit sites (GPML Algorithm 3.5), from the sites ``(tau, nu)``."""
+def _ep(K, y, bias, tau, nu, tol, max_sweeps, likelihood):
+    """Sequential EP (GPML Algorithm 3.5) with the likelihood's sites, from ``(tau, nu)``."""
     tau, nu = tau.copy(), nu.copy()
     Sigma, mu, L = _posterior(K, tau, nu)
     converged = False
@@ -82,15 +83,11 @@ def _ep(K, y, bias, tau, nu, tol, max_sweeps):
             nu_c = mu[i] / sii - nu[i]
             s2c = 1.0 / tau_c
             mc = nu_c * s2c
-            q = 1.0 + s2c
-            z = y[i] * (mc + bias) / np.sqrt(q)
-            r, r_plus_z = inverse_mills(z)
-            # GPML eq. (3.58): moments of the tilted distribution
-            mh = mc + y[i] * s2c * r / np.sqrt(q)
-            s2h = s2c - s2c**2 * r * r_plus_z / q
-            new_tau = max(1.0 / s2h - tau_c, 0.0)  # GPML eq. (3.59)
+            # GPML eqs. (3.58)-(3.59): the site whose product with the cavity has the tilted
+            # distribution's moments (the likelihood sees the latent value f + b)
+            new_tau, shift = likelihood.site_update_one(float(y[i]), mc + bias, s2c)
             d_tau = new_tau - tau[i]
-            d_nu = (mh / s2h - nu_c if new_tau > 0.0 else 0.0) - nu[i]
+            d_nu = (new_tau * (mc + shift) if new_tau > 0.0 else 0.0) - nu[i]
             tau[i] += d_tau
             nu[i] += d_nu
             # GPML eq. (3.70): rank-one update of Sigma (in place, BLAS dger); mu = Sigma nu
@@ -113,6 +110,7 @@ def negative_log_evidence(
     y_u,
     bias,
     *,
+    likelihood,
     site_precision=None,
     site_natural_mean=None,
     eval_gradient=False,
@@ -122,7 +120,7 @@ def negative_log_evidence(
 ):
     """Minus the EP log marginal likelihood of the basis labels, and its gradient.
 
-    Runs EP on the basis latents ``f_u ~ N(0, K_uu)`` with likelihoods ``Phi(y_i (f_i + b))``
+    Runs EP on the basis latents ``f_u ~ N(0, K_uu)`` with likelihoods ``p(y_i | f_i + b)``
     and returns ``-log Z_EP`` (GPML eq. (3.65), written without ``1/tau~`` so that sites with
     ``tau~_i = 0`` are harmless).
 
@@ -135,7 +133,9 @@ def negative_log_evidence(
     y_u : ndarray of shape (p,)
         Their labels in {-1, +1}.
     bias : float
-        Bias ``b`` of the probit likelihood ``Phi(y (f + b))``.
+        Bias ``b``: the likelihood sees the latent value ``f + b``.
+    likelihood : skgpsparse.likelihoods.Likelihood
+        ``p(y | f + b)`` (the binary model's ``likelihood``).
     site_precision, site_natural_mean : ndarray of shape (p,), default=None
         Start of EP: ``tau~ = p_u`` and ``nu~ = p_u m_u`` (e.g. the ADF sites); zeros if None.
     eval_gradient : bool, default=False
@@ -160,8 +160,10 @@ def negative_log_evidence(
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
     >>> from skgpsparse.classification._evidence import negative_log_evidence
+    >>> from skgpsparse.likelihoods import Probit
     >>> X = np.array([[-1.0], [1.0]]); y = np.array([1.0, 1.0])
-    >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, eval_gradient=True)
+    >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, likelihood=Probit(),
+    ...                              eval_gradient=True)
     >>> # correlated latents make equal labels likelier than two coin flips
     >>> bool(0 < v < 2 * np.log(2)), g.shape
     (True, (2,))
@@ -183,17 +185,16 @@ def negative_log_evidence(
         K, dK = kernel(X_u, eval_gradient=True)
     else:
         K = kernel(X_u)
-    tau, nu, Sigma, mu, L, _ = _ep(K, y, float(bias), tau, nu, tol, max_sweeps)
+    tau, nu, Sigma, mu, L, _ = _ep(K, y, float(bias), tau, nu, tol, max_sweeps, likelihood)
     mc, s2c = _cavities(Sigma, mu, tau, nu)
-    q = 1.0 + s2c
-    z = y * (mc + bias) / np.sqrt(q)
+    log_z_sites, d_mean, _ = likelihood.tilted(y, mc + bias, s2c)
     g = 1.0 + tau * s2c
     # GPML eq. (3.65) with log|K + S~| = log|B| - sum log tau~ and mu~ = nu~ / tau~ expanded:
     # the log tau~ terms cancel and the nu~^2 / tau~ terms combine to -nu~^2 s2_- / (1 + tau~ s2_-)
     log_z = (
         -np.sum(np.log(np.diag(L)))
         + 0.5 * np.sum(np.log(g))
-        + np.sum(log_ndtr(z))
+        + np.sum(log_z_sites)
         + 0.5 * nu @ mu
         + np.sum((tau * mc**2 - 2.0 * mc * nu - nu**2 * s2c) / (2.0 * g))
     )
@@ -205,8 +206,7 @@ def negative_log_evidence(
         C = s[:, None] * cho_solve((L, True), np.diag(s))
         # GPML eq. (5.26): d log Z / d theta_j = 1/2 tr((w w^T - C) dK_j)
         grad_theta = 0.5 * np.einsum("i,ijt,j->t", w, dK, w) - 0.5 * np.einsum("ij,ijt->t", C, dK)
-        r, _ = inverse_mills(z)
-        grad_b = np.sum(r * y / np.sqrt(q))
+        grad_b = np.sum(d_mean)
         out.append(-np.append(grad_theta, grad_b))
     if return_sites:
         out.append((tau, nu))
@@ -219,8 +219,9 @@ class _EvidenceObjective:
     EP is warm-started from the sites of the previous call (the ADF sites at first).
     """
 
-    def __init__(self, kernel, X_u, y_u, site_precision, site_mean, bias_prior):
+    def __init__(self, kernel, X_u, y_u, site_precision, site_mean, bias_prior, likelihood):
         self.kernel, self.X_u, self.y_u = kernel, X_u, y_u
+        self.likelihood = likelihood
         self.sites = (site_precision, site_precision * site_mean)
         self.b0, self.sb = bias_prior
 
@@ -231,6 +232,7 @@ class _EvidenceObjective:
             self.X_u,
             self.y_u,
             theta[-1],
+            likelihood=self.likelihood,
             site_precision=self.sites[0],
             site_natural_mean=self.sites[1],
             eval_gradient=eval_gradient,
@@ -260,7 +262,7 @@ def fit_evidence(model, X, y, rng):
     """
 
     kernel = clone(model.kernel)
-    bias = initial_bias(kernel, X, y)
+    bias = initial_bias(kernel, X, y, model.likelihood)
     # prior of b: N(b_0, 1 + mean k(x, x)) under the initial kernel (module docstring)
     bias_prior = (bias, float(np.sqrt(1.0 + np.mean(kernel.diag(X)))))
     bias += model.bias_offset  # a restart's start (the prior stays at b_0)
@@ -279,7 +281,8 @@ def fit_evidence(model, X, y, rng):
             since_best += 1
         if best is None or nlp_all < best[0]:
             best = (nlp_all, kernel, bias, basis, prec, mean, model._last_exchange_curve)
-        objective = _EvidenceObjective(kernel, X[basis], y[basis], prec, mean, bias_prior)
+        objective = _EvidenceObjective(kernel, X[basis], y[basis], prec, mean, bias_prior,
+                                       model.likelihood)
         theta0 = np.append(kernel.theta, bias)
         if model.optimizer is None:
             model.loss_curve_.append(float(objective(theta0, eval_gradient=False)))
@@ -370,9 +373,9 @@ def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=
 
     As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
     kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
-    with the probit likelihoods of the basis labels, at the fitted bias ``bias_`` (the
-    IVM's evidence); with ``posterior="all_rows"``, EP over every training label under
-    the FITC prior. It is not scikit-learn's Laplace value.
+    with the likelihoods of the basis labels (the probit by default), at the fitted bias
+    ``bias_`` (the IVM's evidence); with ``posterior="all_rows"``, EP over every training
+    label under the FITC prior. It is not scikit-learn's Laplace value.
 
     Parameters
     ----------

@@ -3,7 +3,10 @@
 The loss is the negative log predictive probability over the points outside the basis set
 (validation paper eq. (2.8); additive-model paper eq. (4))::
 
-    NLP = -(1 / |u^c|) sum_{i in u^c} log Phi( y_i (f_i + b) / sqrt(1 + A_ii) ),
+    NLP = -(1 / |u^c|) sum_{i in u^c} log Z_i,   Z_i = int p(y_i | f + b) N(f; f_i, A_ii) df,
+
+(for the probit likelihood ``Z_i = Phi(y_i (f_i + b) / sqrt(1 + A_ii))``; the likelihood object
+gives ``log Z_i``, :mod:`skgpsparse.likelihoods`),
 
 where the ADF posterior is built on the basis set ``u`` with the site parameters held FIXED
 (validation paper sec. 2.5, step 6: "keeping u and the corresponding site parameters fixed").
@@ -23,16 +26,19 @@ Let ``C = S B^-1 S`` (p x p), ``w = C m_u`` and ``g_i = C k_ui``. Since
     df_i  = dk_iu . w - g_i^T dK_uu w,
     dA_ii = dk_ii - 2 dk_iu . g_i + g_i^T dK_uu g_i.
 
-With ``z_i = y_i (f_i + b) / sqrt(1 + A_ii)`` and ``r_i = N(z_i) / Phi(z_i)``,
-``dNLP = sum_i a_i df_i + c_i dA_ii`` where ``a_i = -r_i y_i / (|u^c| sqrt(1 + A_ii))`` and
-``c_i = r_i z_i / (2 |u^c| (1 + A_ii))``; ``dNLP/db = sum_i a_i``. The ``dK_iu`` terms are
+With the likelihood's derivatives ``d1_i = d log Z_i / d mean`` and ``d2_i = d log Z_i / d var``
+at ``N(f_i + b, A_ii)``, ``dNLP = sum_i a_i df_i + c_i dA_ii`` where ``a_i = -d1_i / |u^c|`` and
+``c_i = -d2_i / |u^c|``; ``dNLP/db = sum_i a_i``. (For the probit, with ``z_i = y_i (f_i + b) /
+sqrt(1 + A_ii)`` and ``r_i = N(z_i) / Phi(z_i)``: ``d1_i = r_i y_i / sqrt(1 + A_ii)``,
+``d2_i = -r_i z_i / (2 (1 + A_ii))``.) The ``dK_iu`` terms are
 contracted chunk by chunk with the ``n_chunk x p`` weights ``a_i w^T - 2 c_i g_i^T``; the
 ``dK_uu`` terms with the ``p x p`` matrix ``-(sum_i a_i g_i) w^T + sum_i c_i g_i g_i^T``.
 For ``RBF`` and ``ConstantKernel * RBF`` the chunk's contraction never forms ``dK_iu``
 (:mod:`skgpsparse.kernels._contraction`: one ``(n_chunk x p)(p x d)`` product).
 Each chunk of non-basis rows costs one GEMM ``K C`` (``C`` formed once in O(p^3)), from which
-``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``.
-Total cost O(n p^2 + n p n_theta) time and O(n_chunk p n_theta + p^2 n_theta) memory.
+``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``: :func:`nlp_sums`, which the rows on
+partitions (:mod:`._partitioned_nlp`) run as well. Total cost O(n p^2 + n p n_theta) time and
+O(n_chunk p n_theta + p^2 n_theta) memory.
 """
 
 import numbers
@@ -40,14 +46,12 @@ import warnings
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky
-from scipy.special import log_ndtr
-from scipy.stats import norm
 
 from ..kernels import kernel_diag_gradient, kernel_gradient
 from ..kernels._columns import iter_cross_kernel
 from ..kernels._contraction import iter_kernel_contractions
 
-__all__ = ["basis_system", "nlp_loss"]
+__all__ = ["basis_system", "nlp_from_sums", "nlp_loss", "nlp_sums"]
 
 
 def _check_inputs(X, y, bias, basis_indices, site_mean, site_precision):
@@ -98,17 +102,6 @@ def _check_inputs(X, y, bias, basis_indices, site_mean, site_precision):
     return X, y, bias, basis, site_mean, site_precision
 
 
-def _probit_terms(y, f, A, bias):
-    """Return z, -log Phi(z) and r = N(z)/Phi(z) (eq. 2.8), with A clipped at 0."""
-    one_plus_A = 1.0 + np.maximum(A, 0.0)
-    sd = np.sqrt(one_plus_A)
-    z = y * (f + bias) / sd
-    log_phi = log_ndtr(z)
-    # stable inverse Mills ratio, also for very negative z
-    ratio = np.exp(norm.logpdf(z) - log_phi)
-    return z, -log_phi, ratio, one_plus_A, sd
-
-
 def basis_system(kernel, X_u, s, m_u, eval_gradient):
     """``(C, w, dK_uu)`` of the basis: ``C = S B^-1 S`` and ``w = C m_u``.
 
@@ -148,14 +141,16 @@ def nlp_loss(
     site_mean,
     site_precision,
     *,
+    likelihood,
     eval_gradient=False,
     chunk_size=None,
 ):
     """NLP loss over the non-basis points, with fixed sites, and its gradient.
 
-    Validation paper eq. (2.8) (additive-model paper eq. (4)): the mean of
-    ``-log Phi(y_i (f_i + b) / sqrt(1 + A_ii))`` over the points not in the basis, where
-    ``f_i`` and ``A_ii`` are the ADF posterior mean and variance given the basis sites.
+    Validation paper eq. (2.8) (additive-model paper eq. (4)): the mean of ``-log Z_i``, the
+    log predictive probability of ``y_i`` under ``N(f_i + b, A_ii)``, over the points not in
+    the basis, where ``f_i`` and ``A_ii`` are the ADF posterior mean and variance given the
+    basis sites.
 
     Parameters
     ----------
@@ -173,6 +168,8 @@ def nlp_loss(
         Site means ``m_u``, aligned with ``basis_indices``.
     site_precision : array-like of shape (p,)
         Site precisions ``p_u >= 0``, aligned with ``basis_indices``; zeros are allowed.
+    likelihood : skgpsparse.likelihoods.Likelihood
+        ``p(y | f + b)`` (the binary model's ``likelihood``).
     eval_gradient : bool, default=False
         Also return the gradient.
     chunk_size : int, default=None
@@ -192,10 +189,11 @@ def nlp_loss(
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
     >>> from skgpsparse.classification._nlp_loss import nlp_loss
+    >>> from skgpsparse.likelihoods import Probit
     >>> X = np.linspace(-2, 2, 9)[:, None]
     >>> y = np.where(X[:, 0] > 0, 1.0, -1.0)
     >>> loss, grad = nlp_loss(RBF(1.0), X, y, 0.0, [1, 7], [-1.0, 1.0], [2.0, 2.0],
-    ...                       eval_gradient=True)
+    ...                       likelihood=Probit(), eval_gradient=True)
     >>> round(float(loss), 4), grad.shape
     (0.4659, (2,))
     """
@@ -208,24 +206,43 @@ def nlp_loss(
     X_rest, y_rest = X[rest], y[rest]
     n_rest = X_rest.shape[0]
     X_u = X[basis]
-    p = basis.size
     s = np.sqrt(p_u)  # S = Pi_u^1/2 as a vector
 
     C, w, dK_uu = basis_system(kernel, X_u, s, m_u, eval_gradient)
+    sums = nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, likelihood=likelihood,
+                    eval_gradient=eval_gradient, chunk_size=chunk_size)
+    return nlp_from_sums([sums], w, dK_uu, n_rest, eval_gradient=eval_gradient)
 
-    total = 0.0
-    min_A = np.inf
+
+def nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, *, likelihood, eval_gradient,
+             chunk_size=None):
+    """The loss's and the gradient's sums over the non-basis rows ``X_rest``, by chunks.
+
+    The per-row part of :func:`nlp_loss`, for rows in memory or on one partition (the sums
+    of several partitions add up; :func:`nlp_from_sums` finishes them). Each chunk costs one
+    GEMM ``K C``, from which ``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``; the
+    likelihood gives ``log Z_i`` and its derivatives ``d1_i``, ``d2_i`` in the mean and the
+    variance of ``N(f_i + b, A_ii)``, so that ``a_i = -d1_i / |u^c|`` and
+    ``c_i = -d2_i / |u^c|``.
+
+    Returns
+    -------
+    tuple
+        ``(sum_i -log Z_i, min_i A_ii, max_i k_ii)`` and, with ``eval_gradient``, the
+        contracted ``dK_iu`` terms, ``sum_i a_i g_i``, ``sum_i c_i g_i g_i^T``,
+        ``sum_i a_i`` and ``sum_i c_i dk_ii``.
+    """
+    total, min_A = 0.0, np.inf
     if not eval_gradient:
         diag = kernel.diag(X_rest)
         for rows, K in iter_cross_kernel(kernel, X_rest, X_u, chunk_size=chunk_size):
             f = K @ w
             A = diag[rows] - np.einsum("ij,ij->i", K @ C, K)
-            min_A = min(min_A, A.min())
-            total += _probit_terms(y_rest[rows], f, A, bias)[1].sum()
-        _warn_clipped(min_A, diag)
-        return total / n_rest
+            min_A = min(min_A, A.min(initial=np.inf))
+            total -= likelihood.log_predictive(y_rest[rows], f + bias, A, overwrite=True).sum()
+        return total, min_A, float(np.max(diag, initial=0.0))
 
-    n_theta = kernel.n_dims
+    p, n_theta = C.shape[0], kernel.n_dims
     diag, d_diag = kernel_diag_gradient(kernel, X_rest)
     grad_theta = np.zeros(n_theta)
     sum_a_g = np.zeros(p)  # sum_i a_i g_i
@@ -236,13 +253,12 @@ def nlp_loss(
         G = K @ C  # rows g_i = C k_ui
         f = K @ w
         A = diag[rows] - np.einsum("ij,ij->i", G, K)
-        min_A = min(min_A, A.min())
-        yc = y_rest[rows]
-        z, nlog_phi, ratio, one_plus_A, sd = _probit_terms(yc, f, A, bias)
-        total += nlog_phi.sum()
+        min_A = min(min_A, A.min(initial=np.inf))
+        log_z, d1, d2 = likelihood.tilted(y_rest[rows], f + bias, A)
+        total -= log_z.sum()
         # dNLP = sum_i a_i df_i + c_i dA_ii  (eq. 2.8 differentiated)
-        a = -ratio * yc / (sd * n_rest)
-        c = ratio * z / (2.0 * one_plus_A * n_rest)
+        a = -d1 / n_rest
+        c = -d2 / n_rest
         sum_a += a.sum()
         sum_c_diag += c @ d_diag[rows]
         # dK_iu terms: df_i gives dk_iu . w, dA_ii gives -2 dk_iu . g_i
@@ -250,21 +266,33 @@ def nlp_loss(
         grad_theta += contract(W)  # sum_iu W_iu dk_iu, without the n x p x n_theta array
         sum_a_g += a @ G
         Q_cc += (G * c[:, None]).T @ G
-    _warn_clipped(min_A, diag)
+    return (total, min_A, float(np.max(diag, initial=0.0)), grad_theta, sum_a_g, Q_cc, sum_a,
+            sum_c_diag)
+
+
+def nlp_from_sums(sums, w, dK_uu, n_rest, *, eval_gradient):
+    """The loss (and gradient) from the :func:`nlp_sums` of each part of the rows, added in
+    their order; warns when a posterior variance was clipped."""
+    total = sum(r[0] for r in sums)
+    _warn_clipped(min(r[1] for r in sums), max(r[2] for r in sums))
+    if not eval_gradient:
+        return total / n_rest
+    grad_theta = sum(r[3] for r in sums)
+    sum_a_g, Q_cc = sum(r[4] for r in sums), sum(r[5] for r in sums)
+    sum_a, sum_c_diag = sum(r[6] for r in sums), sum(r[7] for r in sums)
     # dK_uu terms: df_i gives -g_i^T dK_uu w, dA_ii gives g_i^T dK_uu g_i
     Q = Q_cc - np.outer(sum_a_g, w)
-    grad_theta += np.einsum("jk,jkt->t", Q, dK_uu) + sum_c_diag
+    grad_theta = grad_theta + (np.einsum("jk,jkt->t", Q, dK_uu) + sum_c_diag)
     return total / n_rest, np.append(grad_theta, sum_a)
 
 
-def _warn_clipped(min_A, diag):
+def _warn_clipped(min_A, max_diag):
     """Warn when a posterior variance was materially negative before clipping at 0."""
-    scale = max(1.0, float(np.max(diag))) if diag.size else 1.0
-    if min_A < -1e-6 * scale:
+    if min_A < -1e-6 * max(1.0, max_diag):
         warnings.warn(
             f"Negative posterior variance A_ii = {min_A:.3g} was clipped to 0 in the NLP "
             "loss; the basis covariance is ill-conditioned (consider a larger length scale "
             "or fewer basis vectors).",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )

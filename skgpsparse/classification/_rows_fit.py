@@ -46,7 +46,7 @@ class PartitionedBinary(_BinarySparseGPClassifier):
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         return partitioned_nlp_loss(
             kernel, self.rows, self.positive, bias, basis, mean, prec,
-            eval_gradient=eval_gradient,
+            likelihood=self.likelihood, eval_gradient=eval_gradient,
         )
 
     def _set_fitted_basis(self, X, y):

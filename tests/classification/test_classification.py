@@ -20,6 +20,7 @@ from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._estimator import SparseGPClassifier
 from skgpsparse.classification._nlp_loss import nlp_loss
 from skgpsparse.classification._probit import moment_matching
+from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
 C = ConstantKernel
@@ -378,7 +379,8 @@ def test_training_nlp_is_nlp_of_the_kept_model(optimizer):
     clf.fit(X, y)
     y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
     nlp = nlp_loss(
-        clf.kernel_, X, y_pm, clf.bias_, clf.basis_indices_, clf.site_mean_, clf.site_precision_
+        clf.kernel_, X, y_pm, clf.bias_, clf.basis_indices_, clf.site_mean_, clf.site_precision_,
+        likelihood=Probit()
     )
     np.testing.assert_allclose(nlp, min(clf.loss_curve_), rtol=1e-8)
     assert clf.n_iter_ == len(clf.loss_curve_)

@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._evidence import negative_log_evidence
+from skgpsparse.likelihoods import Probit
 
 
 def _dense_ep(K, y, bias, sweeps=60):
@@ -66,7 +67,8 @@ def test_evidence_is_dense_ep_marginal_likelihood(seed):
     X_u, y_u, bias = _problem(seed)
     kernel = C(1.5) * RBF([0.8, 1.3])
     ref, tau_ref, nu_ref = _dense_ep(kernel(X_u), y_u, bias)
-    value, (tau, nu) = negative_log_evidence(kernel, X_u, y_u, bias, return_sites=True, tol=1e-12)
+    value, (tau, nu) = negative_log_evidence(kernel, X_u, y_u, bias, return_sites=True, tol=1e-12,
+                                             likelihood=Probit())
     np.testing.assert_allclose(tau, tau_ref, rtol=1e-6)
     np.testing.assert_allclose(nu, nu_ref, rtol=1e-6, atol=1e-9)
     assert np.isclose(-value, ref, rtol=1e-8)
@@ -90,19 +92,21 @@ def test_evidence_does_not_depend_on_the_warm_start():
     for j in range(8):
         state.add(j)
     prec, mean = state.site_precision, state.site_mean
-    cold = negative_log_evidence(kernel, X_u, y_u, bias, tol=1e-12)
+    cold = negative_log_evidence(kernel, X_u, y_u, bias, tol=1e-12, likelihood=Probit())
     warm = negative_log_evidence(
-        kernel, X_u, y_u, bias, site_precision=prec, site_natural_mean=prec * mean, tol=1e-12
+        kernel, X_u, y_u, bias, site_precision=prec, site_natural_mean=prec * mean, tol=1e-12,
+        likelihood=Probit()
     )
     assert np.isclose(cold, warm, rtol=1e-10)
     # ... while the ADF sites themselves are not the EP fixed point (the old objective's flaw)
-    _, (tau, _) = negative_log_evidence(kernel, X_u, y_u, bias, return_sites=True, tol=1e-12)
+    _, (tau, _) = negative_log_evidence(kernel, X_u, y_u, bias, return_sites=True, tol=1e-12,
+                                        likelihood=Probit())
     assert not np.allclose(tau, prec, rtol=1e-3)
 
 
 def test_evidence_of_an_empty_basis_is_zero():
     value, grad = negative_log_evidence(
-        RBF(1.0), np.zeros((0, 2)), np.zeros(0), 0.3, eval_gradient=True
+        RBF(1.0), np.zeros((0, 2)), np.zeros(0), 0.3, eval_gradient=True, likelihood=Probit()
     )
     assert value == 0.0 and np.array_equal(grad, np.zeros(2))
 
@@ -110,7 +114,7 @@ def test_evidence_of_an_empty_basis_is_zero():
 def test_evidence_of_one_basis_point_is_exact():
     # one point: the marginal likelihood is log Phi(y b / sqrt(1 + k)) and EP is exact
     k = C(2.0) * RBF(1.0)
-    value = negative_log_evidence(k, np.array([[0.3]]), np.array([-1.0]), 0.4)
+    value = negative_log_evidence(k, np.array([[0.3]]), np.array([-1.0]), 0.4, likelihood=Probit())
     assert np.isclose(-value, log_ndtr(-0.4 / np.sqrt(3.0)), rtol=1e-10)
 
 
@@ -124,7 +128,7 @@ def test_evidence_of_two_points_is_close_to_the_exact_integral():
     D = np.diag(y_u)
     cov = D @ K @ D + np.eye(2)
     exact = np.log(multivariate_normal(np.zeros(2), cov).cdf(y_u * bias))
-    value = negative_log_evidence(kernel, X_u, y_u, bias, tol=1e-12)
+    value = negative_log_evidence(kernel, X_u, y_u, bias, tol=1e-12, likelihood=Probit())
     assert abs(-value - exact) < 5e-3
 
 
@@ -134,13 +138,14 @@ def test_evidence_gradient_matches_finite_differences(seed):
     p = 7
     X_u, y_u, bias = rng.randn(p, 3), np.sign(rng.randn(p)), rng.randn()
     kernel = C(1.5) * RBF([0.8, 1.2, 2.0]) + WhiteKernel(0.01)
-    _, grad = negative_log_evidence(kernel, X_u, y_u, bias, eval_gradient=True, tol=1e-13)
+    _, grad = negative_log_evidence(kernel, X_u, y_u, bias, eval_gradient=True, tol=1e-13,
+                                    likelihood=Probit())
     theta = np.append(kernel.theta, bias)
     eps = 1e-5
 
     def f(t):
         k = kernel.clone_with_theta(t[:-1])
-        return negative_log_evidence(k, X_u, y_u, t[-1], tol=1e-13)
+        return negative_log_evidence(k, X_u, y_u, t[-1], tol=1e-13, likelihood=Probit())
 
     num = [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
     np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-8)
@@ -202,7 +207,7 @@ def test_evidence_fit_keeps_a_consistent_model():
     ).fit(X, y)
     u = fixed.basis_indices_
     assert np.isclose(
-        negative_log_evidence(fixed.kernel_, X[u], y_pm[u], fixed.bias_),
+        negative_log_evidence(fixed.kernel_, X[u], y_pm[u], fixed.bias_, likelihood=Probit()),
         fixed.loss_curve_[0],
         rtol=1e-6,
     )

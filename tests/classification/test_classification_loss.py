@@ -9,6 +9,7 @@ from scipy.stats import norm
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from skgpsparse.classification._nlp_loss import nlp_loss
+from skgpsparse.likelihoods import Probit
 
 C = ConstantKernel
 
@@ -61,12 +62,12 @@ def test_value_matches_dense(name):
     kernel = KERNELS[name]
     X, y, basis, m, p = _problem()
     bias = 0.3
-    value = nlp_loss(kernel, X, y, bias, basis, m, p)
+    value = nlp_loss(kernel, X, y, bias, basis, m, p, likelihood=Probit())
     full = _dense_full(kernel, X, y, bias, basis, m, p)
     via_basis = _dense_basis(kernel, X, y, bias, basis, m, p)
     assert np.isclose(full, via_basis, rtol=1e-10)
     assert np.isclose(value, full, rtol=1e-10)
-    value2, _ = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True)
+    value2, _ = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True, likelihood=Probit())
     assert np.isclose(value2, value, rtol=1e-12)
 
 
@@ -78,7 +79,8 @@ def _finite_difference(kernel, X, y, bias, basis, m, p, h=1e-5):
         for sign in (1.0, -1.0):
             q = params.copy()
             q[k] += sign * h
-            vals.append(nlp_loss(kernel.clone_with_theta(q[:-1]), X, y, q[-1], basis, m, p))
+            vals.append(nlp_loss(kernel.clone_with_theta(q[:-1]), X, y, q[-1], basis, m, p,
+                                 likelihood=Probit()))
         grad[k] = (vals[0] - vals[1]) / (2 * h)
     return grad
 
@@ -88,7 +90,7 @@ def test_gradient_matches_finite_differences(name):
     kernel = KERNELS[name]
     X, y, basis, m, p = _problem(seed=1)
     bias = -0.4
-    _, grad = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True)
+    _, grad = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True, likelihood=Probit())
     fd = _finite_difference(kernel, X, y, bias, basis, m, p)
     assert grad.shape == (kernel.n_dims + 1,)
     # every component, relative to the gradient's scale
@@ -104,7 +106,8 @@ def test_gradient_with_misclassified_points_and_large_bias():
     X, y, basis, m, p = _problem(seed=2)
     m = -m  # sites point the wrong way: many negative margins
     for bias in (-3.0, 2.5):
-        _, grad = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True)
+        _, grad = nlp_loss(kernel, X, y, bias, basis, m, p, eval_gradient=True,
+                           likelihood=Probit())
         fd = _finite_difference(kernel, X, y, bias, basis, m, p)
         assert np.max(np.abs(grad - fd)) <= 1e-5 * np.max(np.abs(fd))
 
@@ -113,11 +116,14 @@ def test_gradient_with_misclassified_points_and_large_bias():
 def test_chunk_size_independence(chunk_size):
     kernel = C(1.2) * RBF([0.9, 1.3])
     X, y, basis, m, p = _problem(n=53, seed=3)
-    ref_value, ref_grad = nlp_loss(kernel, X, y, 0.1, basis, m, p, eval_gradient=True)
+    ref_value, ref_grad = nlp_loss(kernel, X, y, 0.1, basis, m, p, eval_gradient=True,
+                                   likelihood=Probit())
     value, grad = nlp_loss(
-        kernel, X, y, 0.1, basis, m, p, eval_gradient=True, chunk_size=chunk_size
+        kernel, X, y, 0.1, basis, m, p, eval_gradient=True, chunk_size=chunk_size,
+        likelihood=Probit()
     )
-    value_only = nlp_loss(kernel, X, y, 0.1, basis, m, p, chunk_size=chunk_size)
+    value_only = nlp_loss(kernel, X, y, 0.1, basis, m, p, chunk_size=chunk_size,
+                          likelihood=Probit())
     assert np.isclose(value, ref_value, rtol=1e-12)
     assert np.isclose(value_only, ref_value, rtol=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-14)
@@ -128,7 +134,7 @@ def test_zero_site_precision_is_finite_and_inert():
     X, y, basis, m, p = _problem(seed=4)
     p = p.copy()
     p[2] = 0.0
-    value, grad = nlp_loss(kernel, X, y, 0.2, basis, m, p, eval_gradient=True)
+    value, grad = nlp_loss(kernel, X, y, 0.2, basis, m, p, eval_gradient=True, likelihood=Probit())
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     assert np.isclose(value, _dense_full(kernel, X, y, 0.2, basis, m, p), rtol=1e-10)
     fd = _finite_difference(kernel, X, y, 0.2, basis, m, p)
@@ -136,19 +142,22 @@ def test_zero_site_precision_is_finite_and_inert():
     # a zero-precision site contributes nothing: its mean is irrelevant
     m2 = m.copy()
     m2[2] = 1e3
-    assert np.isclose(nlp_loss(kernel, X, y, 0.2, basis, m2, p), value, rtol=1e-12)
+    assert np.isclose(nlp_loss(kernel, X, y, 0.2, basis, m2, p,
+                               likelihood=Probit()), value, rtol=1e-12)
     # all precisions zero: prior predictive, f = 0 and A = k_ii
     zero = np.zeros_like(p)
     rest = np.setdiff1d(np.arange(X.shape[0]), basis)
     expected = -np.mean(norm.logcdf(y[rest] * 0.2 / np.sqrt(1.0 + kernel.diag(X[rest]))))
-    assert np.isclose(nlp_loss(kernel, X, y, 0.2, basis, m, zero), expected, rtol=1e-12)
+    assert np.isclose(nlp_loss(kernel, X, y, 0.2, basis, m, zero,
+                               likelihood=Probit()), expected, rtol=1e-12)
 
 
 def test_empty_basis():
     kernel = C(2.0) * RBF(1.0)
     X, y, _, _, _ = _problem(seed=5)
     empty = np.array([], dtype=int)
-    value, grad = nlp_loss(kernel, X, y, 0.5, empty, [], [], eval_gradient=True)
+    value, grad = nlp_loss(kernel, X, y, 0.5, empty, [], [], eval_gradient=True,
+                           likelihood=Probit())
     expected = -np.mean(norm.logcdf(y * 0.5 / np.sqrt(3.0)))
     assert np.isclose(value, expected, rtol=1e-12)
     fd = _finite_difference(kernel, X, y, 0.5, empty, np.zeros(0), np.zeros(0))
@@ -159,7 +168,8 @@ def test_no_clipping_warning_on_well_posed_problem():
     X, y, basis, m, p = _problem(seed=6)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        nlp_loss(C(1.0) * RBF(1.0), X, y, 0.0, basis, m, p, eval_gradient=True)
+        nlp_loss(C(1.0) * RBF(1.0), X, y, 0.0, basis, m, p, eval_gradient=True,
+                 likelihood=Probit())
 
 
 @pytest.mark.parametrize(
@@ -189,10 +199,10 @@ def test_input_validation(change, match):
     }
     args.update(change)
     with pytest.raises(ValueError, match=match):
-        nlp_loss(RBF(), **args)
+        nlp_loss(RBF(), **args, likelihood=Probit())
 
 
 def test_all_points_in_basis_is_an_error():
     X, y, _, _, _ = _problem(n=5, p=2)
     with pytest.raises(ValueError, match="outside the basis"):
-        nlp_loss(RBF(), X, y, 0.0, np.arange(5), np.zeros(5), np.ones(5))
+        nlp_loss(RBF(), X, y, 0.0, np.arange(5), np.zeros(5), np.ones(5), likelihood=Probit())

@@ -22,6 +22,7 @@ from skgpsparse.classification._nlp_loss import nlp_loss
 from skgpsparse.classification._partitioned import PartitionedADFState
 from skgpsparse.classification._partitioned_nlp import partitioned_nlp_loss
 from skgpsparse.classification._rows_fit import fit_rows
+from skgpsparse.likelihoods import Probit
 
 
 def _fit_local(params, X, y, partition_rows):
@@ -165,8 +166,9 @@ def test_partitioned_nlp_loss_equals_nlp_loss_and_its_gradient_finite_difference
     mean, prec = np.array([0.5, -1.0, 1.2, 0.3]), np.array([1.0, 2.0, 0.5, 0.0])
     rows = LocalRows(X, y01, 25)
     loss, grad = partitioned_nlp_loss(kernel, rows, 1, 0.2, basis, mean, prec,
-                                      eval_gradient=True)
-    ref_loss, ref_grad = nlp_loss(kernel, X, y, 0.2, basis, mean, prec, eval_gradient=True)
+                                      eval_gradient=True, likelihood=Probit())
+    ref_loss, ref_grad = nlp_loss(kernel, X, y, 0.2, basis, mean, prec, eval_gradient=True,
+                                  likelihood=Probit())
     assert loss == pytest.approx(ref_loss, rel=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-14)
     theta = np.append(kernel.theta, 0.2)
@@ -177,7 +179,7 @@ def test_partitioned_nlp_loss_equals_nlp_loss_and_its_gradient_finite_difference
         down[i] -= h
         values = [
             partitioned_nlp_loss(kernel.clone_with_theta(t[:-1]), rows, 1, t[-1], basis, mean,
-                                 prec)
+                                 prec, likelihood=Probit())
             for t in (up, down)
         ]
         assert grad[i] == pytest.approx((values[0] - values[1]) / (2 * h), rel=1e-5, abs=1e-8)
