@@ -30,6 +30,7 @@ from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._binary import _make_selector
 from skgpsparse.kernels import iter_kernel
+from skgpsparse.likelihoods import Probit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,7 +60,8 @@ def predict_scores(state, X, y):
 def inner_loop_curve(model, X, y, X_test, y_test, update, sizes, seed):
     """Re-run forward selection with the fitted hyperparameters, scoring at ``sizes``."""
     y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
-    state = ADFState(model.kernel_, X, y_pm, model.bias_, max(sizes), site_update=update)
+    state = ADFState(model.kernel_, X, y_pm, model.bias_, max(sizes), site_update=update,
+                     likelihood=Probit())
     selector = _make_selector("adaptive", None)
     rng = np.random.RandomState(seed)
     out = []

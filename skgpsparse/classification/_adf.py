@@ -16,49 +16,159 @@ Storage for ``L``, ``M`` and ``beta`` is preallocated for ``max_basis`` rows, so
 vector writes one row (no reallocation), and deleting one rotates rows in place
 (:func:`skgpsparse.linalg.cholesky_delete`).
 
-Likelihood: probit with bias, ``p(y | f) = Phi(y (f + b))`` (``lambda = 1``), ``y in {-1, +1}``.
+The likelihood ``p(y | f + b)`` (the probit by default, ``y in {-1, +1}``) is an object the
+state asks (:mod:`skgpsparse.likelihoods`). The per-row arithmetic is
+:class:`~._adf_rows.ADFRows`'s, so that the state on row partitions
+(:mod:`._partitioned`) runs the same; the criteria are :mod:`._criteria`'s.
 """
 
 import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import log_ndtr, ndtr
 
 from ..kernels import iter_kernel
-from ..kernels._columns import KernelColumns, run_chunks
-from ..kernels._gradients import row_blocks
+from ..kernels._columns import KernelColumns
 from ..linalg import cholesky_append, cholesky_delete
-from ._probit import moment_matching
+from ._adf_rows import SCORE_BLOCK_ENTRIES, ADFRows
+from ._criteria import score_candidates
 from ._site_optimization import optimize_sites
 
-__all__ = ["ADFState"]
+__all__ = ["ADFBasis", "ADFState"]
 
 # A candidate whose remaining variance A_jj is below this fraction of max k(x, x) carries no
 # information (its column of A is ~0): it is never chosen.
-_VAR_TOL = 1e-10
-# Working sets of at most this many candidates keep their posterior columns for add().
-_KEPT_COLUMNS = 64
-# Entries of one kappa x rows block when scoring a working set.
-_SCORE_BLOCK_ENTRIES = 1 << 16
+VAR_TOL = 1e-10
 
 
-class ADFState:
-    """The ADF posterior of a binary probit GP classifier over a growing basis set.
+class ADFBasis:
+    """The driver's side of the ADF posterior: ``L``, ``beta``, the basis and its sites.
+
+    What does not depend on where the rows live: the selection protocol's :meth:`score`
+    (:func:`~._criteria.score_candidates`), the site of an added point (the likelihood's
+    moment matching, eq. (2)), the growth of ``L`` and ``beta`` by one basis vector, their
+    Givens downdate by a deletion, and the coefficients of the deletion scores. The rows'
+    side is :class:`~._adf_rows.ADFRows`: all of them in :class:`ADFState`, one partition
+    each in :class:`~._partitioned.PartitionedADFState`.
+    """
+
+    def _init_basis(self, max_basis, bias, likelihood, k_max):
+        self.likelihood = likelihood
+        self.bias = float(bias)
+        self.max_basis = pm = int(max_basis)
+        self._k_max = float(k_max)
+        self._var_floor = VAR_TOL * max(self._k_max, 1e-300)
+        self.L = np.zeros((pm, pm))
+        self.beta = np.zeros(pm)
+        self.basis = np.zeros(pm, dtype=np.intp)
+        self.site_precision = np.zeros(pm)
+        self.site_mean = np.zeros(pm)
+        self.size = 0
+        self._candidates = None
+
+    @property
+    def basis_indices(self):
+        return self.basis[: self.size]
+
+    def score(self, criterion, J):
+        """Scores of candidates ``J`` (lower is better), all of ``J`` in one batched computation
+        (the criteria of :mod:`._criteria`)."""
+        return score_candidates(self, criterion, J)
+
+    def _score_chunk_rows(self, k):
+        """Rows per scoring block: ``chunk_size``, or ~2^16 entries per kappa x rows array
+        (the elementwise chain then stays in the core's cache)."""
+        return self.chunk_size or max(256, SCORE_BLOCK_ENTRIES // max(k, 1))
+
+    def _nlp_mean(self, total, all_points):
+        """NLP_a eq. (5) (over all ``n``) or eq. (4) (over the ``n - p - 1`` rows outside the
+        basis and the candidate) from the sums of ``-log Z``."""
+        if all_points:
+            return total / self.n_samples
+        return total / max(self.n_samples - self.size - 1, 1)
+
+    def _moment_matched_site(self, f_j, a_j, y_j):
+        """``(p_j, m_j)`` of a point with marginal ``N(f_j + b, a_j)``, eq. (2)."""
+        prec, shift, _, _ = self.likelihood.site_update(
+            np.array([y_j]), np.array([f_j]) + self.bias, np.array([max(a_j, 0.0)])
+        )
+        return float(prec[0]), float(f_j + shift[0])
+
+    def _check_add(self, j):
+        if self.size >= self.max_basis:
+            raise ValueError(f"The basis is full (max_basis={self.max_basis}).")
+        if self.in_basis[j]:
+            raise ValueError(f"Point {j} is already in the basis.")
+
+    def _append_site(self, pj, mj, k_u, k_jj):
+        """Grow ``L`` and ``beta`` by the site ``(p_j, m_j)`` of a point with prior covariances
+        ``k_u`` to the basis and ``k_jj``; returns the scale of the new row of ``M``.
+
+        ``B`` grows by ``[Pi_u^1/2 K_uj sqrt(p_j); 1 + p_j K_jj]``; its new row is ``[l^T, l]``
+        with ``l = sqrt(p_j) M_.j`` (additive-model paper, below eq. (2)). The new row of
+        ``M`` is ``(sqrt(p_j) K_j. - l^T M) / l = (sqrt(p_j) / l) A_j.``.
+        """
+        p = self.size
+        sqrt_p = np.sqrt(pj)
+        b_col = np.sqrt(self.site_precision[:p]) * k_u * sqrt_p
+        cholesky_append(self.L, b_col, 1.0 + pj * k_jj, size=p, overwrite_L=True)
+        l_vec, l_last = self.L[p, :p], self.L[p, p]
+        # beta grows by (sqrt(p_j) m_j - l^T beta) / l, so that f_hat = M^T beta
+        self.beta[p] = (sqrt_p * mj - l_vec @ self.beta[:p]) / l_last
+        return sqrt_p / l_last
+
+    def _record_site(self, j, pj, mj):
+        p = self.size
+        self.basis[p] = j
+        self.site_precision[p] = pj
+        self.site_mean[p] = mj
+        self.size = p + 1
+        self._candidates = None
+
+    def _delete_site(self, k):
+        """Givens rotations that delete position ``k`` from ``L``, applied to ``beta``."""
+        p = self.size
+        k = int(k)
+        if not 0 <= k < p:
+            raise ValueError(f"`k` must be in [0, {p - 1}], got {k}.")
+        _, rotations = cholesky_delete(self.L, k, size=p, overwrite_L=True)
+        rotations.apply(self.beta, overwrite=True)
+        return rotations
+
+    def _drop_site(self, k, arrays=()):
+        p = self.size
+        self.beta[p - 1] = 0.0
+        for arr in (self.basis, self.site_precision, self.site_mean, *arrays):
+            arr[k : p - 1] = arr[k + 1 : p].copy()
+            arr[p - 1] = 0
+        self.size = p - 1
+        self._candidates = None
+
+    def _deletion_coefficients(self, G_diag, f_u):
+        """``(den, coef)`` of the deletion update for each basis position (see
+        :meth:`ADFState.deletion_scores`), from ``G_kk`` and ``f_hat_u``."""
+        p = self.size
+        s = np.sqrt(self.site_precision[:p])
+        # 1 - p_k A_kk = 1 / (1 + p_k A^(-k)_kk) > 0 in exact arithmetic
+        den = np.maximum(1.0 - s * G_diag, np.finfo(float).eps)
+        return den, s * (f_u - self.site_mean[:p]) / den
+
+    def _warn_clipped(self, low):
+        if low < 0.0 and low < -1e-6 * max(self._k_max, 1.0):
+            warnings.warn(
+                f"Posterior variances down to {low:.3g} were clipped at 0 (round-off in the "
+                "ADF updates); the kernel may be badly scaled.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
+class ADFState(ADFBasis):
+    """The ADF posterior of a binary GP classifier over a growing basis set, rows in memory.
 
     Implements the selection protocol of :mod:`skgpsparse.selection` (``candidates``,
-    ``score``, ``sampling_weights``). Criteria of :meth:`score` (lower is better):
-
-    - ``"entropy"``: ``log(1 - nu_j A_jj)``, the change of the posterior entropy at ``j``
-      (IVM, Lawrence et al. 2003; additive-model paper §4).
-    - ``"info_gain"``: ``-KL(q_new(f_j) || q(f_j))``, minus the information gained at ``j``
-      (Seeger et al.); with ``lambda_j = 1 - nu_j A_jj`` and ``f'_j - f_j = alpha_j A_jj``,
-      ``2 KL = -log lambda_j + lambda_j - 1 + (f'_j - f_j)^2 / A_jj``. (The additive-model
-      paper's §4 prints this sum with the signs of a loss; minimised as printed it would pick
-      the least informative point.)
-    - ``"nlp"``: NLP eq. (4) over the non-basis points after tentatively adding ``j``
-      (validation paper §2.5).
-    - ``"nlp_all"``: NLP_a eq. (5) over all ``n`` points after tentatively adding ``j``.
+    ``score``, ``sampling_weights``) with the criteria of :mod:`._criteria`
+    (``"entropy"``, ``"info_gain"``, ``"nlp"``, ``"nlp_all"``; lower is better).
 
     Parameters
     ----------
@@ -69,9 +179,11 @@ class ADFState:
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     bias : float
-        Bias ``b`` of the likelihood.
+        Bias ``b``: the likelihood sees the latent value ``f + b``.
     max_basis : int
         Capacity: the largest basis size this state can hold.
+    likelihood : skgpsparse.likelihoods.Likelihood
+        ``p(y | f + b)`` (the binary model's ``likelihood``).
     chunk_size : int, default=None
         Rows per block when scoring working sets (default: about 2^16 entries per block of
         kappa x rows); the scores do not depend on it.
@@ -88,8 +200,9 @@ class ADFState:
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
     >>> from skgpsparse.classification._adf import ADFState
+    >>> from skgpsparse.likelihoods import Probit
     >>> X = np.linspace(-2, 2, 20)[:, None]; y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    >>> state = ADFState(RBF(1.0), X, y, 0.0, max_basis=3)
+    >>> state = ADFState(RBF(1.0), X, y, 0.0, max_basis=3, likelihood=Probit())
     >>> for j in (2, 17): state.add(j)
     >>> state.size, bool(state.nlp() < np.log(2))
     (2, True)
@@ -103,46 +216,34 @@ class ADFState:
         bias,
         max_basis,
         *,
+        likelihood,
         chunk_size=None,
         site_update="moment_matching",
         n_threads=1,
     ):
         self.kernel = kernel
+        self.X = X
         self.n_threads = n_threads
         self.site_update = site_update
-        self._site_cache = {}  # candidate -> optimised (p, m) from the last score() call
-        # (J, A_J.) of the last NLP-scored working set: add() takes its column from here
-        self._no_columns = (np.zeros(0, dtype=np.intp), np.zeros((0, X.shape[0])))
-        self._columns = self._no_columns
-        self.X = X
-        self._kernel_columns = KernelColumns(kernel, X)
-        self.y = np.asarray(y, dtype=float)
-        self.bias = float(bias)
         self.chunk_size = chunk_size
-        n = X.shape[0]
-        self.max_basis = int(max_basis)
-        self.k_diag = np.asarray(kernel.diag(X), dtype=float)
-        self._var_floor = _VAR_TOL * max(float(np.max(self.k_diag, initial=0.0)), 1e-300)
-        self.diag_A = self.k_diag.copy()  # A = K before any site (Algorithm 1, step 2)
-        self.f_hat = np.zeros(n)
-        self.L = np.zeros((self.max_basis, self.max_basis))
-        self.M = np.zeros((self.max_basis, n))
-        self.beta = np.zeros(self.max_basis)
-        self.basis = np.zeros(self.max_basis, dtype=np.intp)
-        self.site_precision = np.zeros(self.max_basis)
-        self.site_mean = np.zeros(self.max_basis)
-        self.in_basis = np.zeros(n, dtype=bool)
-        self.size = 0
-        self._candidates = None
-        self._scratch = np.empty(n)  # an n-vector for updates and sampling weights
+        self._site_cache = {}  # candidate -> optimised (p, m) from the last score() call
+        k_diag = np.asarray(kernel.diag(X), dtype=float)
+        self._rows = ADFRows(
+            KernelColumns(kernel, X), np.asarray(y, dtype=float), k_diag, int(max_basis)
+        )
+        self._init_basis(max_basis, bias, likelihood, np.max(k_diag, initial=0.0))
+
+    # the rows' arrays (:class:`~._adf_rows.ADFRows`), read-only views of the posterior
+    y = property(lambda self: self._rows.y)
+    k_diag = property(lambda self: self._rows.k_diag)
+    diag_A = property(lambda self: self._rows.diag_A)
+    f_hat = property(lambda self: self._rows.f_hat)
+    M = property(lambda self: self._rows.M)
+    in_basis = property(lambda self: self._rows.in_basis)
 
     @property
     def n_samples(self):
         return self.X.shape[0]
-
-    @property
-    def basis_indices(self):
-        return self.basis[: self.size]
 
     # ------------------------------------------------------------------ selection protocol
     def candidates(self):
@@ -155,110 +256,37 @@ class ADFState:
         return self._candidates
 
     def sampling_weights(self, J):
-        """Adaptive sampling, additive-model paper eq. (11): ``1 - Phi(z_j) = Phi(-z_j)``.
+        """Adaptive sampling, additive-model paper eq. (11): the error probability ``1 - Z_j``.
 
-        Computed for all rows by blocks (on ``n_threads`` threads: ``ndtr`` costs ~20 ns a
-        value), then taken at ``J``.
+        Computed for all rows by blocks on ``n_threads`` threads, then taken at ``J``.
         """
-        J = np.asarray(J, dtype=np.intp)
-        weights = self._scratch
-        blocks = list(row_blocks(self.X, _SCORE_BLOCK_ENTRIES))
+        weights = self._rows.error_probabilities(
+            self.bias, self.likelihood, n_threads=self.n_threads
+        )
+        return weights[np.asarray(J, dtype=np.intp)]
 
-        def work(b):
-            rows = blocks[b]
-            z = np.add(self.f_hat[rows], self.bias)
-            z *= -self.y[rows]
-            z /= np.sqrt(1.0 + self.diag_A[rows])
-            ndtr(z, out=weights[rows])
+    def candidate_marginals(self, J, *, tentative=False):
+        """``(f_hat_J, diag(A)_J, y_J)`` of the candidates ``J``."""
+        return self.f_hat[J], self.diag_A[J], self.y[J]
 
-        run_chunks(len(blocks), work, self.n_threads)
-        return weights[J]
+    def tentative_nlp(self, candidates, *, all_points):
+        """NLP eq. (4) / NLP_a eq. (5) after adding each candidate (:mod:`._criteria`).
 
-    def score(self, criterion, J):
-        """Scores of candidates ``J`` (lower is better), all of ``J`` in one batched computation."""
-        J = np.asarray(J, dtype=np.intp).reshape(-1)
-        a = np.maximum(self.diag_A[J], 0.0)
-        _, _, alpha, nu = moment_matching(self.f_hat[J], a, self.y[J], self.bias)
-        if criterion == "entropy":
-            # log(1 - nu A) = log((1 + A (1 - c)) / (1 + A)), c = nu (1 + A)
-            c = nu * (1.0 + a)
-            scores = np.log1p(a * (1.0 - c)) - np.log1p(a)
-        elif criterion == "info_gain":
-            lam = 1.0 - nu * a  # A'_jj / A_jj
-            scores = -0.5 * (-np.log(lam) + lam - 1.0 + alpha**2 * a)
-        elif criterion in ("nlp", "nlp_all") and self.site_update == "optimize":
-            scores = self._optimized_nlp(J, all_points=criterion == "nlp_all")
-        elif criterion in ("nlp", "nlp_all"):
-            scores = self._tentative_nlp(J, alpha, nu, all_points=criterion == "nlp_all")
-        else:
-            raise ValueError(
-                f"Unknown criterion {criterion!r} for the classifier; expected one of "
-                "'entropy', 'info_gain', 'nlp', 'nlp_all'."
-            )
-        return np.where(a > self._var_floor, scores, np.inf)
-
-    def _tentative_nlp(self, J, alpha, nu, *, all_points):
-        """NLP eq. (4) / NLP_a eq. (5) after adding each ``j in J``, as kappa x rows blocks.
-
-        The blocks are laid out kappa x rows, so that the one BLAS product per block reads the
-        p x rows stretch of ``M`` in its own row-major order (3.4x faster than the n x kappa
-        layout at n = 1e5, p = 125) and the elementwise chain runs along contiguous rows.
+        With ``site_update="optimize"``, each candidate's site minimises it (§3); else its
+        site is moment-matched (eq. (2)) and the rows' blocks
+        (:meth:`~._adf_rows.ADFRows.tentative_nlp`) run on ``n_threads`` threads.
         """
-        p, n, k = self.size, self.n_samples, len(J)
-        M_J = self.M[:p, J]  # p x kappa
-        Z = self._kernel_columns.operand(J)
-        # The posterior columns A_J. are kept for add() when the working set is small (the
-        # paper's kappa = |u^c| would make them n x n; the memory formula counts n kappa).
-        keep = k <= _KEPT_COLUMNS
-        columns = np.empty((k, n)) if keep else None
-        alpha, nu = alpha[:, None], nu[:, None]
-        blocks = list(row_blocks(self.X, self._score_chunk_rows(k)))
-        partial = np.zeros((len(blocks), k))
-
-        def work(b):
-            rows = blocks[b]
-            K = self._kernel_columns.block(rows, Z)  # rows x kappa
-            own = (J >= rows.start) & (J < rows.stop)
-            own_rows, own_cols = J[own] - rows.start, np.flatnonzero(own)
-            K[own_rows, own_cols] = self.k_diag[J[own]]  # the full k(x_j, x_j), as in add()
-            # rows A_J. = K_J. - M_J^T M of the posterior covariance (one BLAS product)
-            if p:
-                T = M_J.T @ self.M[:p, rows]
-                np.subtract(K.T, T, out=T)
-            else:
-                T = np.ascontiguousarray(K.T)
-            if keep:
-                columns[:, rows] = T
-            # additive-model paper eq. (7): f' = f + alpha_j A_.j, diag(A)' = diag(A) - nu_j A_.j^2
-            z = alpha * T
-            z += self.f_hat[rows] + self.bias
-            z *= self.y[rows]
-            T *= T
-            T *= -nu
-            T += self.diag_A[rows]
-            np.maximum(T, 0.0, out=T)
-            T += 1.0
-            np.sqrt(T, out=T)
-            z /= T
-            loss = log_ndtr(z, out=z)  # minus the loss
-            if not all_points:
-                loss[:, self.in_basis[rows]] = 0.0
-                loss[own_cols, own_rows] = 0.0  # the candidate itself leaves u^c once added
-            partial[b] = -loss.sum(axis=1)
-
-        # per-block sums added in block order: the scores do not depend on the threads
-        run_chunks(len(blocks), work, self.n_threads)
-        total = partial.sum(axis=0)
-        if keep:
-            self._columns = (J, columns)
-        if all_points:
-            return total / n
-        return total / max(n - p - 1, 1)
-
-    def _score_chunk_rows(self, k):
-        """Rows per scoring block: ``chunk_size``, or ~2^16 entries per kappa x rows array
-        (the elementwise chain then stays in the core's cache)."""
-        return self.chunk_size or max(256, _SCORE_BLOCK_ENTRIES // max(k, 1))
+        J = candidates.index
+        if self.site_update == "optimize":
+            return self._optimized_nlp(J, all_points=all_points)
+        p = self.size
+        total = self._rows.tentative_nlp(
+            J, self._rows.columns.operand(J), J, self.k_diag[J], self.M[:p, J],
+            candidates.alpha, candidates.nu, self.bias, self.likelihood,
+            all_points=all_points, block_rows=self._score_chunk_rows(len(J)),
+            n_threads=self.n_threads,
+        )
+        return self._nlp_mean(total, all_points)
 
     def posterior_columns(self, J):
         """Columns ``A_.J = K_.J - M^T M_.J`` of the posterior covariance, shape (n, len(J))."""
@@ -282,9 +310,10 @@ class ADFState:
             weights = np.repeat((~self.in_basis)[:, None] / max(n - p - 1, 1), J.size, axis=1)
             weights[J, np.arange(J.size)] = 0.0
         a = np.maximum(self.diag_A[J], 0.0)
-        p0, shift, _, _ = moment_matching(self.f_hat[J], a, self.y[J], self.bias)
+        p0, shift, _, _ = self.likelihood.site_update(self.y[J], self.f_hat[J] + self.bias, a)
         prec, mean, loss = optimize_sites(
-            T, self.f_hat, self.diag_A, self.y, self.bias, J, p0, self.f_hat[J] + shift, weights
+            T, self.f_hat, self.diag_A, self.y, self.bias, J, p0, self.f_hat[J] + shift, weights,
+            likelihood=self.likelihood,
         )
         self._site_cache = {int(j): (pj, mj) for j, pj, mj in zip(J, prec, mean)}
         return loss
@@ -296,68 +325,28 @@ class ADFState:
         Cost O(n p): one kernel column, one ``(n x p) @ p`` product (eqs. (2)-(3)).
         """
         j = int(j)
+        self._check_add(j)
         p = self.size
-        if p >= self.max_basis:
-            raise ValueError(f"The basis is full (max_basis={self.max_basis}).")
-        if self.in_basis[j]:
-            raise ValueError(f"Point {j} is already in the basis.")
         if site_precision is None and self.site_update == "optimize":
             if j not in self._site_cache:  # chosen without an NLP score: optimise eq. (5)
                 self._optimized_nlp(np.array([j]), all_points=True)
             pj, mj = self._site_cache[j]
         elif site_precision is None:
-            a_j = max(self.diag_A[j], 0.0)
-            prec, shift, _, _ = moment_matching(
-                self.f_hat[j : j + 1], np.array([a_j]), self.y[j : j + 1], self.bias
-            )
-            pj, mj = float(prec[0]), float(self.f_hat[j] + shift[0])
+            pj, mj = self._moment_matched_site(self.f_hat[j], self.diag_A[j], self.y[j])
         else:
             pj, mj = float(site_precision), float(site_mean)
-        sqrt_p = np.sqrt(pj)
-        A_col, k_u = self._posterior_column(j)
-        # B grows by [Pi_u^1/2 K_uj sqrt(p_j); 1 + p_j K_jj]; its new row is [l^T, l] with
-        # l = sqrt(p_j) M_.j (additive-model paper, below eq. (2)).
-        b_col = np.sqrt(self.site_precision[:p]) * k_u * sqrt_p
-        cholesky_append(self.L, b_col, 1.0 + pj * self.k_diag[j], size=p, overwrite_L=True)
-        l_vec, l_last = self.L[p, :p], self.L[p, p]
-        # mu = (sqrt(p_j) K_.j - M^T l) / l = sqrt(p_j) A_.j / l: the new row of M
-        mu = self.M[p]
-        np.multiply(A_col, sqrt_p / l_last, out=mu)
-        # beta grows by (sqrt(p_j) m_j - l^T beta) / l, so that f_hat = M^T beta
-        self.beta[p] = (sqrt_p * mj - l_vec @ self.beta[:p]) / l_last
+        # A_.j from the last NLP-scored working set if j was in it, else one kernel column
+        column, k_u = self._rows.posterior_column(
+            j, self._rows.columns.operand(np.array([j])), j, self.k_diag[j], self.M[:p, j],
+            kernel_at=self.basis[:p],
+        )
+        if k_u is None:
+            k_u = self._rows.columns(self.basis[:p], np.array([j]))[:, 0] if p else np.zeros(0)
+        scale = self._append_site(pj, mj, k_u, self.k_diag[j])
         # eq. (3): diag(A) -= mu^2, f_hat += (new beta entry) mu
-        np.multiply(mu, mu, out=self._scratch)
-        self.diag_A -= self._scratch
-        np.multiply(mu, self.beta[p], out=self._scratch)
-        self.f_hat += self._scratch
-        self._clip_variances()
-        self.basis[p] = j
-        self.site_precision[p] = pj
-        self.site_mean[p] = mj
-        self.in_basis[j] = True
-        self.size = p + 1
+        self._warn_clipped(self._rows.append_row(p, column, scale, self.beta[p], j))
+        self._record_site(j, pj, mj)
         self._site_cache = {}
-        self._columns = self._no_columns  # the kept A_J. are stale once M has changed
-        self._candidates = None
-
-    def _posterior_column(self, j):
-        """``A_.j = K_.j - M^T M_.j`` and ``K(X_u, x_j)``, with ``k(x_j, x_j)`` on ``j``.
-
-        ``A_.j`` comes from the last NLP-scored working set if ``j`` was in it (no pass over
-        ``M``), else from one kernel column and one ``p x n`` product.
-        """
-        p = self.size
-        J, columns = self._columns
-        hit = np.flatnonzero(J == j)
-        if hit.size:
-            k_u = self._kernel_columns(self.basis[:p], np.array([j]))[:, 0] if p else np.zeros(0)
-            return columns[hit[0]], k_u
-        k_col = self._kernel_columns(slice(None), np.array([j]))[:, 0]
-        k_col[j] = self.k_diag[j]  # k(x_j, x_j) with any WhiteKernel term (kernel(X, Z) drops it)
-        k_u = k_col[self.basis[:p]]
-        if p:
-            k_col -= self.M[:p, j] @ self.M[:p]
-        return k_col, k_u
 
     def remove(self, k):
         """Delete the basis vector at position ``k`` (sites of the others unchanged). O(n p).
@@ -366,27 +355,11 @@ class ADFState:
         leave the departing contribution ``r`` (last row) so that ``diag(A) += r^2`` and
         ``f_hat -= r beta_last``.
         """
-        p = self.size
-        k = int(k)
-        if not 0 <= k < p:
-            raise ValueError(f"`k` must be in [0, {p - 1}], got {k}.")
-        _, rotations = cholesky_delete(self.L, k, size=p, overwrite_L=True)
-        rotations.apply(self.M, overwrite=True)
-        rotations.apply(self.beta, overwrite=True)
-        r = self.M[p - 1]
-        # the departing contribution: A' = K - M'^T M' = A + r r^T, f' = M'^T beta' = f - r beta_p
-        self.diag_A += r * r
-        self.f_hat -= self.beta[p - 1] * r
-        r[:] = 0.0
-        self.beta[p - 1] = 0.0
-        self.in_basis[self.basis[k]] = False
-        for arr in (self.basis, self.site_precision, self.site_mean):
-            arr[k : p - 1] = arr[k + 1 : p].copy()
-            arr[p - 1] = 0
-        self.size = p - 1
+        rotations = self._delete_site(k)
+        p, k = self.size, int(k)
+        self._rows.remove_row(rotations, p, self.beta[p - 1], int(self.basis[k]))
+        self._drop_site(k)
         self._site_cache = {}
-        self._columns = self._no_columns
-        self._candidates = None
 
     def deletion_scores(self):
         """NLP_a eq. (5) after deleting each basis vector (others' sites fixed), batched.
@@ -406,39 +379,17 @@ class ADFState:
         if not p:
             return np.zeros(0)
         G = solve_triangular(self.L[:p, :p], self.M[:p], lower=True, trans="T")
-        s = np.sqrt(self.site_precision[:p])
         u = self.basis[:p]
-        # 1 - p_k A_kk = 1 / (1 + p_k A^(-k)_kk) > 0 in exact arithmetic
-        den = np.maximum(1.0 - s * G[np.arange(p), u], np.finfo(float).eps)
-        coef_f = s * (self.f_hat[u] - self.site_mean[:p]) / den
-        total = np.zeros(p)
-        step = max(1, self.chunk_size or 2048)
-        for start in range(0, n, step):
-            cols = slice(start, min(start + step, n))
-            Gc = G[:, cols]
-            var = self.diag_A[cols] + Gc * Gc / den[:, None]
-            f_new = self.f_hat[cols] + coef_f[:, None] * Gc
-            z = self.y[cols] * (f_new + self.bias) / np.sqrt(1.0 + np.maximum(var, 0.0))
-            total -= log_ndtr(z).sum(axis=1)
+        den, coef_f = self._deletion_coefficients(G[np.arange(p), u], self.f_hat[u])
+        total = self._rows.deletion_losses(
+            G, den, coef_f, self.bias, self.likelihood, block_rows=max(1, self.chunk_size or 2048)
+        )
         return total / n
-
-    def _clip_variances(self):
-        low = float(np.min(self.diag_A))
-        if low < 0.0:
-            if low < -1e-6 * max(float(np.max(self.k_diag)), 1.0):
-                warnings.warn(
-                    f"Posterior variances down to {low:.3g} were clipped at 0 (round-off in the "
-                    "ADF updates); the kernel may be badly scaled.",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-            np.maximum(self.diag_A, 0.0, out=self.diag_A)
 
     # ------------------------------------------------------------------ summaries
     def nlp(self, *, all_points=False):
         """NLP eq. (4) over the non-basis points (eq. (5) over all ``n`` if ``all_points``)."""
-        z = self.y * (self.f_hat + self.bias) / np.sqrt(1.0 + self.diag_A)
-        loss = -log_ndtr(z)
+        loss = self._rows.losses(self.bias, self.likelihood)
         if all_points:
             return float(np.mean(loss))
         rest = ~self.in_basis

@@ -164,8 +164,8 @@ class _BinarySparseGPClassifier:
                 and draws_only(self.selector, self.n_exchange)):
             return self._select_into(DrawnBasis(X.shape[0], self.max_basis), rng)
         state = ADFState(
-            kernel, X, y, bias, self.max_basis, site_update=self.site_update,
-            n_threads=self.n_threads,
+            kernel, X, y, bias, self.max_basis, likelihood=self.likelihood,
+            site_update=self.site_update, n_threads=self.n_threads,
         )
         warm_basis, self._warm_basis = self._warm_basis, None
         for j in () if warm_basis is None else warm_basis:

@@ -106,8 +106,9 @@ class SummedStates:
     >>> from skgpsparse.classification._adf import ADFState
     >>> from skgpsparse.classification._multiclass import SummedStates
     >>> X = np.linspace(-2, 2, 12)[:, None]; labels = np.arange(12) % 3
-    >>> states = [ADFState(RBF(1.0), X, np.where(labels == k, 1.0, -1.0), -0.5, 4)
-    ...           for k in range(3)]
+    >>> from skgpsparse.likelihoods import Probit
+    >>> states = [ADFState(RBF(1.0), X, np.where(labels == k, 1.0, -1.0), -0.5, 4,
+    ...                    likelihood=Probit()) for k in range(3)]
     >>> summed = SummedStates(states)
     >>> summed.add(int(np.argmin(summed.score("entropy", summed.candidates()))))
     >>> summed.size, [s.basis_indices.tolist() == summed.basis_indices.tolist() for s in states]
@@ -252,8 +253,8 @@ def _learn(model, kernel, biases, sites, X, Y, basis, stop=None):
 
 def _select(model, kernel, X, Y, biases, rng):
     """A basis of ``model.max_basis`` rows chosen on the summed criteria of the ``K`` states."""
-    states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update)
-              for k in range(Y.shape[0])]
+    states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update,
+                       likelihood=model.likelihood) for k in range(Y.shape[0])]
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
 
 

@@ -33,8 +33,8 @@ class PartitionedBinary(_BinarySparseGPClassifier):
 
     def _select(self, kernel, X, y, bias, rng):
         state = PartitionedADFState(
-            kernel, self.rows, self.positive, bias, self.max_basis, centre=self.centre
-        )
+            kernel, self.rows, self.positive, bias, self.max_basis, centre=self.centre,
+            likelihood=self.likelihood)
         state.speculate(self.selector, rng)  # each add also fetches the next working set
         return self._select_into(state, rng)
 

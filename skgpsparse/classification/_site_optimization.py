@@ -18,13 +18,11 @@ of its starts and optima (two starts, see :func:`optimize_sites`).
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import log_ndtr
-
-from ._probit import mills_ratio
 
 __all__ = ["optimize_sites"]
 
-# Bounds of the site precision p: moment matching gives p <= 1 for the probit. Wider bounds
+# Bounds of the site precision p: moment matching gives p <= 1 for the probit (constants of
+# the search, the same for every likelihood). Wider bounds
 # (1e-8, 1e4) let the optimiser reach the box edges (a pinned site, or p ~ 0 with |m| ~ 1e9)
 # whose effect is an exact cancellation under the selection-time kernel only; after the
 # hyperparameter step such sites gave test NLPs of 8 on a Raetsch image realization.
@@ -34,47 +32,38 @@ _MAX_PRECISION = 1e2
 _MAX_FUN = 30
 
 
-def _objective(x, T, f, diag_A, y, bias, a_J, weights):
+def _objective(x, T, f, diag_A, y, bias, a_J, weights, likelihood):
     """Per-candidate weighted NLP and its gradient w.r.t. ``(eta, alpha)``.
 
-    Evaluated about 30 times per working set on ``n x 2 kappa`` arrays, so it works in place
-    on three such arrays; each value is computed by the same operations in the same order as
-    the plain expressions in the comments, so the results are the same to the bit.
+    The likelihood gives ``log Z`` of every row under its updated marginal and the
+    derivatives ``d1 = d log Z / d mean``, ``d2 = d log Z / d var``: the mean moves by
+    ``alpha T`` and the variance by ``-eta T^2``, so ``d(-log Z) / d alpha = -d1 T`` and
+    ``d(-log Z) / d eta = d2 T^2`` (0 where the variance is clipped at 0). Evaluated about 30
+    times per working set on ``n x 2 kappa`` arrays, so it works in place on its own arrays.
     """
     k = a_J.size
     eta, alpha = x[:k], x[k:]
     # eq. (7): the candidate's update of the variances and means at all n points,
-    # new_var = diag_A - eta T T, s2 = 1 + max(new_var, 0) where new_var > 0
-    s2 = np.multiply(eta, T)
-    s2 *= T
-    np.subtract(diag_A[:, None], s2, out=s2)
-    free = s2 > 0.0
-    s2[~free] = 0.0
-    np.add(1.0, s2, out=s2)
-    sd = np.sqrt(s2)
-    # z = y (f + b + alpha T) / sd
-    z = np.multiply(alpha, T)
-    np.add(f[:, None] + bias, z, out=z)
-    np.multiply(y[:, None], z, out=z)
-    z /= sd
-    log_phi = log_ndtr(z)  # minus the loss
-    w_r = mills_ratio(z)
-    np.multiply(weights, w_r, out=w_r)
-    # d_alpha = -sum(w r y T / sd)
-    g = np.multiply(w_r, y[:, None])
+    # new_var = max(diag_A - eta T T, 0), mean = f + b + alpha T
+    var = np.multiply(eta, T)
+    var *= T
+    np.subtract(diag_A[:, None], var, out=var)
+    free = var > 0.0
+    var[~free] = 0.0
+    mean = np.multiply(alpha, T)
+    np.add(f[:, None] + bias, mean, out=mean)
+    log_z, d1, d2 = likelihood.tilted(y[:, None], mean, var)
+    # d_alpha = -sum(w d1 T)
+    g = weights * d1
     g *= T
-    g /= sd
     d_alpha = -np.sum(g, axis=0)
-    # d_eta = -sum(w r z T T / (2 s2)) over the points whose variance stays positive
-    np.multiply(w_r, z, out=g)
+    # d_eta = sum(w d2 T T) over the points whose variance stays positive
+    g = weights * d2
     g *= T
     g *= T
-    s2 *= 2.0
-    g /= s2
     g[~free] = 0.0
-    d_eta = -np.sum(g, axis=0)
-    log_phi *= weights
-    values = -np.sum(log_phi, axis=0)
+    d_eta = np.sum(g, axis=0)
+    values = -np.sum(log_z * weights, axis=0)
     return values, np.concatenate([d_eta, d_alpha])
 
 
@@ -90,7 +79,7 @@ def _upper_precision(T, diag_A, a_J):
     return np.clip(p_max, _MIN_PRECISION, _MAX_PRECISION)
 
 
-def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FUN):
+def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, likelihood, max_fun=_MAX_FUN):
     """Sites ``(p_j, m_j)`` of each candidate ``j in J`` minimising the weighted NLP.
 
     Parameters
@@ -100,7 +89,7 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
     f, diag_A, y : ndarray of shape (n,)
         Current posterior means, variances and labels in {-1, +1}.
     bias : float
-        Bias ``b`` of the probit likelihood.
+        Bias ``b``: the likelihood sees the latent value ``f + b``.
     J : ndarray of shape (kappa,)
         Candidate indices (``T[J[i], i] = A_JiJi``).
     p0, m0 : ndarray of shape (kappa,)
@@ -108,6 +97,8 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
     weights : ndarray of shape (n, kappa) or (n, 1)
         Weight of point ``l`` in candidate ``j``'s objective: ``1 / n`` for NLP_a eq. (5);
         ``1 / (n - p - 1)`` off the basis and the candidate, else 0, for eq. (4).
+    likelihood : skgpsparse.likelihoods.Likelihood
+        ``p(y | f + b)``: its tilted moments give the objective and its gradient.
     max_fun : int, default=30
         Bound on the function/gradient evaluations.
 
@@ -122,9 +113,10 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
     --------
     >>> import numpy as np
     >>> from skgpsparse.classification._site_optimization import optimize_sites
+    >>> from skgpsparse.likelihoods import Probit
     >>> T = np.array([[1.0], [0.5]]); f = np.zeros(2); A = np.ones(2); y = np.ones(2)
     >>> p, m, loss = optimize_sites(T, f, A, y, 0.0, np.array([0]), np.array([0.5]),
-    ...                             np.array([1.0]), np.full((2, 1), 0.5))
+    ...                             np.array([1.0]), np.full((2, 1), 0.5), likelihood=Probit())
     >>> bool(loss[0] < -np.log(0.5) and p[0] > 0)
     True
     """
@@ -146,7 +138,8 @@ def optimize_sites(T, f, diag_A, y, bias, J, p0, m0, weights, *, max_fun=_MAX_FU
     # (eta -> 0) and a pinned site (eta -> eta_max) are separate basins. Two starts per
     # candidate, moment matching and the largest eta, run in the same batched L-BFGS-B call.
     starts = np.concatenate([eta0, eta_hi, alpha0, alpha0])
-    args = (np.hstack([T, T]), f, diag_A, y, bias, np.tile(a_J, 2), np.hstack([weights] * 2))
+    args = (np.hstack([T, T]), f, diag_A, y, bias, np.tile(a_J, 2), np.hstack([weights] * 2),
+            likelihood)
     start_values, _ = _objective(starts, *args)
 
     def total(x):

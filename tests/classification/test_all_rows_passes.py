@@ -15,6 +15,7 @@ from skgpsparse.classification._all_rows_ep import (
     reusing_priors,
     weight_posterior_of,
 )
+from skgpsparse.likelihoods import Probit
 
 
 def _problem(n=60, seed=0, prior="fitc"):
@@ -288,7 +289,8 @@ def test_random_selection_under_all_rows_draws_the_basis_of_the_adf_state():
     drawn = model._select(kernel, X, y, 0.0, np.random.RandomState(3))
     assert isinstance(drawn, DrawnBasis) and drawn.size == 20
     assert np.isnan(model._last_exchange_curve[0])  # no basis posterior, no NLP_a
-    adf = model._select_into(ADFState(kernel, X, y, 0.0, 20), np.random.RandomState(3))
+    adf = model._select_into(ADFState(kernel, X, y, 0.0, 20, likelihood=Probit()),
+                             np.random.RandomState(3))
     np.testing.assert_array_equal(drawn.basis_indices, adf.basis_indices)
     # duplicated rows: the draw may take a duplicate; the prior's jitter keeps the fit finite
     X_dup = np.repeat(X[:10], 3, axis=0)

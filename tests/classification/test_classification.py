@@ -63,7 +63,7 @@ def _check_against_dense(state, rtol=1e-8, atol=1e-9):
 def test_incremental_state_equals_dense_posterior(seed, n_add, bias, length_scale):
     X, y = binary_problem(n=25, seed=seed)
     kernel = C(1.5) * RBF(length_scale)
-    state = ADFState(kernel, X, y, bias, max_basis=n_add)
+    state = ADFState(kernel, X, y, bias, max_basis=n_add, likelihood=Probit())
     order = np.random.RandomState(seed).permutation(len(y))[:n_add]
     for j in order:
         state.add(j)
@@ -73,7 +73,7 @@ def test_incremental_state_equals_dense_posterior(seed, n_add, bias, length_scal
 
 def test_site_update_matches_equation_2():
     X, y = binary_problem(n=40, seed=3)
-    state = ADFState(Matern(0.8, nu=1.5), X, y, 0.3, max_basis=10)
+    state = ADFState(Matern(0.8, nu=1.5), X, y, 0.3, max_basis=10, likelihood=Probit())
     for j in (0, 7, 11, 20, 33):
         f_j, a_j = state.f_hat[j], state.diag_A[j]
         p_ref, m_ref = _paper_site_update(f_j, a_j, y[j], 0.3)
@@ -104,7 +104,7 @@ def test_fixed_sites_and_removal_equal_dense_posterior():
     rng = np.random.RandomState(0)
     basis = rng.choice(30, 8, replace=False)
     prec, mean = rng.uniform(0.1, 1.0, 8), rng.randn(8) * 2
-    state = ADFState(kernel, X, y, -0.2, max_basis=8)
+    state = ADFState(kernel, X, y, -0.2, max_basis=8, likelihood=Probit())
     for j, p, m in zip(basis, prec, mean):
         state.add(j, p, m)
     _check_against_dense(state)
@@ -122,7 +122,8 @@ def test_fixed_sites_and_removal_equal_dense_posterior():
 def test_batched_criteria_equal_brute_force(criterion):
     X, y = binary_problem(n=35, seed=7)
     kernel = C(1.3) * RBF(0.9)
-    state = ADFState(kernel, X, y, 0.25, max_basis=7, chunk_size=8)  # several row blocks
+    state = ADFState(kernel, X, y, 0.25, max_basis=7, chunk_size=8,
+                     likelihood=Probit())  # several row blocks
     for j in (1, 4, 9, 16):
         state.add(j)
     J = state.candidates()
@@ -146,7 +147,7 @@ def test_batched_criteria_equal_brute_force(criterion):
 
 def test_sampling_weights_equation_11():
     X, y = binary_problem(n=20, seed=2)
-    state = ADFState(RBF(1.0), X, y, 0.1, max_basis=3)
+    state = ADFState(RBF(1.0), X, y, 0.1, max_basis=3, likelihood=Probit())
     state.add(0)
     J = state.candidates()
     z = y[J] * (state.f_hat[J] + 0.1) / np.sqrt(1 + state.diag_A[J])
@@ -157,7 +158,7 @@ def test_duplicate_points_give_a_regular_factor():
     X, y = binary_problem(n=12, seed=1)
     X = np.vstack([X, X, X])
     y = np.concatenate([y, y, y])
-    state = ADFState(RBF(1.0), X, y, 0.0, max_basis=20)
+    state = ADFState(RBF(1.0), X, y, 0.0, max_basis=20, likelihood=Probit())
     for j in (0, 12, 24, 1, 13):  # the same points three times over
         state.add(j)
     _check_against_dense(state, atol=1e-8)
@@ -169,7 +170,7 @@ def test_duplicate_points_give_a_regular_factor():
 def test_white_kernel_diagonal_is_used():
     X, y = binary_problem(n=20, seed=4)
     kernel = C(1.2) * RBF(0.8) + WhiteKernel(0.3)
-    state = ADFState(kernel, X, y, 0.1, max_basis=6)
+    state = ADFState(kernel, X, y, 0.1, max_basis=6, likelihood=Probit())
     for j in (0, 3, 8):
         state.add(j)
     _check_against_dense(state)
@@ -186,8 +187,8 @@ def test_add_after_scoring_uses_the_scored_column_and_equals_dense():
     # add() takes K(X, x_j) from the last NLP-scored working set (WhiteKernel diagonal too)
     X, y = binary_problem(n=20, seed=5)
     kernel = C(1.2) * RBF(0.8) + WhiteKernel(0.3)
-    scored = ADFState(kernel, X, y, -0.2, max_basis=6)
-    plain = ADFState(kernel, X, y, -0.2, max_basis=6)
+    scored = ADFState(kernel, X, y, -0.2, max_basis=6, likelihood=Probit())
+    plain = ADFState(kernel, X, y, -0.2, max_basis=6, likelihood=Probit())
     for step in range(6):
         J = scored.candidates()[step::3]
         scored.score("nlp_all", J)
@@ -204,7 +205,7 @@ def test_add_after_another_add_does_not_use_stale_scored_columns():
     # point is added, add() must compute its column afresh
     X, y = binary_problem(n=30, seed=7)
     kernel = C(1.5) * RBF(0.7)
-    state = ADFState(kernel, X, y, 0.2, max_basis=8)
+    state = ADFState(kernel, X, y, 0.2, max_basis=8, likelihood=Probit())
     for _ in range(3):
         J = state.candidates()[:4]
         state.score("nlp_all", J)
@@ -219,8 +220,9 @@ def test_threads_over_row_blocks_give_identical_scores_and_state(criterion):
     # over threads; the per-block sums are added in block order, so nothing may change
     X, y = binary_problem(n=300, seed=8)
     kernel = C(1.3) * RBF(0.9)
-    one = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37)
-    two = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37, n_threads=2)
+    one = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37, likelihood=Probit())
+    two = ADFState(kernel, X, y, 0.1, max_basis=12, chunk_size=37, n_threads=2,
+                   likelihood=Probit())
     rng = np.random.RandomState(0)
     for _ in range(12):
         J = rng.choice(one.candidates(), size=5, replace=False)
@@ -281,15 +283,15 @@ def test_multiclass_evidence_at_theta_with_parallel_jobs():
 def test_large_working_set_keeps_no_columns():
     # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
     # n x n: only small working sets keep them; add() then computes its column itself
-    from skgpsparse.classification import _adf
+    from skgpsparse.classification._adf_rows import KEPT_COLUMNS
 
-    X, y = binary_problem(n=_adf._KEPT_COLUMNS + 16, seed=6)
-    state = ADFState(C(1.2) * RBF(0.8), X, y, 0.1, max_basis=3)
+    X, y = binary_problem(n=KEPT_COLUMNS + 16, seed=6)
+    state = ADFState(C(1.2) * RBF(0.8), X, y, 0.1, max_basis=3, likelihood=Probit())
     for _ in range(3):
         J = state.candidates()
-        assert J.size > _adf._KEPT_COLUMNS
+        assert J.size > KEPT_COLUMNS
         scores = state.score("nlp", J)
-        assert state._columns[1].size == 0
+        assert state._rows.kept is None
         state.add(int(J[np.argmin(scores)]))
     _check_against_dense(state)
 

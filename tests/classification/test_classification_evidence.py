@@ -88,7 +88,7 @@ def test_evidence_does_not_depend_on_the_warm_start():
     # EP with probit sites has one fixed point: the ADF sites as a start change nothing
     X_u, y_u, bias = _problem(3, p=8)
     kernel = C(2.0) * RBF(1.0)
-    state = ADFState(kernel, X_u, y_u, bias, max_basis=8)
+    state = ADFState(kernel, X_u, y_u, bias, max_basis=8, likelihood=Probit())
     for j in range(8):
         state.add(j)
     prec, mean = state.site_precision, state.site_mean
@@ -195,7 +195,7 @@ def test_evidence_fit_keeps_a_consistent_model():
     assert len(clf.loss_curve_) == clf.n_iter_
     # the kept basis was selected under the kept kernel_ and bias_: its sites are the moment
     # matching sites of an ADF pass under them, in the same order
-    state = ADFState(clf.kernel_, X, y_pm, clf.bias_, max_basis=30)
+    state = ADFState(clf.kernel_, X, y_pm, clf.bias_, max_basis=30, likelihood=Probit())
     for j in clf.basis_indices_:
         state.add(j)
     np.testing.assert_allclose(state.site_precision, clf.site_precision_, rtol=1e-8)
@@ -236,7 +236,7 @@ def test_evidence_fit_keeps_the_visited_model_with_the_lowest_training_nlp(capsy
         if "NLP_a" in t
     ]
     assert len(printed) == clf.n_iter_ + 1  # one per selection, the final one included
-    state = ADFState(clf.kernel_, X, y.astype(float), clf.bias_, max_basis=30)
+    state = ADFState(clf.kernel_, X, y.astype(float), clf.bias_, max_basis=30, likelihood=Probit())
     for j in clf.basis_indices_:
         state.add(j)
     assert np.isclose(state.nlp(all_points=True), min(printed), rtol=1e-5)

@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._estimator import SparseGPClassifier
 from skgpsparse.classification._site_optimization import _objective, optimize_sites
+from skgpsparse.likelihoods import Probit
 
 C = ConstantKernel
 
@@ -24,7 +25,7 @@ def _nlp_all(f, A_diag, y, bias):
 
 def _grown_state(n=30, p=6, seed=0, bias=0.1, **kwargs):
     X, y = binary_problem(n=n, seed=seed)
-    state = ADFState(C(1.5) * RBF(0.9), X, y, bias, max_basis=p + 3, **kwargs)
+    state = ADFState(C(1.5) * RBF(0.9), X, y, bias, max_basis=p + 3, **kwargs, likelihood=Probit())
     for j in np.random.RandomState(seed).choice(n, p, replace=False):
         state.add(j)
     return state
@@ -36,7 +37,8 @@ def test_site_objective_gradient_matches_finite_differences():
     J = state.candidates()[:3]
     T = state.posterior_columns(J)
     weights = np.full(T.shape, 1.0 / state.n_samples)
-    args = (T, state.f_hat, state.diag_A, state.y, state.bias, state.diag_A[J], weights)
+    args = (T, state.f_hat, state.diag_A, state.y, state.bias, state.diag_A[J], weights,
+            Probit())
     x = np.array([0.3, 0.4, 0.05, 0.5, -1.0, 2.0])  # (eta, alpha) of three candidates
     _, grad = _objective(x, *args)
     eps = 1e-6
@@ -79,7 +81,8 @@ def test_optimized_site_agrees_with_an_independent_optimiser():
     w = np.full((25, 1), 1.0 / 25)
     p0, m0 = np.array([0.5]), np.array([state.f_hat[j]])
     _, _, loss = optimize_sites(
-        T, state.f_hat, state.diag_A, state.y, state.bias, [j], p0, m0, w, max_fun=200
+        T, state.f_hat, state.diag_A, state.y, state.bias, [j], p0, m0, w, max_fun=200,
+        likelihood=Probit()
     )
 
     def dense(x):  # the same NLP_a through the dense posterior with the new site
@@ -102,7 +105,8 @@ def test_optimized_site_agrees_with_an_independent_optimiser():
 def test_precision_bound_keeps_variances_non_negative():
     X = np.linspace(-1, 1, 12)[:, None]
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    state = ADFState(C(4.0) * RBF(3.0), X, y, 0.0, max_basis=6, site_update="optimize")
+    state = ADFState(C(4.0) * RBF(3.0), X, y, 0.0, max_basis=6, site_update="optimize",
+                     likelihood=Probit())
     for _ in range(4):
         J = state.candidates()
         scores = state.score("nlp_all", J)
@@ -147,7 +151,8 @@ def test_add_then_delete_restores_the_state():
 @given(st.lists(st.integers(0, 1000), min_size=4, max_size=14), st.integers(0, 100))
 def test_mixed_additions_and_deletions_equal_dense_posterior(ops, seed):
     X, y = binary_problem(n=20, seed=seed)
-    state = ADFState(C(1.3) * RBF(1.1) + WhiteKernel(1e-3), X, y, 0.2, max_basis=8)
+    state = ADFState(C(1.3) * RBF(1.1) + WhiteKernel(1e-3), X, y, 0.2, max_basis=8,
+                     likelihood=Probit())
     rng = np.random.RandomState(seed)
     for op in ops:
         if state.size and (op % 3 == 0 or state.size == state.max_basis):

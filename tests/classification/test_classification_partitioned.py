@@ -138,8 +138,9 @@ def test_partitioned_state_tracks_in_memory_state():
     y = np.where(y01 == 1, 1.0, -1.0)
     kernel = C(2.0) * RBF(0.7)
     rows = LocalRows(X, y01, 35)
-    state = ADFState(kernel, X, y, 0.1, 8)
-    part = PartitionedADFState(kernel, rows, 1, 0.1, 8, centre=row_centre(rows))
+    state = ADFState(kernel, X, y, 0.1, 8, likelihood=Probit())
+    part = PartitionedADFState(kernel, rows, 1, 0.1, 8, centre=row_centre(rows),
+                               likelihood=Probit())
     J = np.array([4, 50, 90, 119])
     for j in (3, 70, 101, 36):
         for criterion in ("nlp", "nlp_all", "entropy", "info_gain"):

@@ -13,6 +13,7 @@ from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._all_rows_fit import AllRowsObjective
 from skgpsparse.classification._multiclass import SharedObjective, SummedStates
+from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
 
@@ -104,10 +105,10 @@ def test_summed_states_choose_the_least_summed_score_and_grow_together():
     X, y = _blobs(n=50, n_classes=3)
     Y = _one_vs_rest(y)
     kernel = RBF(2.0)
-    states = [ADFState(kernel, X, Y[k], -0.5, 5) for k in range(3)]
+    states = [ADFState(kernel, X, Y[k], -0.5, 5, likelihood=Probit()) for k in range(3)]
     summed = SummedStates(states)
     # independent computation of the first choice: each state's own entropy scores, summed
-    alone = [ADFState(kernel, X, Y[k], -0.5, 5) for k in range(3)]
+    alone = [ADFState(kernel, X, Y[k], -0.5, 5, likelihood=Probit()) for k in range(3)]
     J = np.arange(y.size)
     expected = int(np.argmin(sum(s.score("entropy", J) for s in alone)))
     chosen = GreedySelector("entropy").select(summed, np.random.RandomState(0))
