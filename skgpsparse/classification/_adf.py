@@ -221,11 +221,8 @@ class ADFState(ADFBasis):
         site_update="moment_matching",
         n_threads=1,
     ):
-        self.kernel = kernel
-        self.X = X
-        self.n_threads = n_threads
-        self.site_update = site_update
-        self.chunk_size = chunk_size
+        self.kernel, self.X, self.chunk_size = kernel, X, chunk_size
+        self.site_update, self.n_threads = site_update, n_threads
         self._site_cache = {}  # candidate -> optimised (p, m) from the last score() call
         k_diag = np.asarray(kernel.diag(X), dtype=float)
         self._rows = ADFRows(
