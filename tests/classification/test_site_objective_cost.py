@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.special import erfcx, log_ndtr
 
-from skgpsparse.classification._probit import inverse_mills, mills_ratio
 from skgpsparse.classification._site_optimization import _objective
 from skgpsparse.likelihoods import Probit
+from skgpsparse.likelihoods._probit import inverse_mills, mills_ratio
 
 
 def _plain_inverse_mills(z):
