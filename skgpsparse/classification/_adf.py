@@ -38,7 +38,7 @@ __all__ = ["ADFBasis", "ADFState"]
 
 # A candidate whose remaining variance A_jj is below this fraction of max k(x, x) carries no
 # information (its column of A is ~0): it is never chosen.
-VAR_TOL = 1e-10
+_VAR_TOL = 1e-10
 
 
 class ADFBasis:
@@ -57,7 +57,7 @@ class ADFBasis:
         self.bias = float(bias)
         self.max_basis = pm = int(max_basis)
         self._k_max = float(k_max)
-        self._var_floor = VAR_TOL * max(self._k_max, 1e-300)
+        self._var_floor = _VAR_TOL * max(self._k_max, 1e-300)
         self.L = np.zeros((pm, pm))
         self.beta = np.zeros(pm)
         self.basis = np.zeros(pm, dtype=np.intp)

@@ -37,7 +37,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["CRITERIA", "Candidates", "register_criterion", "score_candidates"]
+__all__ = [
+    "CRITERIA", "Candidates", "register_criterion", "score_candidates", "tentative_criteria"
+]
 
 
 class Candidates(NamedTuple):
@@ -73,6 +75,12 @@ def register_criterion(name, *, tentative=False):
         return function
 
     return register
+
+
+def tentative_criteria():
+    """Names of the registered criteria that take a pass over the rows (a partitioned state
+    fetches their working set's values ahead, with the previous step's add)."""
+    return tuple(name for name, entry in CRITERIA.items() if entry.tentative)
 
 
 def score_candidates(state, criterion, J):

@@ -2,9 +2,12 @@
 
 :class:`PartitionedADFState` is :class:`~._adf.ADFState` with the per-row arrays (``M``'s
 columns, ``diag(A)``, ``f_hat``, the labels and ``k(x, x)``) kept beside each partition of a
-:class:`~skgpsparse.rows._store.RowStore`. The driver keeps the ``p x p`` factor ``L``, ``beta``,
-the sites, the basis rows ``X_u`` and two boolean masks over the rows (in the basis; no
-remaining variance), from which it draws working sets as the in-memory state does. Per step:
+:class:`~skgpsparse.rows._store.RowStore`, in an :class:`~._adf_rows.ADFRows` whose
+computations are the in-memory state's; the driver's side is the same
+:class:`~._adf.ADFBasis`, and the criteria are :mod:`._criteria`'s. The driver keeps the
+``p x p`` factor ``L``, ``beta``, the sites, the basis rows ``X_u`` and two boolean masks over
+the rows (in the basis; no remaining variance), from which it draws working sets as the
+in-memory state does. Per step:
 
 1. the working set's per-row values (``f_hat_J``, ``diag(A)_J``, ``y_J``, ``M_.J``,
    ``x_J``) are fetched from the partitions that hold them; ``"entropy"`` and
@@ -16,12 +19,12 @@ remaining variance), from which it draws working sets as the in-memory state doe
    the new row of ``M`` and updates ``diag(A)`` and ``f_hat`` (eq. (3)), and returns the rows
    that lost their variance.
 
-With ``"nlp"`` / ``"nlp_all"`` on uniform working sets (:meth:`PartitionedADFState.speculate`)
-the add of step 3 also returns the partitions' values of step 1 for the next working set,
-drawn ahead with a copy of the random state (as the masks will be after the add; read after
-the add on each partition, so they are the next step's values): two round trips per step
-instead of three, the same draws as in memory. A draw that differs (the add left rows
-without variance) is fetched as before.
+With ``"nlp"`` / ``"nlp_all"`` (the criteria registered as tentative) on uniform working sets
+(:meth:`PartitionedADFState.speculate`) the add of step 3 also returns the partitions' values
+of step 1 for the next working set, drawn ahead with a copy of the random state (as the masks
+will be after the add; read after the add on each partition, so they are the next step's
+values): two round trips per step instead of three, the same draws as in memory. A draw that
+differs (the add left rows without variance) is fetched as before.
 
 Adaptive sampling (``"adaptive"``, additive-model paper eq. (11)) draws from the weights of
 all candidates: they are gathered to the driver each step (``8 n`` bytes), so that the draws
@@ -38,6 +41,7 @@ from ..rows._store import in_order, read_only, state_scope
 from ..selection import draw_ahead
 from ._adf import ADFBasis
 from ._adf_rows import ADFRows
+from ._criteria import tentative_criteria
 
 __all__ = ["PartitionedADFState", "label_counts"]
 
@@ -223,7 +227,7 @@ class PartitionedADFState(ADFBasis):
             return None
         self.in_basis[j], self._candidates = True, None  # as after the add
         try:
-            J = draw_ahead(selector, self, rng, ("nlp", "nlp_all"))
+            J = draw_ahead(selector, self, rng, tentative_criteria())
         finally:
             self.in_basis[j], self._candidates = False, None
         return J if J is not None and len(J) else None
