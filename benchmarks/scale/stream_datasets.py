@@ -43,8 +43,9 @@ from _common.clf_bench import header, split, test_scores
 from _common.data import load_dataset
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._all_rows_ep import SparsePrior, all_rows_ep
-from skgpsparse.classification._all_rows_fit import AllRowsPredictor
+from skgpsparse.classification._all_rows_ep import all_rows_ep
+from skgpsparse.classification._prediction import AllRowsPredictor
+from skgpsparse.classification._sparse_prior import SparsePrior
 from skgpsparse.classification._online import OnlinePosterior
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -85,7 +86,10 @@ def stream_batch_model(batch, X, y, X_test, y_test, n_chunks):
     y_pm = np.where(y == batch.classes_[1], 1.0, -1.0)
     for rows in np.array_split(np.arange(y.size), n_chunks):
         post.update(X[rows], y_pm[rows], ep_sweeps=10)
-    p1 = norm.cdf(post.predictor().moderated_margin(X_test))
+    predictor = AllRowsPredictor.from_posterior(
+        post.kernel, post.basis_vectors, *post.weight_posterior(), post.bias
+    )
+    p1 = norm.cdf(predictor.moderated_margin(X_test))
     positive = y_test == batch.classes_[1]
     p = np.where(positive, p1, 1.0 - p1)
     return float(-np.mean(np.log(np.maximum(p, 1e-300)))), float(np.mean((p1 > 0.5) != positive))

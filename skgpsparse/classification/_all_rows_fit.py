@@ -16,31 +16,21 @@ the evidence per row stops improving by ``tol``; the round with the highest evid
 import time
 
 import numpy as np
-from scipy.linalg import cho_solve, eigh, solve_triangular
 from sklearn.base import clone
 from sklearn.utils.optimize import _check_optimize_result
 
 from .._learning_rows import learning_subsample, with_basis_rows
 from .._optimize import StepResolution
-from ..kernels._columns import CrossKernel
 from ..kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
-from ._all_rows_passes import PROBIT
-from ._all_rows_ep import (
-    _EP_TOL,
-    SparsePrior,
-    negative_log_evidence_all_rows,
-    reusing_priors,
-    weight_posterior_of,
-)
+from ._all_rows_ep import _EP_TOL
+from ._ep_evidence import AllRowsObjective
+from ._sparse_prior import reusing_priors
 from ._charge_bound import ChargeBound
 from ._hyperparameters import BIAS_BOUNDS, OPTIMIZER_MAXITER, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior
-from ._prediction import BinaryPredictor
 
-__all__ = ["AllRowsObjective", "AllRowsPredictor", "bic_charge", "fit_all_rows"]
+__all__ = ["bic_charge", "fit_all_rows", "round_bounds"]
 
-# The sparse prior of the all-rows posterior (FITC keeps each row's own prior variance).
-PRIOR = "fitc"
 # EP's tolerance on the sites while the optimiser searches (the evidence is stationary in the
 # sites, so its error is second order in theirs); the kept theta's sites are then refined.
 # Looser (3e-3, 1e-2) halved the learning's sweeps but ended on pmlb adult in another optimum
@@ -69,93 +59,7 @@ _ROUND_STEP = 3.0
 # is not run (pmlb adult, 40,000 rows: on 2 of 3 seeds, at a test NLP 2e-4 - 4e-4 lower;
 # benchmarks/RESULTS.md, session 23).
 PREDICT_GAIN = True
-# EP's sweeps Anderson-accelerated (:mod:`._ep_acceleration`): the same fixed point in fewer
-# sweeps (benchmarks/RESULTS.md, session 20).
-ACCELERATE = True
 
-
-class AllRowsObjective:
-    """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` of all labels, per row.
-
-    Divided by ``n`` so that the optimiser's tolerances do not depend on the data size. EP is
-    warm-started from the sites of the previous finite evaluation, its sweeps
-    Anderson-accelerated unless ``accelerate`` is False (None: the module's ``ACCELERATE``).
-    """
-
-    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None,
-                 accelerate=None, likelihood=PROBIT):
-        self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
-        self.likelihood = likelihood
-        self.sites, self.tol, self.progress = sites, tol, progress
-        self.accelerate = ACCELERATE if accelerate is None else accelerate
-        self._best = None
-
-    def _warm(self):
-        """EP's start: the sites of the lowest evaluation so far (the optimiser's iterate; a
-        line search's next trial lies between it and the last, often rejected, trial), or
-        those given."""
-        return self.sites if self._best is None else self._best[1]
-
-    def __call__(self, theta, eval_gradient=True):
-        kernel = self.kernel.clone_with_theta(theta[:-1])
-        n = self.y.size
-        try:
-            prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
-            out = negative_log_evidence_all_rows(
-                prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
-                tol=self.tol, progress=self.progress, accelerate=self.accelerate,
-                likelihood=self.likelihood,
-            )
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            out = None
-        if out is None or not np.isfinite(out[0]) or not np.all(np.isfinite(out[-1][0])):
-            value = np.finfo(float).max / 1e10  # keep the line search away, never a NaN
-            return (value, np.zeros(theta.shape)) if eval_gradient else value
-        self.sites = out[-1]
-        if self._best is None or out[0] <= self._best[0]:
-            self._best = (out[0], self.sites)
-        if not eval_gradient:
-            return out[0] / n
-        if not np.all(np.isfinite(out[1])):
-            return np.finfo(float).max / 1e10, np.zeros(theta.shape)
-        return out[0] / n, out[1] / n
-
-
-class AllRowsPredictor(BinaryPredictor):
-    """Prediction from the Gaussian posterior of the latents at the basis.
-
-    With ``q(w) = N(m_w, B^-1)`` and ``u = L w`` (``K_uu = L L^T``), the latent at ``x_*`` has
-    mean ``k_*u L^-T m_w`` and variance ``k_** - k_*u L^-T (I - B^-1) L^-1 k_u*`` (the FITC /
-    projected-process predictive, GPML eq. (8.27) with EP's sites in place of the noise). The
-    PSD matrix ``L^-T (I - B^-1) L^-1 = W^T W`` is factored once (eigh), so that a prediction
-    block is one GEMM against ``[w, W^T]`` as in :class:`BinaryPredictor`.
-    """
-
-    def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior=PRIOR,
-                 likelihood=PROBIT):
-        sparse = SparsePrior(kernel, X, basis_vectors, prior)
-        L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
-        self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias, likelihood)
-
-    @classmethod
-    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood=PROBIT):
-        """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
-        L^T``), formed elsewhere (EP over row partitions, :mod:`._partitioned_ep`)."""
-        predictor = cls.__new__(cls)
-        predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias, likelihood)
-        return predictor
-
-    def _set_factors(self, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood):
-        p = L.shape[0]
-        w = solve_triangular(L, mean_w, lower=True, trans="T")
-        B_inv = cho_solve((L_B, True), np.eye(p))
-        L_inv = solve_triangular(L, np.eye(p), lower=True)
-        C = L_inv.T @ (np.eye(p) - B_inv) @ L_inv
-        values, vectors = eigh(0.5 * (C + C.T))
-        W = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
-        self.projection = np.ascontiguousarray(np.column_stack([w, W.T]))
-        self.bias, self.likelihood = bias, likelihood
-        self.cross = CrossKernel(kernel, basis_vectors)
 
 
 def _start_evidence(model, kernel, X, y, rng):

@@ -12,12 +12,14 @@ from .._progress import Progress
 from ..likelihoods import Probit
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._adf import ADFState
-from ._all_rows_fit import AllRowsObjective, AllRowsPredictor, fit_all_rows
+from ._all_rows_fit import fit_all_rows
+from ._ep_evidence import AllRowsObjective
 from ._drawn_basis import DrawnBasis, draws_only
-from ._evidence import fit_evidence, negative_log_evidence
+from ._basis_evidence import negative_log_evidence
+from ._evidence_fit import fit_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
 from ._nlp_loss import nlp_loss
-from ._prediction import BinaryPredictor
+from ._prediction import AllRowsPredictor, BinaryPredictor
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,

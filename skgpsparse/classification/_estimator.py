@@ -17,7 +17,7 @@ from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
-from ._evidence import log_marginal_likelihood
+from ._marginal_likelihood import log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._rows_fit import fit_partitioned

@@ -49,14 +49,11 @@ import numpy as np
 from sklearn.base import clone
 
 from ._adf import ADFState
-from ._all_rows_ep import (
-    _EP_TOL,
-    SparsePrior,
-    contract_theta_gradient,
-    negative_log_evidence_all_rows,
-)
+from ._all_rows_ep import _EP_TOL, contract_theta_gradient, negative_log_evidence_all_rows
 from ._all_rows_passes import PROBIT
-from ._all_rows_fit import PRIOR, _per_feature_choice, _rounds
+from ._sparse_prior import SparsePrior
+from ._all_rows_fit import _per_feature_choice, _rounds
+from ._ep_evidence import PRIOR
 from ._binary import _BinarySparseGPClassifier
 from ._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
 from ._hyperprior import with_length_scale_prior

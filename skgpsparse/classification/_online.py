@@ -28,9 +28,9 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from threadpoolctl import threadpool_limits
 
-from ._all_rows_ep import SparsePrior, all_rows_ep
-from ._all_rows_fit import AllRowsPredictor
+from ._all_rows_ep import all_rows_ep
 from ._all_rows_passes import PROBIT
+from ._sparse_prior import SparsePrior
 
 __all__ = ["OnlinePosterior"]
 
@@ -161,13 +161,12 @@ class OnlinePosterior:
         self._add_sites(prior.V, prior.lam, tau, nu)
         return tau, nu
 
-    def predictor(self):
-        """The :class:`~._all_rows_fit.AllRowsPredictor` of this posterior."""
+    def weight_posterior(self):
+        """``(L, L_B, mean)``: the factor of ``K_uu`` and the posterior ``N(mean, (L_B
+        L_B^T)^-1)`` of the whitened basis values ``w``, what a predictor needs."""
         L_B, mean = self._factor()
         L = SparsePrior(self.kernel, self.basis_vectors[:1], self.basis_vectors).L
-        return AllRowsPredictor.from_posterior(
-            self.kernel, self.basis_vectors, L, L_B, mean, self.bias, self.likelihood
-        )
+        return L, L_B, mean
 
 
 def _adf_block(V, lam, y, bias, L_B, mean, likelihood):

@@ -24,14 +24,7 @@ the partitions' work is the in-memory sweep's over their rows, in parallel.
 import numpy as np
 
 from ..rows._store import read_only, state_scope
-from ._all_rows_ep import (
-    _EP_MAX_SWEEPS,
-    _EP_TOL,
-    _MIN_DAMPING,
-    SparsePrior,
-    basis_cholesky,
-    evidence_row_terms,
-)
+from ._all_rows_ep import _EP_MAX_SWEEPS, _EP_TOL, _MIN_DAMPING, evidence_row_terms
 from ._all_rows_passes import (
     _ADF_ROWS_PER_BASIS,
     PROBIT,
@@ -45,6 +38,8 @@ from ._all_rows_passes import (
     system_sums,
     weight_posterior,
 )
+
+from ._sparse_prior import SparsePrior, basis_cholesky
 
 __all__ = ["PartitionedEP", "partitioned_ep"]
 

@@ -7,15 +7,17 @@ marginal ``N(f_* + b; mean, var)`` (:mod:`skgpsparse.likelihoods`; for the probi
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, cholesky, eigh, solve_triangular
 from scipy.special import logsumexp
 
 from ..kernels._columns import CrossKernel
+from ._all_rows_ep import weight_posterior_of
+from ._sparse_prior import SparsePrior
 from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 
 __all__ = [
-    "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent", "log_proba", "margins",
+    "AllRowsPredictor", "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent", "log_proba", "margins",
     "proba",
 ]
 
@@ -142,3 +144,41 @@ def _normalised(X, predictors):
     """Log of the one-vs-rest probabilities ``P(y_k = +1 | x)`` normalised over the classes."""
     log_p = np.column_stack([predictor.log_proba(X, 1.0) for predictor in predictors])
     return log_p - logsumexp(log_p, axis=1, keepdims=True)
+
+
+class AllRowsPredictor(BinaryPredictor):
+    """Prediction from the Gaussian posterior of the latents at the basis.
+
+    With ``q(w) = N(m_w, B^-1)`` and ``u = L w`` (``K_uu = L L^T``), the latent at ``x_*`` has
+    mean ``k_*u L^-T m_w`` and variance ``k_** - k_*u L^-T (I - B^-1) L^-1 k_u*`` (the FITC /
+    projected-process predictive, GPML eq. (8.27) with EP's sites in place of the noise). The
+    PSD matrix ``L^-T (I - B^-1) L^-1 = W^T W`` is factored once (eigh), so that a prediction
+    block is one GEMM against ``[w, W^T]`` as in :class:`BinaryPredictor`.
+    """
+
+    def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior="fitc",
+                 likelihood=None):
+        sparse = SparsePrior(kernel, X, basis_vectors, prior)
+        L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
+        self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias, likelihood)
+
+    @classmethod
+    def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood=None):
+        """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
+        L^T``), formed elsewhere (EP over row partitions, :mod:`._partitioned_ep`)."""
+        predictor = cls.__new__(cls)
+        predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias, likelihood)
+        return predictor
+
+    def _set_factors(self, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood):
+        p = L.shape[0]
+        w = solve_triangular(L, mean_w, lower=True, trans="T")
+        B_inv = cho_solve((L_B, True), np.eye(p))
+        L_inv = solve_triangular(L, np.eye(p), lower=True)
+        C = L_inv.T @ (np.eye(p) - B_inv) @ L_inv
+        values, vectors = eigh(0.5 * (C + C.T))
+        W = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
+        self.projection = np.ascontiguousarray(np.column_stack([w, W.T]))
+        self.bias = bias
+        self.likelihood = Probit() if likelihood is None else likelihood
+        self.cross = CrossKernel(kernel, basis_vectors)

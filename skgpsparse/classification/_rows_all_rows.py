@@ -16,7 +16,8 @@ from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from .._learning_rows import learning_size, learning_subsample
-from ._all_rows_fit import AllRowsPredictor, _learn_rounds
+from ._all_rows_fit import _learn_rounds
+from ._prediction import AllRowsPredictor
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._hyperprior import with_length_scale_prior
 from ._partitioned_ep import partitioned_ep

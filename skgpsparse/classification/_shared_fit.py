@@ -20,8 +20,9 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .._learning_rows import learning_subsample, with_basis_rows
-from ._all_rows_ep import SparsePrior, all_rows_ep, reusing_priors
-from ._all_rows_fit import PRIOR
+from ._all_rows_ep import all_rows_ep
+from ._sparse_prior import SparsePrior, reusing_priors
+from ._ep_evidence import PRIOR
 from ._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ._multiclass import learn_shared
 

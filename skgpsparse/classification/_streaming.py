@@ -23,6 +23,7 @@ from sklearn.utils.validation import validate_data
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._online import OnlinePosterior
+from ._prediction import AllRowsPredictor
 
 __all__ = ["partial_fit", "streams"]
 
@@ -193,7 +194,10 @@ def _stream(clf, X, y_enc):
         # the sites of this batch's rows (the earlier rows' are folded into the posterior)
         model.site_precision_ = tau
         model.site_mean_ = np.divide(nu, tau, out=np.zeros_like(nu), where=tau > 0)
-        model._predictor = online.predictor()
+        model._predictor = AllRowsPredictor.from_posterior(
+            online.kernel, online.basis_vectors, *online.weight_posterior(), online.bias,
+            online.likelihood,
+        )
     if len(models) == 1:
         store_binary(clf, models[0])
     else:

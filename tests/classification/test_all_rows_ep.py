@@ -10,12 +10,9 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._all_rows_ep import (
-    SparsePrior,
-    all_rows_ep,
-    negative_log_evidence_all_rows,
-)
-from skgpsparse.classification._all_rows_fit import AllRowsPredictor
+from skgpsparse.classification._all_rows_ep import all_rows_ep, negative_log_evidence_all_rows
+from skgpsparse.classification._prediction import AllRowsPredictor
+from skgpsparse.classification._sparse_prior import SparsePrior
 from skgpsparse.classification._binary import _BinarySparseGPClassifier, _make_selector
 
 
@@ -256,7 +253,7 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
 def test_accelerated_fit_is_the_plain_fit(monkeypatch):
     # the default fit learns with Anderson-accelerated EP; the plain damped sweeps reach the
     # same fixed point. A large amplitude saturates the probit: plain EP takes many sweeps there
-    from skgpsparse.classification import _all_rows_ep, _all_rows_fit
+    from skgpsparse.classification import _all_rows_ep, _ep_evidence
 
     sweeps, sweep = [], _all_rows_ep.ep_sweep
 
@@ -270,7 +267,7 @@ def test_accelerated_fit_is_the_plain_fit(monkeypatch):
     y = (X[:, 0] + 0.3 * rng.randn(150) > 0.8).astype(int)
     fits, counts = [], []
     for accelerate in (False, True):
-        monkeypatch.setattr(_all_rows_fit, "ACCELERATE", accelerate)
+        monkeypatch.setattr(_ep_evidence, "ACCELERATE", accelerate)
         sweeps.clear()
         model = SparseGPClassifier(posterior="all_rows", max_basis=25, random_state=0)
         with warnings.catch_warnings():
@@ -314,7 +311,7 @@ def test_each_round_after_the_first_searches_a_box_around_its_start():
 def test_ep_warm_started_after_a_far_evaluation_gives_the_same_evidence():
     # each evaluation starts EP from the sites of the lowest so far (not a rejected far trial's):
     # the evidence and gradient at a point are those of EP started afresh there, to EP's tolerance
-    from skgpsparse.classification._all_rows_fit import AllRowsObjective
+    from skgpsparse.classification._ep_evidence import AllRowsObjective
 
     X, y = _problem(60)
     kernel = C(1.0) * RBF(1.0)

@@ -9,12 +9,11 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse.classification import _all_rows_passes as passes
 from skgpsparse.classification._all_rows_ep import (
-    SparsePrior,
     all_rows_ep,
     negative_log_evidence_all_rows,
-    reusing_priors,
     weight_posterior_of,
 )
+from skgpsparse.classification._sparse_prior import SparsePrior, reusing_priors
 from skgpsparse.likelihoods import Probit
 
 

@@ -12,7 +12,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._evidence import negative_log_evidence
+from skgpsparse.classification._basis_evidence import negative_log_evidence
 from skgpsparse.likelihoods import Probit
 
 

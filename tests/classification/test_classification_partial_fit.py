@@ -10,8 +10,9 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse._memory import state_nbytes
-from skgpsparse.classification._all_rows_ep import SparsePrior, all_rows_ep
-from skgpsparse.classification._all_rows_fit import AllRowsPredictor
+from skgpsparse.classification._all_rows_ep import all_rows_ep
+from skgpsparse.classification._prediction import AllRowsPredictor
+from skgpsparse.classification._sparse_prior import SparsePrior
 from skgpsparse.classification._online import OnlinePosterior
 
 
@@ -105,7 +106,8 @@ def test_adf_pass_against_dense_sequential_adf():
     mean_d = A @ m_d
     Q_nn = K_nu @ np.linalg.solve(K_uu, K_nu.T)
     var_d = np.diag(Q_nn - A @ Q_nf.T + A @ S_d @ A.T) + kernel.diag(X_new) - np.diag(Q_nn)
-    mean, var = post.predictor().latent_mean_and_variance(X_new)
+    predictor = AllRowsPredictor.from_posterior(kernel, Z, *post.weight_posterior(), bias)
+    mean, var = predictor.latent_mean_and_variance(X_new)
     np.testing.assert_allclose(mean - bias, mean_d, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(var, var_d, rtol=1e-6, atol=1e-8)
 

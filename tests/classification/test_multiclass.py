@@ -11,7 +11,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._all_rows_fit import AllRowsObjective
+from skgpsparse.classification._ep_evidence import AllRowsObjective
 from skgpsparse.classification._multiclass import SharedObjective, SummedStates
 from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector

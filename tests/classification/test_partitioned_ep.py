@@ -11,7 +11,8 @@ from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.classification._all_rows_ep import SparsePrior, negative_log_evidence_all_rows
+from skgpsparse.classification._all_rows_ep import negative_log_evidence_all_rows
+from skgpsparse.classification._sparse_prior import SparsePrior
 from skgpsparse.classification._all_rows_passes import adf_sites
 from skgpsparse.classification._partitioned_ep import PartitionedEP, partitioned_ep
 from skgpsparse.rows._store import LocalRows

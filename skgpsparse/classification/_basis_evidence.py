@@ -1,4 +1,4 @@
-"""The IVM's hyperparameter objective: the EP evidence of the basis labels, and its outer loop.
+"""The IVM's hyperparameter objective: the EP evidence of the basis labels.
 
 ``hyperparameter_objective="evidence"`` follows the informative vector machine (Lawrence,
 Seeger and Herbrich 2003): the basis is selected by ADF under the current ``(theta, b)``,
@@ -21,30 +21,13 @@ distribution at the cavity ``(mu_-i + b, s2_-i)`` (for the probit, ``d log Z_i /
 y_i r_i / sqrt(1 + s2_-i)``, ``r_i = N(z_i)/Phi(z_i)``, ``z_i = y_i (mu_-i + b) /
 sqrt(1 + s2_-i)``). The likelihood object gives ``log Z_i``, its derivative and the site
 updates (:mod:`skgpsparse.likelihoods`). Cost O(p^3) per EP sweep.
-
-The bias is learned with the kernel. Each selection favours the points the model gets wrong,
-so a round can produce a basis of mostly one class, whose evidence is maximised by ``b -> +-inf``
-(and the next basis then comes from the other class). Two guards: ``b`` has a Gaussian prior
-``N(b_0, 1 + mean k(x, x))`` (``b_0`` the class-balance start, unit scale in probit units of the
-prior predictive; the IVM software likewise offers a unit Gaussian prior on its noise
-parameters), so the objective is ``-log Z_EP + (b - b_0)^2 / (2 s_b^2)``; and the outer loop
-keeps, among the models it visits (each a basis selected under its own ``(theta, b)``), the one
-with the highest training log-likelihood of ALL labels, ``-n NLP_a`` (additive-model paper
-eq. (5)), the IVM's own model log-likelihood (its noise-model objective over the training set).
 """
-
-import time
-import warnings
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import dger as _dger
-from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 
-from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
-
-__all__ = ["log_marginal_likelihood", "models_log_marginal_likelihood", "negative_log_evidence"]
+__all__ = ["EvidenceObjective", "negative_log_evidence"]
 
 # EP on the basis: convergence tolerance on the site parameters and a cap on the sweeps.
 _EP_TOL = 1e-7
@@ -159,7 +142,7 @@ def negative_log_evidence(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.classification._evidence import negative_log_evidence
+    >>> from skgpsparse.classification._basis_evidence import negative_log_evidence
     >>> from skgpsparse.likelihoods import Probit
     >>> X = np.array([[-1.0], [1.0]]); y = np.array([1.0, 1.0])
     >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, likelihood=Probit(),
@@ -213,7 +196,7 @@ def negative_log_evidence(
     return out[0] if len(out) == 1 else tuple(out)
 
 
-class _EvidenceObjective:
+class EvidenceObjective:
     """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` plus the prior of ``b``.
 
     EP is warm-started from the sites of the previous call (the ADF sites at first).
@@ -250,156 +233,3 @@ class _EvidenceObjective:
         grad = out[1].copy()
         grad[-1] += dev / self.sb
         return value, grad
-
-
-def fit_evidence(model, X, y, rng):
-    """The IVM outer loop of ``_BinarySparseGPClassifier.fit`` for ``"evidence"``.
-
-    Rounds of: basis selection under ``(theta, b)``; ``(theta, b)`` by the EP evidence of the
-    basis labels and the prior of ``b``. Keeps the visited model (basis, sites and the
-    ``(theta, b)`` it was selected under) with the lowest training NLP_a; stops after
-    ``max_iter`` rounds or when that has not improved by ``tol`` for ``PATIENCE`` rounds.
-    """
-
-    kernel = clone(model.kernel)
-    bias = initial_bias(kernel, X, y, model.likelihood)
-    # prior of b: N(b_0, 1 + mean k(x, x)) under the initial kernel (module docstring)
-    bias_prior = (bias, float(np.sqrt(1.0 + np.mean(kernel.diag(X)))))
-    bias += model.bias_offset  # a restart's start (the prior stays at b_0)
-    model.loss_curve_ = []
-    best, since_best, rounds = None, 0, 0
-    for it in range(model.max_iter + 1):
-        tic = time.perf_counter()
-        state = model._select(kernel, X, y, bias, rng)
-        basis = state.basis_indices.copy()
-        prec = state.site_precision[: state.size].copy()
-        mean = state.site_mean[: state.size].copy()
-        nlp_all = state.nlp(all_points=True)
-        if best is None or nlp_all < best[0] - model.tol:
-            since_best = 0
-        else:
-            since_best += 1
-        if best is None or nlp_all < best[0]:
-            best = (nlp_all, kernel, bias, basis, prec, mean, model._last_exchange_curve)
-        objective = _EvidenceObjective(kernel, X[basis], y[basis], prec, mean, bias_prior,
-                                       model.likelihood)
-        theta0 = np.append(kernel.theta, bias)
-        if model.optimizer is None:
-            model.loss_curve_.append(float(objective(theta0, eval_gradient=False)))
-            break
-        if it == model.max_iter or since_best >= PATIENCE:
-            model._progress.line(f"final selection  NLP_a {nlp_all:.6f}")
-            break  # the last selection is a candidate model, not followed by an optimisation
-        bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
-        theta, loss = minimize_theta(
-            model.optimizer, model._progress.counting("hyperparameters", objective), theta0, bounds
-        )
-        kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
-        model.loss_curve_.append(loss)
-        rounds += 1
-        model._progress.line(
-            f"iter {it + 1:3d}  NLP_a {nlp_all:.6f}  -logZ+prior {loss:.6f}"
-            f"  basis {state.size}  b {bias:+.4f}  kernel {kernel}"
-            f"  ({time.perf_counter() - tic:.2f} s)"
-        )
-    model.n_iter_ = max(rounds, 1)
-    _, model.kernel_, model.bias_, model.basis_indices_, prec, mean, curve = best
-    if model.optimizer is not None:
-        model.kernel_._check_bounds_params()
-        if abs(model.bias_) >= BIAS_BOUNDS[1]:
-            warnings.warn(
-                f"The learned bias b = {model.bias_:+g} is at its bound {BIAS_BOUNDS}: the "
-                "evidence of the basis labels is explained by the bias alone.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-    model.exchange_loss_curve_ = [float(v) for v in curve]
-    model.site_precision_, model.site_mean_ = prec, mean
-    model._set_fitted_basis(X, y)
-    return model
-
-
-def models_log_marginal_likelihood(models, theta, eval_gradient=False, clone_kernel=True):
-    """The estimator's ``log_marginal_likelihood(theta)`` over its binary models.
-
-    One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest, as
-    scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all or every
-    model's stacked; no gradient. ``clone_kernel=False`` then sets each model's
-    ``kernel_.theta`` to its ``theta`` (scikit-learn's contract).
-    """
-    theta = np.asarray(theta, dtype=float)
-    n_dims = models[0].kernel_.n_dims
-    if len(models) == 1:
-        if theta.shape != (n_dims,):
-            raise ValueError(
-                f"`theta` must have the kernel's {n_dims} log hyperparameters, got shape "
-                f"{theta.shape}."
-            )
-        out = models[0].log_marginal_likelihood(theta, eval_gradient)
-        _set_thetas(models, [theta], clone_kernel)
-        return out
-    if eval_gradient:
-        raise NotImplementedError(
-            "Gradient of log-marginal-likelihood not implemented for multi-class GPC."
-        )
-    # the default kernel may give the one-vs-rest models different numbers of length scales
-    sizes = [m.kernel_.n_dims for m in models]
-    if theta.shape == (n_dims,) and all(size == n_dims for size in sizes):
-        thetas = [theta] * len(models)
-    elif theta.shape == (sum(sizes),):
-        thetas = np.split(theta, np.cumsum(sizes)[:-1])
-    else:
-        one = f"({n_dims},) (one kernel's, for every class) or " if len(set(sizes)) == 1 else ""
-        raise ValueError(
-            f"`theta` must have shape {one}({sum(sizes)},) (every class's, stacked: "
-            f"{sizes} log hyperparameters), got {theta.shape}."
-        )
-    value = float(np.mean([m.log_marginal_likelihood(t) for m, t in zip(models, thetas)]))
-    _set_thetas(models, thetas, clone_kernel)
-    return value
-
-
-def _set_thetas(models, thetas, clone_kernel):
-    """scikit-learn's ``clone_kernel=False``: the fitted kernels (the estimator's ``kernel_``
-    and ``kernels_`` are the same objects) left at the evaluated ``theta``."""
-    if not clone_kernel:
-        for model, theta in zip(models, thetas):
-            model.kernel_.theta = theta
-
-
-# SparseGPClassifier.log_marginal_likelihood (assigned in the class body)
-def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-    """Approximate log marginal likelihood: the EP evidence of the basis labels.
-
-    As scikit-learn's ``GaussianProcessClassifier.log_marginal_likelihood``, to compare
-    kernels by evidence. The approximation is EP's (GPML eq. (3.65)) on the basis latents
-    with the likelihoods of the basis labels (the probit by default), at the fitted bias
-    ``bias_`` (the IVM's evidence); with ``posterior="all_rows"``, EP over every training
-    label under the FITC prior. It is not scikit-learn's Laplace value.
-
-    Parameters
-    ----------
-    theta : array-like of shape (n_kernel_params,) or (n_classes * n_kernel_params,), \
-            default=None
-        Log hyperparameters of the kernel; ``None`` returns
-        ``log_marginal_likelihood_value_``. With more than two classes (one vs rest),
-        either one kernel's theta, used for every binary model, or their thetas stacked.
-    eval_gradient : bool, default=False
-        Also return the gradient with respect to ``theta`` (two classes only, as in
-        scikit-learn).
-    clone_kernel : bool, default=True
-        As scikit-learn's: ``False`` leaves the fitted kernel(s) at ``theta``.
-
-    Returns
-    -------
-    log_likelihood : float
-        The EP log evidence (the mean over the binary models with more than two classes).
-    log_likelihood_gradient : ndarray of shape (n_kernel_params,)
-        Only if ``eval_gradient``.
-    """
-    models = self._models()
-    if theta is None:
-        if eval_gradient:
-            raise ValueError("Gradient can only be evaluated for theta!=None")
-        return self.log_marginal_likelihood_value_
-    return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
