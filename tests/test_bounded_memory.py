@@ -25,7 +25,7 @@ from skgpsparse import (
     SparseGPClassifier,
     SparseGPRegressor,
 )
-from skgpsparse.classification._binary import fit_memory as classifier_memory
+from skgpsparse.classification.learning._binary import fit_memory as classifier_memory
 from skgpsparse.regression._alternation import fit_memory as regressor_memory
 from skgpsparse.rvm._fit_memory import fit_memory as rvm_memory
 from skgpsparse.rvm._subspace_em import ActiveDesign

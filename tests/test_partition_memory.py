@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import Kernel
 
-import skgpsparse.classification._all_rows_passes as ep_passes
+import skgpsparse.inference._ep_passes as ep_passes
 import skgpsparse.regression._noise_loo as noise_loo
 import skgpsparse.regression._partitioned_objectives as objectives
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse.classification._rows_fit import fit_rows as fit_classifier_rows
+from skgpsparse.classification.partitioned._fit import fit_rows as fit_classifier_rows
 from skgpsparse.regression._fitting import prepare_fit
 from skgpsparse.regression._rows_fit import fit_rows as fit_regressor_rows
 from skgpsparse.regression._targets import target_scaling

@@ -15,8 +15,14 @@ from _support.same_model import assert_same_classifier, assert_same_regressor
 from sklearn.exceptions import ConvergenceWarning
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
-from skgpsparse.rows import (RowBackend, RowPartition, RowStore, backend_for, register_backend,
-                             unregister_backend)
+from skgpsparse.rows import (
+    RowBackend,
+    RowPartition,
+    RowStore,
+    backend_for,
+    register_backend,
+    unregister_backend,
+)
 
 
 class Chunks:

@@ -27,8 +27,8 @@ from _common.clf_bench import header, initial_kernel, mean_std, paired, split, t
 from _common.clf_bench import timed_fit as fit_timed
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._binary import _make_selector
+from skgpsparse.inference._adf import ADFState
+from skgpsparse.classification.learning._binary import _make_selector
 from skgpsparse.kernels import iter_kernel
 from skgpsparse.likelihoods import Probit
 

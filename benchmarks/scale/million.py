@@ -184,10 +184,10 @@ def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip"):
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
     if polish == "run":
-        from skgpsparse.classification import _all_rows_fit
+        from skgpsparse.classification.learning import _ep_rounds
 
-        rounds = _all_rows_fit._learn_rounds
-        _all_rows_fit._learn_rounds = lambda model, X, y, rng, subsample=False: rounds(
+        rounds = _ep_rounds._learn_rounds
+        _ep_rounds._learn_rounds = lambda model, X, y, rng, subsample=False: rounds(
             model, X, y, rng
         )
 

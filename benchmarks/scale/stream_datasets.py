@@ -43,10 +43,10 @@ from _common.clf_bench import header, split, test_scores
 from _common.data import load_dataset
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._all_rows_ep import all_rows_ep
+from skgpsparse.inference._ep import all_rows_ep
 from skgpsparse.classification._prediction import AllRowsPredictor
-from skgpsparse.classification._sparse_prior import SparsePrior
-from skgpsparse.classification._online import OnlinePosterior
+from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.inference._online import OnlinePosterior
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

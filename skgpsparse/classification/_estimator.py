@@ -11,18 +11,18 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..likelihoods import Likelihood
 from .._fitted_state import reset_fitted_state
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
+from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
-from ._marginal_likelihood import log_marginal_likelihood
 from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
+from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
-from ._rows_fit import fit_partitioned
 from ._streaming import partial_fit as _partial_fit
 from ._streaming import streams as _streams
+from .partitioned._fit import fit_partitioned
 
 __all__ = ["SparseGPClassifier"]
 
@@ -131,12 +131,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         probabilities move with the basis drawn (``random_state``). ``"auto"``:
         ``"all_rows"``, on a partitioned ``X`` too (its EP sweeps run on the row partitions).
     likelihood : "probit" or Likelihood, default="probit"
-        ``p(y | f + b)`` of each binary (one-vs-rest) problem, labels encoded as -1 and +1:
-        the probit ``Phi(y (f + b))`` of the papers, or a
-        :class:`skgpsparse.likelihoods.Likelihood` (for example a logistic by quadrature). Every
-        engine (ADF, EP over all rows, ``partial_fit``, a fit on row partitions) and every
-        prediction asks it for its moments; the NLP loss, the selection criteria and the
-        site optimisation are the papers' for the probit and the likelihood's own otherwise.
+        ``p(y | f + b)`` of each binary problem (labels as -1 and +1): the papers' probit, or
+        a :class:`skgpsparse.likelihoods.Likelihood` (a logistic by quadrature, say), which
+        every engine, objective and prediction then asks for its moments.
     hyperparameter_objective : {"nlp", "evidence"}, default="nlp"
         Objective of the hyperparameters ``[theta, b]`` with the basis fixed: the NLP over the
         non-basis points with the sites fixed (eq. (4)); the outer loop keeps the model with the

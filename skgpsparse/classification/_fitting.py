@@ -1,7 +1,7 @@
 """The classifier's fit around its binary models: their parameters and the stored results.
 
 Shared by the in-memory fit (``SparseGPClassifier.fit``) and the fit over row partitions
-(:mod:`._rows_fit`), so that both build the binary models alike and store them alike.
+(:mod:`skgpsparse.classification.partitioned._fit`), so that both build the binary models alike and store them alike.
 """
 
 import warnings
@@ -13,9 +13,9 @@ from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from ..likelihoods import Probit
-from ._binary import _make_selector, fit_memory
-from ._one_vs_rest import one_vs_rest
-from ._restarts import fit_binary
+from .learning._binary import _make_selector, fit_memory
+from .learning._restarts import fit_binary
+from .multiclass._one_vs_rest import one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
@@ -121,7 +121,7 @@ def fit_models(clf, X, y_enc, previous=None):
     """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
 
     One model for two classes, one per class against the rest otherwise
-    (:func:`~._multiclass.one_vs_rest`); ``previous`` (:func:`previous_models`) are the models a warm start starts from.
+    (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous`` (:func:`previous_models`) are the models a warm start starts from.
     """
     n_classes = clf.classes_.size
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)

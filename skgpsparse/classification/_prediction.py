@@ -10,9 +10,9 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, eigh, solve_triangular
 from scipy.special import logsumexp
 
+from ..inference._ep import weight_posterior_of
+from ..inference._sparse_prior import SparsePrior
 from ..kernels._columns import CrossKernel
-from ._all_rows_ep import weight_posterior_of
-from ._sparse_prior import SparsePrior
 from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 
@@ -165,7 +165,7 @@ class AllRowsPredictor(BinaryPredictor):
     @classmethod
     def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood=None):
         """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
-        L^T``), formed elsewhere (EP over row partitions, :mod:`._partitioned_ep`)."""
+        L^T``), formed elsewhere (EP over row partitions, :mod:`skgpsparse.inference._ep_partitioned`)."""
         predictor = cls.__new__(cls)
         predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias, likelihood)
         return predictor

@@ -2,7 +2,7 @@
 
 The first call fits as ``fit`` does (the all-rows posterior: basis, kernel and bias learned,
 EP over the rows). Each binary model's posterior is then held as an
-:class:`~._online.OnlinePosterior`, ``O(max_basis^2)`` numbers, and the rows are forgotten:
+:class:`~skgpsparse.inference._online.OnlinePosterior`, ``O(max_basis^2)`` numbers, and the rows are forgotten:
 later batches enter it by one ADF pass (the sparse online GP of Csato and Opper) and
 ``stream_ep_sweeps`` EP sweeps over the batch, with the basis and hyperparameters fixed.
 
@@ -20,9 +20,9 @@ from sklearn.base import _fit_context
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from ..inference._online import OnlinePosterior
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
-from ._online import OnlinePosterior
 from ._prediction import AllRowsPredictor
 
 __all__ = ["partial_fit", "streams"]

@@ -18,9 +18,9 @@ from scipy.linalg import cholesky
 
 from .._learning_rows import learning_subsample
 from .._memory import FitMemory, gigabytes, largest_fitting
-from ..rows._store import RowStore, row_centre
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
+from ..rows._store import RowStore, row_centre
 from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._dtc import sparse_factors

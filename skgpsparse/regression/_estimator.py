@@ -12,9 +12,7 @@ from sklearn.utils.validation import validate_data
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
-from ..kernels._structured import (
-    fit_indexed, indexed_predictors, is_structured, refuse_structured
-)
+from ..kernels._structured import fit_indexed, indexed_predictors, is_structured, refuse_structured
 from ..rows import backend_for
 from ..selection import BaseSelector
 from ._alternation import alternate

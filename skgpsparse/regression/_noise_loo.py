@@ -45,8 +45,8 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from sklearn.gaussian_process.kernels import ConstantKernel, Product
 
-from ..rows._store import RowStore, read_only
 from ..kernels import iter_kernel
+from ..rows._store import RowStore, read_only
 
 __all__ = ["kernel_amplitude", "loo_noise_variance"]
 

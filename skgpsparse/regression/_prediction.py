@@ -48,9 +48,9 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky
 from scipy.linalg.blas import dtrmm
 from scipy.linalg.lapack import dtrtri
 
-from ..rows._blocks import block_rows, map_row_blocks
 from ..kernels._columns import CrossKernel
 from ..linalg import cholesky_append, solve_lower
+from ..rows._blocks import block_rows, map_row_blocks
 from ._targets import to_target_units
 
 __all__ = ["PredictionFactors", "RegressionPredictor", "exact_factor", "prediction_factors"]

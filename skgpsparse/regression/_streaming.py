@@ -36,8 +36,8 @@ from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
 from ..linalg import solve_lower
 from ..rows import in_memory_only
-from ._streaming_statistics import StreamingPosterior
 from ._prediction import RegressionPredictor, exact_factor
+from ._streaming_statistics import StreamingPosterior
 
 __all__ = ["blas_thread_limit", "partial_fit", "stream_nbytes"]
 

@@ -9,7 +9,6 @@ variance), on the fitted basis vectors and with the fitted jitter.
 from functools import partial
 
 import numpy as np
-
 from sklearn.utils.validation import check_is_fitted
 
 from ..rows import backend_for

@@ -22,8 +22,14 @@ do, and one :func:`register_backend` call below. The estimators and the families
 not change (``tests/test_row_backend.py`` registers one of its own).
 """
 
-from ._backend import (RowBackend, backend_for, in_memory_only, predicts_by_partition,
-                       register_backend, unregister_backend)
+from ._backend import (
+                       RowBackend,
+                       backend_for,
+                       in_memory_only,
+                       predicts_by_partition,
+                       register_backend,
+                       unregister_backend,
+)
 from ._blocks import block_rows, map_row_blocks
 from ._dask import DaskBackend, DaskRows, is_dask_array, lazy_predict, row_chunked
 from ._store import LocalRows, RowPartition, RowStore, row_centre

@@ -11,8 +11,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..likelihoods import Probit
 from .._fitted_state import reset_fitted_state
+from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory

@@ -12,8 +12,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
-from ..rows._blocks import block_rows, map_row_blocks
 from .._scaling import target_scale
+from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._regression_em import _RegressionEM

@@ -10,10 +10,10 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._all_rows_ep import all_rows_ep, negative_log_evidence_all_rows
 from skgpsparse.classification._prediction import AllRowsPredictor
-from skgpsparse.classification._sparse_prior import SparsePrior
-from skgpsparse.classification._binary import _BinarySparseGPClassifier, _make_selector
+from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier, _make_selector
+from skgpsparse.inference._ep import all_rows_ep, negative_log_evidence_all_rows
+from skgpsparse.inference._sparse_prior import SparsePrior
 
 
 def _problem(n=30, seed=0):
@@ -253,15 +253,16 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
 def test_accelerated_fit_is_the_plain_fit(monkeypatch):
     # the default fit learns with Anderson-accelerated EP; the plain damped sweeps reach the
     # same fixed point. A large amplitude saturates the probit: plain EP takes many sweeps there
-    from skgpsparse.classification import _all_rows_ep, _ep_evidence
+    from skgpsparse.inference import _ep
+    from skgpsparse.classification.objectives import _ep_evidence
 
-    sweeps, sweep = [], _all_rows_ep.ep_sweep
+    sweeps, sweep = [], _ep.ep_sweep
 
     def counting_sweep(*args, **kwargs):
         sweeps.append(1)
         return sweep(*args, **kwargs)
 
-    monkeypatch.setattr(_all_rows_ep, "ep_sweep", counting_sweep)
+    monkeypatch.setattr(_ep, "ep_sweep", counting_sweep)
     rng = np.random.RandomState(4)
     X, X_test = rng.randn(150, 2), rng.randn(300, 2)
     y = (X[:, 0] + 0.3 * rng.randn(150) > 0.8).astype(int)
@@ -290,8 +291,8 @@ def test_accelerated_fit_is_the_plain_fit(monkeypatch):
 
 
 def test_each_round_after_the_first_searches_a_box_around_its_start():
-    from skgpsparse.classification._all_rows_fit import _ROUND_STEP, round_bounds
-    from skgpsparse.classification._hyperparameters import BIAS_BOUNDS
+    from skgpsparse.classification.learning._ep_rounds import _ROUND_STEP, round_bounds
+    from skgpsparse.classification.learning._hyperparameters import BIAS_BOUNDS
 
     X = np.random.RandomState(0).randn(20, 2)
     kernel = C(40.0, (1e-5, 1e2)) * RBF(1.0, (0.5, 1e5))
@@ -311,7 +312,7 @@ def test_each_round_after_the_first_searches_a_box_around_its_start():
 def test_ep_warm_started_after_a_far_evaluation_gives_the_same_evidence():
     # each evaluation starts EP from the sites of the lowest so far (not a rejected far trial's):
     # the evidence and gradient at a point are those of EP started afresh there, to EP's tolerance
-    from skgpsparse.classification._ep_evidence import AllRowsObjective
+    from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
 
     X, y = _problem(60)
     kernel = C(1.0) * RBF(1.0)

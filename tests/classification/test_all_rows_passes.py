@@ -7,13 +7,13 @@ from scipy.stats import norm
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.classification import _all_rows_passes as passes
-from skgpsparse.classification._all_rows_ep import (
+from skgpsparse.inference import _ep_passes as passes
+from skgpsparse.inference._ep import (
     all_rows_ep,
     negative_log_evidence_all_rows,
     weight_posterior_of,
 )
-from skgpsparse.classification._sparse_prior import SparsePrior, reusing_priors
+from skgpsparse.inference._sparse_prior import SparsePrior, reusing_priors
 from skgpsparse.likelihoods import Probit
 
 
@@ -260,11 +260,11 @@ def test_a_converged_run_is_read_back_only_for_its_own_sites_labels_and_bias():
 def test_evidence_gradient_by_row_blocks_is_the_one_block_gradient(prior, monkeypatch):
     # the gradient forms M P^T a block of rows at a time; its finite-difference check runs
     # on one block (tests/classification/test_all_rows_ep.py)
-    from skgpsparse.classification import _all_rows_ep
+    from skgpsparse.inference import _ep
 
     sparse, y = _problem(prior=prior)
     one = negative_log_evidence_all_rows(sparse, y, 0.1, eval_gradient=True, tol=1e-10)
-    monkeypatch.setattr(_all_rows_ep, "block_rows", lambda p: 7)
+    monkeypatch.setattr(_ep, "block_rows", lambda p: 7)
     monkeypatch.setattr(passes, "block_rows", lambda p: 7)
     blocks = negative_log_evidence_all_rows(sparse, y, 0.1, eval_gradient=True, tol=1e-10)
     np.testing.assert_allclose(blocks[0], one[0], rtol=1e-12)
@@ -274,9 +274,12 @@ def test_evidence_gradient_by_row_blocks_is_the_one_block_gradient(prior, monkey
 def test_random_selection_under_all_rows_draws_the_basis_of_the_adf_state():
     # the all-rows posterior with random selection builds no basis posterior; on rows without
     # duplicates it draws the same basis as the ADF state from the same generator
-    from skgpsparse.classification._adf import ADFState
-    from skgpsparse.classification._binary import _BinarySparseGPClassifier, _make_selector
-    from skgpsparse.classification._drawn_basis import DrawnBasis
+    from skgpsparse.classification.learning._binary import (
+        _BinarySparseGPClassifier,
+        _make_selector,
+    )
+    from skgpsparse.classification.learning._drawn_basis import DrawnBasis
+    from skgpsparse.inference._adf import ADFState
 
     rng = np.random.RandomState(0)
     X = rng.randn(200, 3)

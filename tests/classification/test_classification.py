@@ -16,9 +16,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern, WhiteKernel
 from threadpoolctl import threadpool_limits
 
-from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._estimator import SparseGPClassifier
-from skgpsparse.classification._nlp_loss import nlp_loss
+from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+from skgpsparse.inference._adf import ADFState
 from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
@@ -241,7 +241,7 @@ def test_threads_over_row_blocks_give_identical_scores_and_state(criterion):
 def test_binary_fit_passes_n_jobs_to_the_row_threads(monkeypatch):
     # a binary problem spends n_jobs on the rows of each scored working set, a multiclass
     # one on the one-vs-rest models; the fitted model does not depend on it
-    from skgpsparse.classification import _binary as _classification_binary
+    from skgpsparse.classification.learning import _binary as _classification_binary
 
     seen = []
     real = _classification_binary.ADFState
@@ -282,7 +282,7 @@ def test_multiclass_evidence_at_theta_with_parallel_jobs():
 def test_large_working_set_keeps_no_columns():
     # kappa = |u^c| (the validation paper's largest working set) would make the kept columns
     # n x n: only small working sets keep them; add() then computes its column itself
-    from skgpsparse.classification._adf_rows import KEPT_COLUMNS
+    from skgpsparse.inference._adf_rows import KEPT_COLUMNS
 
     X, y = binary_problem(n=KEPT_COLUMNS + 16, seed=6)
     state = ADFState(C(1.2) * RBF(0.8), X, y, 0.1, max_basis=3, likelihood=Probit())
@@ -341,7 +341,7 @@ def test_predictive_variance_gemm_form_equals_triangular_solve(precision):
     and huge site precisions (an ill-conditioned ``K_uu``, posterior variance ~0)."""
     from scipy.linalg import cholesky, solve_triangular
 
-    from skgpsparse.classification._binary import _BinarySparseGPClassifier
+    from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier
 
     rng = np.random.default_rng(0)
     Xu = rng.normal(size=(40, 3))
@@ -563,7 +563,7 @@ def test_verbose_prints_one_line_per_outer_iteration(capsys):
 def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     # Two BLAS threads made whole fits slower in wall time on a two-core machine (the NLP
     # gradient's products are small); the fit limits BLAS to one thread and gives it back.
-    import skgpsparse.classification._binary as binary
+    import skgpsparse.classification.learning._binary as binary
 
     seen = record_blas_threads(monkeypatch, binary, "nlp_loss")
     X, y = make_moons(n_samples=80, noise=0.3, random_state=0)

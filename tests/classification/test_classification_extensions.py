@@ -11,9 +11,9 @@ from scipy.stats import norm
 from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-from skgpsparse.classification._adf import ADFState
 from skgpsparse.classification._estimator import SparseGPClassifier
-from skgpsparse.classification._site_optimization import _objective, optimize_sites
+from skgpsparse.inference._adf import ADFState
+from skgpsparse.inference._site_optimization import _objective, optimize_sites
 from skgpsparse.likelihoods import Probit
 
 C = ConstantKernel

@@ -9,20 +9,20 @@ import warnings
 
 import numpy as np
 import pytest
+from _support.counting_rows import CountingRows
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from _support.counting_rows import CountingRows
 from skgpsparse import SparseGPClassifier
-from skgpsparse.rows._store import LocalRows, row_centre
-from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._nlp_loss import nlp_loss
-from skgpsparse.classification._partitioned import PartitionedADFState
-from skgpsparse.classification._partitioned_nlp import partitioned_nlp_loss
-from skgpsparse.classification._rows_fit import fit_rows
+from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+from skgpsparse.classification.objectives._nlp_loss_partitioned import partitioned_nlp_loss
+from skgpsparse.classification.partitioned._fit import fit_rows
+from skgpsparse.inference._adf import ADFState
+from skgpsparse.inference._adf_partitioned import PartitionedADFState
 from skgpsparse.likelihoods import Probit
+from skgpsparse.rows._store import LocalRows, row_centre
 
 
 def _fit_local(params, X, y, partition_rows):

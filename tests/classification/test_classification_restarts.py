@@ -8,8 +8,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import log_loss
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._binary import _BinarySparseGPClassifier, _make_selector
-from skgpsparse.classification._restarts import (
+from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier, _make_selector
+from skgpsparse.classification.learning._restarts import (
     bias_offsets,
     choose_start,
     class_prior_nlp,

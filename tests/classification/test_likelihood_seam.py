@@ -23,7 +23,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._rows_fit import fit_rows
+from skgpsparse.classification.partitioned._fit import fit_rows
 from skgpsparse.likelihoods import Likelihood, Probit
 from skgpsparse.rows._store import LocalRows
 

@@ -10,9 +10,9 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._adf import ADFState
-from skgpsparse.classification._ep_evidence import AllRowsObjective
-from skgpsparse.classification._multiclass import SharedObjective, SummedStates
+from skgpsparse.classification.multiclass._shared_learning import SharedObjective, SummedStates
+from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
+from skgpsparse.inference._adf import ADFState
 from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
@@ -157,7 +157,7 @@ def test_shared_per_feature_trial_charges_for_the_labels_of_all_classes(monkeypa
     # the extra length scales are shared by the K problems: the trial weighs the gain in log
     # evidence summed over the K n labels against the BIC charge for K n (not for n, which
     # would charge the shared length scales K times over)
-    import skgpsparse.classification._multiclass as multiclass
+    import skgpsparse.classification.multiclass._shared_learning as multiclass
 
     seen = []
 
@@ -176,9 +176,9 @@ def test_shared_learning_with_the_kernel_fixed_gives_each_class_its_own_best_bia
     # class's own binary all-rows evidence on the same basis (scipy on the binary objective)
     from scipy.optimize import minimize_scalar
 
-    from skgpsparse.classification._binary import _BinarySparseGPClassifier
     from skgpsparse.classification._fitting import binary_params
-    from skgpsparse.classification._multiclass import _learn
+    from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier
+    from skgpsparse.classification.multiclass._shared_learning import _learn
 
     X, y = _blobs(n=90, n_classes=3)
     Y = _one_vs_rest(y)
@@ -196,7 +196,7 @@ def test_shared_learning_with_the_kernel_fixed_gives_each_class_its_own_best_bia
 
 
 def test_shared_warm_start_starts_from_the_last_kernel_biases_and_bases(monkeypatch):
-    import skgpsparse.classification._multiclass as multiclass
+    import skgpsparse.classification.multiclass._shared_learning as multiclass
 
     starts = []
     rounds = multiclass._rounds

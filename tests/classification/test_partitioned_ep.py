@@ -1,6 +1,6 @@
-"""EP over every row with the rows in partitions (skgpsparse.classification._partitioned_ep).
+"""EP over every row with the rows in partitions (skgpsparse.inference._ep_partitioned).
 
-Against the in-memory all-rows EP on the same rows (skgpsparse.classification._all_rows_ep),
+Against the in-memory all-rows EP on the same rows (skgpsparse.inference._ep),
 itself tested against dense EP: the same ADF start (blocks cut by partition boundaries
 included), the same sweeps, sites, posterior and evidence up to the order of the additions.
 """
@@ -11,10 +11,10 @@ from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.classification._all_rows_ep import negative_log_evidence_all_rows
-from skgpsparse.classification._sparse_prior import SparsePrior
-from skgpsparse.classification._all_rows_passes import adf_sites
-from skgpsparse.classification._partitioned_ep import PartitionedEP, partitioned_ep
+from skgpsparse.inference._ep import negative_log_evidence_all_rows
+from skgpsparse.inference._ep_partitioned import PartitionedEP, partitioned_ep
+from skgpsparse.inference._ep_passes import adf_sites
+from skgpsparse.inference._sparse_prior import SparsePrior
 from skgpsparse.rows._store import LocalRows
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import erfcx, log_ndtr
 
-from skgpsparse.classification._site_optimization import _objective
+from skgpsparse.inference._site_optimization import _objective
 from skgpsparse.likelihoods import Probit
 from skgpsparse.likelihoods._probit import inverse_mills, mills_ratio
 

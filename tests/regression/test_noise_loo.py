@@ -11,8 +11,8 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPRegressor
-from skgpsparse.rows._store import LocalRows
 from skgpsparse.regression._noise_loo import kernel_amplitude, loo_noise_variance
+from skgpsparse.rows._store import LocalRows
 
 
 def _data(n=300, seed=0):

@@ -16,8 +16,8 @@ from threadpoolctl import threadpool_limits
 
 import skgpsparse.regression._scoring as scoring
 import skgpsparse.regression._state as rs
-from skgpsparse.regression._estimator import SparseGPRegressor
 from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
+from skgpsparse.regression._estimator import SparseGPRegressor
 from skgpsparse.regression._state import RegressionState
 from skgpsparse.selection import GreedySelector
 

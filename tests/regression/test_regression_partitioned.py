@@ -10,18 +10,18 @@ import warnings
 
 import numpy as np
 import pytest
+from _support.counting_rows import CountingRows
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from _support.counting_rows import CountingRows
 from skgpsparse import SparseGPRegressor
-from skgpsparse.rows._store import LocalRows, row_centre
 from skgpsparse.regression._fitting import prepare_fit
 from skgpsparse.regression._partitioned import PartitionedRegressionState
 from skgpsparse.regression._partitioned_objectives import PARTITIONED_OBJECTIVES
 from skgpsparse.regression._rows_fit import fit_rows
 from skgpsparse.regression._state import RegressionState
 from skgpsparse.regression._targets import target_scaling
+from skgpsparse.rows._store import LocalRows, row_centre
 
 
 def _data(n=240, d=2, seed=0, targets=None):

@@ -10,8 +10,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_limits
 
 import skgpsparse.regression._vfe as vfe_module
-from skgpsparse.regression._estimator import SparseGPRegressor
 from skgpsparse.regression._dtc import dtc_log_marginal_likelihood
+from skgpsparse.regression._estimator import SparseGPRegressor
 from skgpsparse.regression._vfe import vfe_log_marginal_likelihood
 
 KERNELS = {

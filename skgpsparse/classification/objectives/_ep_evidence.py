@@ -1,0 +1,68 @@
+"""The all-rows posterior's hyperparameter objective: minus the EP evidence of every label.
+
+``AllRowsObjective(theta_and_b)`` is ``-log Z_EP / n`` under the sparse (FITC) prior of the
+basis (:func:`~skgpsparse.inference._ep.negative_log_evidence_all_rows`, GPML eq. (3.65) under the sparse
+prior) and its gradient in ``[theta, b]``, EP warm-started from the sites of the best
+evaluation so far (the sites belong to rows, not to the basis, so they carry over).
+"""
+
+import numpy as np
+
+from ...inference._ep import _EP_TOL, negative_log_evidence_all_rows
+from ...inference._ep_passes import PROBIT
+from ...inference._sparse_prior import SparsePrior
+
+__all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective"]
+
+# The sparse prior of the all-rows posterior (FITC keeps each row's own prior variance).
+PRIOR = "fitc"
+# EP's sweeps Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`): the same fixed point in fewer
+# sweeps (benchmarks/README.md, "studies").
+ACCELERATE = True
+
+
+class AllRowsObjective:
+    """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` of all labels, per row.
+
+    Divided by ``n`` so that the optimiser's tolerances do not depend on the data size. EP is
+    warm-started from the sites of the previous finite evaluation, its sweeps
+    Anderson-accelerated unless ``accelerate`` is False (None: the module's ``ACCELERATE``).
+    """
+
+    def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None,
+                 accelerate=None, likelihood=PROBIT):
+        self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
+        self.likelihood = likelihood
+        self.sites, self.tol, self.progress = sites, tol, progress
+        self.accelerate = ACCELERATE if accelerate is None else accelerate
+        self._best = None
+
+    def _warm(self):
+        """EP's start: the sites of the lowest evaluation so far (the optimiser's iterate; a
+        line search's next trial lies between it and the last, often rejected, trial), or
+        those given."""
+        return self.sites if self._best is None else self._best[1]
+
+    def __call__(self, theta, eval_gradient=True):
+        kernel = self.kernel.clone_with_theta(theta[:-1])
+        n = self.y.size
+        try:
+            prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
+            out = negative_log_evidence_all_rows(
+                prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
+                tol=self.tol, progress=self.progress, accelerate=self.accelerate,
+                likelihood=self.likelihood,
+            )
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            out = None
+        if out is None or not np.isfinite(out[0]) or not np.all(np.isfinite(out[-1][0])):
+            value = np.finfo(float).max / 1e10  # keep the line search away, never a NaN
+            return (value, np.zeros(theta.shape)) if eval_gradient else value
+        self.sites = out[-1]
+        if self._best is None or out[0] <= self._best[0]:
+            self._best = (out[0], self.sites)
+        if not eval_gradient:
+            return out[0] / n
+        if not np.all(np.isfinite(out[1])):
+            return np.finfo(float).max / 1e10, np.zeros(theta.shape)
+        return out[0] / n, out[1] / n

@@ -1,0 +1,131 @@
+"""The classifier's fit on rows held in partitions by a row backend (``skgpsparse.rows``).
+
+:func:`fit_partitioned` has the backend check ``X`` and the labels ``y``, opens a row store
+on their partitions (each row chunk with its labels where it lives, e.g. in an actor on the
+cluster worker that computed it) and fits the binary models (one, or one per class against
+the rest) with :class:`PartitionedBinary`: the two-loop design of the in-memory binary model
+on a :class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`, its NLP objective a sum over the
+partitions (:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`). The fitted models are ordinary ones; the partitions are
+released when the fit ends.
+"""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ...inference._adf_partitioned import PartitionedADFState, label_counts
+from ...rows._store import row_centre
+from .._fitting import binary_params, store_binary, store_one_vs_rest
+from ..learning._binary import _BinarySparseGPClassifier
+from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
+from ..objectives._nlp_loss_partitioned import partitioned_nlp_loss
+from ._ep_fit import fit_binary_on_rows, gathered_rows
+from ._shared_fit import fit_shared_on_rows
+
+__all__ = ["PartitionedBinary", "fit_partitioned", "fit_rows"]
+
+
+class PartitionedBinary(_BinarySparseGPClassifier):
+    """The binary model of class ``positive`` against the rest, on the partitions of ``rows``."""
+
+    def __init__(self, rows, positive, centre, **params):
+        super().__init__(**params)
+        self.rows, self.positive, self.centre = rows, positive, centre
+
+    def _select(self, kernel, X, y, bias, rng):
+        state = PartitionedADFState(
+            kernel, self.rows, self.positive, bias, self.max_basis, centre=self.centre,
+            likelihood=self.likelihood)
+        state.speculate(self.selector, rng)  # each add also fetches the next working set
+        return self._select_into(state, rng)
+
+    def _initial_bias(self, kernel, X, y):
+        # initial_bias from the partitions' mean prior variance and fraction of positives
+        mean_k, frac = label_counts(self.rows, kernel, self.positive)
+        return self.likelihood.initial_bias(frac, mean_k)
+
+    def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
+        return partitioned_nlp_loss(
+            kernel, self.rows, self.positive, bias, basis, mean, prec,
+            likelihood=self.likelihood, eval_gradient=eval_gradient,
+        )
+
+    def _set_fitted_basis(self, X, y):
+        X_u, labels = self.rows.take(self.basis_indices_)
+        self.basis_vectors_ = np.asarray(X_u, dtype=np.float64)
+        self._basis_labels = np.where(labels == self.positive, 1.0, -1.0)
+        self._set_predictive_factors()
+        self.log_marginal_likelihood_value_ = float(self.log_marginal_likelihood())
+
+
+def fit_rows(clf, rows, classes):
+    """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels.
+
+    ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver
+    over the rows gathered from the partitions, EP over every row on the partitions
+    (:mod:`skgpsparse.classification.partitioned._ep_fit`); ``"basis"``: :class:`PartitionedBinary`. More than two
+    classes: the shared one-vs-rest fit (``multi_class="auto"``), in memory where every row
+    is gathered to the driver (at most ``learning_rows``), else learned on the gathered
+    subsample with each class's EP on the partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`); with fixed
+    hyperparameters there, the independent fits (with a warning).
+    """
+    n_classes = len(classes)
+    all_rows = clf.posterior in ("auto", "all_rows")
+    params = binary_params(
+        clf, rows.n, rows.n_features, n_classes, posterior=None if all_rows else "basis"
+    )
+    rng = check_random_state(clf.random_state)
+    centre = row_centre(rows)
+    gathered = gathered_rows(rows, params) if all_rows else None
+
+    def fit_one(positive, rng):
+        def partitioned():
+            return PartitionedBinary(rows, positive, centre, **params)
+
+        if all_rows:
+            model = fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned)
+        else:
+            model = partitioned().fit(rows, None, rng)
+        model.rows = None  # the fitted model keeps no handle on the cluster
+        return model
+
+    if n_classes == 2:
+        return store_binary(clf, fit_one(classes[1], rng))
+    if gathered is not None and multi_class_mode(clf, params["posterior"]) == "shared":
+        # every row on the driver: the in-memory shared fit itself
+        X, labels = gathered
+        models, clf.multi_class_ = one_vs_rest(clf, [params], (0, clf.validation_fraction), X,
+                                               np.searchsorted(classes, labels), rng)
+        return store_one_vs_rest(clf, models)
+    clf.multi_class_ = multi_class_mode(clf, params["posterior"],
+                                        fixed_on_partitions=params["optimizer"] is None)
+    if clf.multi_class_ == "shared":
+        # learning and selections on the gathered subsample, each class's EP on the partitions
+        return store_one_vs_rest(clf, fit_shared_on_rows(params, rows, classes, rng,
+                                                         clf.n_jobs))
+    seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
+    return store_one_vs_rest(
+        clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]
+    )
+
+
+def fit_partitioned(clf, backend, X, y):
+    """Fit ``clf`` on the rows ``X`` and labels ``y`` held by the row ``backend``."""
+    unsupported = {
+        "site_update": (clf.site_update, "moment_matching"),
+        "hyperparameter_objective": (clf.hyperparameter_objective, "nlp"),
+        "n_restarts": (clf.n_restarts, 0),
+    }
+    for name, (value, supported) in unsupported.items():
+        if value != supported:
+            raise ValueError(
+                f"A fit on {backend.name} supports {name}={supported!r} only, got {value!r}."
+            )
+    X, y, classes = backend.validate(X, y, min_rows=2, dtypes=(np.float64,), labels=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"{type(clf).__name__} requires 2 or more distinct classes; got {classes.size} "
+            "class."
+        )
+    clf.classes_, clf.n_features_in_ = classes, X.shape[1]
+    with backend.open(X, y) as rows:
+        return fit_rows(clf, rows, classes)

@@ -1,0 +1,292 @@
+"""Passes over the row blocks of ``V = L^-1 K_uf`` for the all-rows EP: ADF start and EP sweeps.
+
+Notation of :mod:`skgpsparse.inference._ep`: ``f = V^T w + e``, ``w ~ N(0, I_p)``, ``e ~ N(0, Lambda)``;
+row ``i``'s site ``(tau~_i, nu~_i)`` enters the posterior of ``w`` as
+``g_i = tau~_i / h_i`` and ``a_i = nu~_i / h_i`` with ``h_i = 1 + Lambda_i tau~_i``, so that
+
+    B = I + sum_i g_i v_i v_i^T = L_B L_B^T,   mean_w = B^-1 sum_i a_i v_i,
+
+and the marginal of ``f_i`` is ``mu_i = (v_i^T mean_w + Lambda_i nu~_i) / h_i``,
+``s2_i = Lambda_i / h_i + |L_B^-1 v_i|^2 / h_i^2``. Everything EP needs from the ``n`` rows is
+a sum over rows (``B``, ``sum a_i v_i``) or a per-row quantity under a fixed ``L_B``, so a pass
+reads ``V`` once, a block of rows at a time:
+
+- :func:`ep_sweep` fuses the two passes of a parallel EP sweep: the marginals of the current
+  sites under their ``L_B`` (one triangular solve per block), their cavities and the new sites
+  (GPML eqs. (3.56)-(3.59), by the likelihood's ``site_update``), and the system ``B`` of
+  the new (damped) sites (one SYRK per block), for the next sweep.
+- :func:`adf_sites` is assumed density filtering over all rows (the sparse online GP of
+  Csato and Opper 2002, each site matched once against the posterior of the rows before it):
+  each block of rows takes its sites from the marginals under the posterior of all previous
+  blocks, then joins the posterior (``B += V_J G_J V_J^T``, a new ``p x p`` factor). With
+  blocks of one row this is the sequential ADF, rank-one updates of the ``p x p`` posterior;
+  with blocks of a few thousand rows it costs one EP sweep (BLAS-3) and starts EP far closer
+  to its fixed point than zero sites do.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg.blas import dsyrk
+
+from ..likelihoods import Probit
+
+__all__ = [
+    "WeightPosterior",
+    "adf_block",
+    "adf_sites",
+    "cavities",
+    "ep_sweep",
+    "marginal_pass",
+    "system",
+    "system_sums",
+    "weight_posterior",
+]
+
+# Entries of one p x rows block of V (4 MiB): a block stays in the cache between its solve and
+# its SYRK.
+_BLOCK_ENTRIES = 1 << 19
+# An ADF block has at least this many rows per basis vector (each block refactors B, p^3 / 3).
+_ADF_ROWS_PER_BASIS = 4
+
+# The likelihood of the functions below when none is given (the classifier's).
+PROBIT = Probit()
+
+WeightPosterior = namedtuple("WeightPosterior", ["L_B", "Ua", "mean_w"])
+WeightPosterior.__doc__ = "``B = L_B L_B^T``, ``Ua = L_B^-1 V a`` and ``mean_w = B^-1 V a``."
+
+
+def block_rows(p):
+    """Rows per block of a pass over the ``p x n`` array ``V``."""
+    return max(64, _BLOCK_ENTRIES // max(p, 1))
+
+
+def _blocks(n, rows):
+    return (slice(start, min(start + rows, n)) for start in range(0, n, rows))
+
+
+def _rows_of(bias, J):
+    """The bias of the rows ``J``: a scalar, or the ``J`` entries of a bias per row (the
+    online posterior's batch EP, whose earlier rows shift each new row's latent mean)."""
+    return bias[J] if np.ndim(bias) else bias
+
+
+def effective_sites(lam, tau, nu):
+    """``h = 1 + Lambda tau~``, ``g = tau~ / h``, ``a = nu~ / h`` (finite at ``tau~ = 0``)."""
+    h = 1.0 + lam * tau
+    return h, tau / h, nu / h
+
+
+def _accumulate(S, Va, V_J, g_J, a_J):
+    """``S += V_J G_J V_J^T`` (lower triangle, one SYRK) and ``Va += V_J a_J``, in place."""
+    W = V_J * np.sqrt(g_J)  # keeps V's layout; SYRK reads W or W^T without a copy
+    if W.flags.f_contiguous:
+        S = dsyrk(1.0, W, beta=1.0, c=S, trans=0, lower=1, overwrite_c=1)
+    else:
+        S = dsyrk(1.0, W.T, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
+    Va += V_J @ a_J
+    return S
+
+
+def _zero_system(p):
+    return np.zeros((p, p), order="F"), np.zeros(p)
+
+
+def weight_posterior(S, Va):
+    """Factor ``B = I + S`` (``S``'s lower triangle): :class:`WeightPosterior`."""
+    B = S + np.eye(S.shape[0])
+    L_B = cholesky(B, lower=True, check_finite=False)
+    Ua = solve_triangular(L_B, Va, lower=True, check_finite=False)
+    mean_w = solve_triangular(L_B, Ua, lower=True, trans="T", check_finite=False)
+    return WeightPosterior(L_B, Ua, mean_w)
+
+
+def system_sums(prior, tau, nu):
+    """``(B - I, V a)`` of the sites ``(tau~, nu~)`` (lower triangle), by one SYRK pass over
+    ``V``: a row partition's part of the system."""
+    V = prior.V
+    p, n = V.shape
+    _, g, a = effective_sites(prior.lam, tau, nu)
+    S, Va = _zero_system(p)
+    for J in _blocks(n, block_rows(p)):
+        S = _accumulate(S, Va, V[:, J], g[J], a[J])
+    return S, Va
+
+
+def system(prior, tau, nu):
+    """The posterior of ``w`` under the sites ``(tau~, nu~)``, by one SYRK pass over ``V``."""
+    return weight_posterior(*system_sums(prior, tau, nu))
+
+
+def _block_marginals(V_J, lam_J, h_J, nu_J, post):
+    """``(mu, s2, |L_B^-1 v_i|^2)`` of a block of rows (module docstring)."""
+    U = solve_triangular(post.L_B, V_J, lower=True, check_finite=False)
+    uu = np.einsum("ij,ij->j", U, U)
+    mu = (V_J.T @ post.mean_w + lam_J * nu_J) / h_J
+    s2 = np.maximum(lam_J / h_J + uu / h_J**2, 1e-300)
+    return mu, s2, uu
+
+
+def marginal_pass(prior, tau, nu, post):
+    """Marginals ``(mu, s2, uu)`` of all rows under ``post`` (the posterior of ``(tau~, nu~)``)."""
+    V, lam = prior.V, prior.lam
+    p, n = V.shape
+    h = 1.0 + lam * tau
+    mu, s2, uu = np.empty(n), np.empty(n), np.empty(n)
+    for J in _blocks(n, block_rows(p)):
+        mu[J], s2[J], uu[J] = _block_marginals(V[:, J], lam[J], h[J], nu[J], post)
+    return mu, s2, uu
+
+
+def cavities(mu, s2, tau, nu):
+    """Cavity means and variances, GPML eq. (3.56); rows without a cavity get ``s2_- = inf``."""
+    denominator = 1.0 - tau * s2
+    ok = denominator > 1e-12
+    s2c = np.where(ok, s2 / np.where(ok, denominator, 1.0), np.inf)
+    mc = np.where(ok, s2c * (mu / s2 - nu), mu)
+    return mc, s2c, ok
+
+
+def _matched_sites(mean, var, y, bias, likelihood):
+    """Sites ``(tau~, nu~)`` whose product with ``N(mean, var)`` has the moments of
+    ``p(y | f + b) N(f; mean, var)`` (GPML eqs. (3.58)-(3.59))."""
+    precision, mean_shift, _, _ = likelihood.site_update(y, mean + bias, var)
+    return precision, precision * (mean + mean_shift)
+
+
+def _ep_sites(mu, s2, tau, nu, y, bias, likelihood):
+    """EP's new sites from the marginals; a row whose cavity round-off removed keeps its site."""
+    mc, s2c, ok = cavities(mu, s2, tau, nu)
+    new_tau, new_nu = _matched_sites(mc, np.where(ok, s2c, 1.0), y, bias, likelihood)
+    return np.where(ok, new_tau, tau), np.where(ok, new_nu, nu)
+
+
+def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=None,
+             likelihood=PROBIT):
+    """One parallel EP sweep in one pass over ``V``.
+
+    Parameters
+    ----------
+    prior, y, bias
+        As :func:`~skgpsparse.inference._ep.all_rows_ep`'s.
+    tau, nu : ndarray of shape (n,)
+        The current sites.
+    post : WeightPosterior
+        The posterior of ``w`` under ``(tau, nu)``.
+    damping : float
+        The next sites are ``site + damping * (matched - site)``.
+    accumulate : bool, default=True
+        Whether to form the system of the next sites (False: the sweep is expected to be
+        the last).
+    out : tuple of 5 ndarrays of shape (n,), default=None
+        Arrays to write ``(mu, s2, uu, new_tau, new_nu)`` into (a row partition reuses its
+        last sweep's), else new ones.
+    likelihood : Likelihood, default=Probit()
+        ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
+
+    Returns
+    -------
+    marginals : tuple ``(mu, s2, uu)``
+        Of all rows under ``(tau, nu)``.
+    matched : tuple ``(new_tau, new_nu)``
+        The undamped sites moment matching gives.
+    system : tuple ``(S, Va)`` or None
+        ``B - I`` (lower triangle) and ``V a`` of the damped next sites.
+    """
+    V, lam = prior.V, prior.lam
+    p, n = V.shape
+    h = 1.0 + lam * tau
+    mu, s2, uu, new_tau, new_nu = out or tuple(np.empty(n) for _ in range(5))
+    S, Va = _zero_system(p)
+    for J in _blocks(n, block_rows(p)):
+        V_J = V[:, J]
+        mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
+        new_tau[J], new_nu[J] = _ep_sites(
+            mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J), likelihood
+        )
+        if accumulate:
+            t_J = tau[J] + damping * (new_tau[J] - tau[J])
+            n_J = nu[J] + damping * (new_nu[J] - nu[J])
+            _, g_J, a_J = effective_sites(lam[J], t_J, n_J)
+            S = _accumulate(S, Va, V_J, g_J, a_J)
+    return (mu, s2, uu), (new_tau, new_nu), ((S, Va) if accumulate else None)
+
+
+def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood):
+    """ADF sites of one block of rows under ``post``, then the block joins the system.
+
+    Zero sites of its own, so the block's marginal is its cavity (module docstring).
+
+    Parameters
+    ----------
+    V_J : ndarray of shape (p, rows)
+    lam_J, y_J : ndarray of shape (rows,)
+    bias : float or ndarray of shape (rows,)
+    system : tuple ``(S, Va)``
+        The running ``B - I`` (lower triangle) and ``V a`` of the rows before, updated in
+        place.
+    post : WeightPosterior
+        The posterior of ``w`` under the rows before.
+    likelihood : Likelihood
+
+    Returns
+    -------
+    tau, nu : ndarray of shape (rows,)
+        The block's sites.
+    S : ndarray of shape (p, p)
+        The system with the block's sites (``S`` of ``system``, updated).
+    """
+    S, Va = system
+    mu, s2, _ = _block_marginals(V_J, lam_J, np.ones(V_J.shape[1]), 0.0, post)
+    tau, nu = _matched_sites(mu, s2, y_J, bias, likelihood)
+    _, g_J, a_J = effective_sites(lam_J, tau, nu)
+    return tau, nu, _accumulate(S, Va, V_J, g_J, a_J)
+
+
+def adf_sites(prior, y, bias, rows=None, *, likelihood=PROBIT):
+    """Assumed density filtering over all rows, a block of ``rows`` rows at a time.
+
+    Each block's sites match its rows' marginals under the posterior of all previous blocks
+    (zero sites of its own, so the marginal is the cavity); ``rows=1`` is the sequential ADF
+    of Csato and Opper (module docstring).
+
+    Parameters
+    ----------
+    prior, y, bias
+        As :func:`~skgpsparse.inference._ep.all_rows_ep`'s.
+    rows : int, default=None
+        Rows per block; None: ``max(block_rows(p), 4 p)``.
+    likelihood : Likelihood, default=Probit()
+
+    Returns
+    -------
+    tau, nu : ndarray of shape (n,)
+        The ADF sites.
+    post : WeightPosterior
+        The posterior of ``w`` under them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgpsparse.inference._ep import SparsePrior
+    >>> from skgpsparse.inference._ep_passes import adf_sites
+    >>> X = np.linspace(-2.0, 2.0, 40)[:, None]
+    >>> y = np.where(X[:, 0] > 0.0, 1.0, -1.0)
+    >>> tau, nu, post = adf_sites(SparsePrior(RBF(), X, X[::8]), y, 0.0, rows=10)
+    >>> bool(np.all(tau > 0.0)), post.L_B.shape
+    (True, (5, 5))
+    """
+    V, lam = prior.V, prior.lam
+    p, n = V.shape
+    rows = rows or max(block_rows(p), _ADF_ROWS_PER_BASIS * p)
+    tau, nu = np.zeros(n), np.zeros(n)
+    S, Va = _zero_system(p)
+    post = WeightPosterior(np.eye(p), np.zeros(p), np.zeros(p))
+    for J in _blocks(n, rows):
+        tau[J], nu[J], S = adf_block(
+            V[:, J], lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood
+        )
+        post = weight_posterior(S, Va)
+    return tau, nu, post
