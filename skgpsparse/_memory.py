@@ -165,6 +165,19 @@ def largest_fitting(need, low, high, available):
     return low
 
 
+def max_basis_advice(need, max_basis):
+    """A :class:`FitMemory` ``resize``: the largest ``max_basis`` whose fit needs at most the
+    bytes available, ``need(q)`` being the bytes of a fit with ``q`` basis vectors."""
+
+    def resize(available):
+        q = largest_fitting(need, 1, max_basis, available)
+        if q is None:
+            return f"Even max_basis=1 needs {gigabytes(need(1))}: fit on fewer rows."
+        return f"max_basis={q} would need about {gigabytes(need(q))}."
+
+    return resize
+
+
 def state_nbytes(obj, _seen=None):
     """Bytes of the numpy arrays reachable from ``obj``'s attributes, each array counted once.
 

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.linalg import cholesky
 
 from .._learning_rows import learning_subsample
-from .._memory import FitMemory, gigabytes, largest_fitting
+from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
@@ -84,18 +84,10 @@ def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32
         ("the rows' inputs and working columns", rows, f"fit on fewer rows (now {n})"),
     ]
 
-    def resize(available):
-        def need(q):
-            return fit_memory(
-                n, n_features, q, n_theta, n_targets, learn, working_set, float32
-            ).total
+    def need(q):
+        return fit_memory(n, n_features, q, n_theta, n_targets, learn, working_set, float32).total
 
-        q = largest_fitting(need, 1, p, available)
-        if q is None:
-            return f"Even max_basis=1 needs {gigabytes(need(1))}: fit on fewer rows."
-        return f"max_basis={q} would need about {gigabytes(need(q))}."
-
-    return FitMemory("SparseGPRegressor", parts, resize)
+    return FitMemory("SparseGPRegressor", parts, max_basis_advice(need, p))
 
 
 # The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..._memory import FitMemory, gigabytes, largest_fitting
+from ..._memory import FitMemory, max_basis_advice
 from ..._progress import Progress
 from ...inference._adf import ADFState
 from ...likelihoods import Probit
@@ -95,18 +95,10 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
             f"lower `n_jobs` (now {n_parallel} fits at once)",
         ))
 
-    def resize(available):
-        def need(q):
-            return fit_memory(
-                n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows
-            ).total
+    def need(q):
+        return fit_memory(n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows).total
 
-        q = largest_fitting(need, 1, p, available)
-        if q is None:
-            return f"Even max_basis=1 needs {gigabytes(need(1))}: fit on fewer rows."
-        return f"max_basis={q} would need about {gigabytes(need(q))}."
-
-    return FitMemory("SparseGPClassifier", parts, resize)
+    return FitMemory("SparseGPClassifier", parts, max_basis_advice(need, p))
 
 
 class _BinarySparseGPClassifier:
