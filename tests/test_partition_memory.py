@@ -24,7 +24,7 @@ import skgpsparse.regression._partitioned_objectives as objectives
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 from skgpsparse.classification.partitioned._fit import fit_rows as fit_classifier_rows
 from skgpsparse.regression._fitting import prepare_fit
-from skgpsparse.regression._rows_fit import fit_rows as fit_regressor_rows
+from skgpsparse.regression._partitioned_fit import fit_rows as fit_regressor_rows
 from skgpsparse.regression._targets import target_scaling
 from skgpsparse.rows._store import LocalRows
 

@@ -15,7 +15,6 @@ from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import skgpsparse.classification._estimator as clf_module
 import skgpsparse.kernels._columns as columns
 import skgpsparse.kernels._structured as structured
 import skgpsparse.regression._estimator as reg_module

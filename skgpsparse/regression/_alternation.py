@@ -21,7 +21,7 @@ from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
-from ._all_rows import factors_objective, posterior_on_all_rows, posterior_on_row_store
+from ._all_rows_posterior import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
@@ -238,7 +238,7 @@ def alternate(model, X, y, p, rng):
     Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined
     when ``model.refine_basis`` asks for it, and the selection's cost curve. With more rows
     than ``model.learning_rows`` allows, selection, learning and refinement run on a random
-    subsample of them and the posterior and the calibration on all (:mod:`._all_rows`).
+    subsample of them and the posterior and the calibration on all (:mod:`skgpsparse.regression._all_rows_posterior`).
     """
     noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)

@@ -12,12 +12,12 @@ from sklearn.utils.validation import validate_data
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
-from ..kernels._structured import fit_indexed, indexed_predictors, is_structured, refuse_structured
+from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
 from ..rows import backend_for
 from ..selection import BaseSelector
 from ._alternation import alternate
 from ._fitting import prepare_fit, store_fit
-from ._rows_fit import fit_partitioned, predict_partitioned
+from ._partitioned_fit import fit_partitioned, predict_partitioned
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
 from ._targets import prior_prediction, target_scaling

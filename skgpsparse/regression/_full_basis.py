@@ -21,7 +21,7 @@ tests, :func:`full_basis_fit` returns None and the fit selects as before.
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
-from ._all_rows import factors_objective
+from ._all_rows_posterior import factors_objective
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
 

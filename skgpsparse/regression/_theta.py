@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..rows import backend_for
-from ._rows_fit import objective_partitioned
+from ._partitioned_fit import objective_partitioned
 from ._vfe import OBJECTIVES
 from ._white import split_white, white_gradient
 

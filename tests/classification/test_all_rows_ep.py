@@ -253,8 +253,8 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
 def test_accelerated_fit_is_the_plain_fit(monkeypatch):
     # the default fit learns with Anderson-accelerated EP; the plain damped sweeps reach the
     # same fixed point. A large amplitude saturates the probit: plain EP takes many sweeps there
-    from skgpsparse.inference import _ep
     from skgpsparse.classification.objectives import _ep_evidence
+    from skgpsparse.inference import _ep
 
     sweeps, sweep = [], _ep.ep_sweep
 

@@ -17,8 +17,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from skgpsparse import SparseGPRegressor
 from skgpsparse.regression._fitting import prepare_fit
 from skgpsparse.regression._partitioned import PartitionedRegressionState
+from skgpsparse.regression._partitioned_fit import fit_rows
 from skgpsparse.regression._partitioned_objectives import PARTITIONED_OBJECTIVES
-from skgpsparse.regression._rows_fit import fit_rows
 from skgpsparse.regression._state import RegressionState
 from skgpsparse.regression._targets import target_scaling
 from skgpsparse.rows._store import LocalRows, row_centre
