@@ -4,9 +4,10 @@ The estimators keep a small basis of training points, chosen by greedy forward s
 refined by backward-deletion exchange, and fit in O(n max_basis^2) time and O(n max_basis)
 memory:
 
-- :class:`SparseGPClassifier`: probit GP classification; by default EP over every training
-  row under a FITC prior on the basis (``posterior="basis"``: the papers' ADF on the basis
-  rows); one vs rest above two classes, with a shared kernel or independent fits.
+- :class:`SparseGPClassifier`: GP classification with the probit likelihood or any
+  :class:`skgpsparse.likelihoods.Likelihood` (``likelihood=``); by default EP over every
+  training row under a FITC prior on the basis (``posterior="basis"``: the papers' ADF on the
+  basis rows); one vs rest above two classes, with a shared kernel or independent fits.
 - :class:`SparseGPRegressor`: sparse MAP / projected-process GP regression; by default
   Titsias' variational bound, the basis moved off the rows and the noise calibrated by
   leave-one-out (``hyperparameter_objective="dtc"``: the DTC evidence).
@@ -19,9 +20,11 @@ Both sparse GP estimators learn on a subsample above ``learning_rows`` rows and 
 posterior on every row, take ``partial_fit`` (rows streamed, then forgotten) and fit a dask
 array chunked by rows on a ``dask.distributed`` cluster (the ``dask`` extra). The shared core
 is :mod:`skgpsparse.linalg` (Cholesky append, delete, update and downdate),
-:mod:`skgpsparse.kernels` (kernel blocks and their gradients, chunked) and
-:mod:`skgpsparse.rows` (where the training rows live); each estimator family is a
-subpackage: ``classification``, ``regression``, ``rvm``.
+:mod:`skgpsparse.kernels` (kernel blocks and their gradients, chunked),
+:mod:`skgpsparse.likelihoods` (what the engines ask of ``p(y | f)``) and
+:mod:`skgpsparse.rows` (where the training rows live); the inference engines (ADF on the
+basis, EP over every row, the streaming ADF) are in :mod:`skgpsparse.inference`; each
+estimator family is a subpackage: ``classification``, ``regression``, ``rvm``.
 """
 
 from .classification import SparseGPClassifier

@@ -1,19 +1,21 @@
-"""Sparse GP classification: a probit GP on a greedily selected basis.
+"""Sparse GP classification: a GP classifier on a greedily selected basis.
 
-:class:`SparseGPClassifier` is the public estimator (``_estimator``): multiclass one-vs-rest
-around a binary model. Its default posterior (``posterior="auto"``) is EP over every
-training row's probit likelihood with the greedy basis as the inducing set of a FITC prior
-(``_all_rows_ep``), the hyperparameters and the bias maximising its evidence between
-re-selections (``_all_rows_fit``). ``posterior="basis"`` is the papers' model (``_binary``: the
-validation paper's two loops), an incremental ADF posterior on the basis rows (``_adf``, its
-per-row arithmetic in ``_adf_rows``, the selection criteria of ``_criteria`` and the site
-optimisation of ``_site_optimization``; the likelihood from ``skgpsparse.likelihoods``),
-with the NLP loss over the non-basis points (``_nlp_loss``) or the IVM evidence
-(``_evidence``) as the hyperparameter objective; ``_restarts`` chooses between bias starts on
-held-out rows. A partitioned fit is the same model (``_rows_fit``): the all-rows posterior
-learned on the driver over the learning rows, EP over every row on the partitions
-(``_rows_all_rows``, ``_partitioned_ep``); the ``"basis"`` model on the partitions
-(``_partitioned``).
+:class:`SparseGPClassifier` (``_estimator``) is the facade: it validates, picks the parts
+from its parameters and delegates, one vs rest above two classes. ``_fitting`` builds the
+binary models and stores their results, ``_streaming`` is ``partial_fit``, ``_prediction``
+the latent moments and probabilities by row blocks, ``_marginal_likelihood`` the estimator's
+``log_marginal_likelihood``. The likelihood (``likelihood="probit"`` or any
+:class:`skgpsparse.likelihoods.Likelihood`) and the inference engines (ADF on the basis, EP
+over every row, the streaming ADF) live below, in :mod:`skgpsparse.likelihoods` and
+:mod:`skgpsparse.inference`. The subpackages:
+
+- ``objectives``: the hyperparameter objectives (the validation NLP, the IVM evidence of the
+  basis labels, the EP evidence of every label with its length-scale hyperprior);
+- ``learning``: the loops of one binary model (``_binary``: the papers' two loops;
+  ``_ep_rounds``: the default all-rows posterior; ``_evidence_rounds``: the IVM's rounds;
+  bias restarts and the hyperparameter step);
+- ``multiclass``: one-vs-rest, independent or with a shared kernel;
+- ``partitioned``: the same models fitted on a row store (:mod:`skgpsparse.rows`).
 """
 
 from ._estimator import SparseGPClassifier
