@@ -20,7 +20,8 @@ __all__ = [
 ]
 
 # "auto": learn on m = max(AUTO_MIN_ROWS, AUTO_ROWS_PER_BASIS * max_basis) rows when there
-# are more (benchmarks/results/million.md measures it against learning on every row).
+# are more (benchmarks/scale/results/million.md measures it against learning on every
+# row).
 AUTO_MIN_ROWS = 20_000
 AUTO_ROWS_PER_BASIS = 200
 

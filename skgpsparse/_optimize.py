@@ -73,7 +73,8 @@ class StepResolution:
     L-BFGS-B has no tolerance on its steps. On an objective that is exact only to a
     tolerance (EP run to a site tolerance), its line search near the optimum probes steps
     of 1e-5 to 1e-10 whose values differ below that tolerance, each a full evaluation, up
-    to ``maxls = 20`` of them before it gives up (``benchmarks/RESULTS.md``, session 23).
+    to ``maxls = 20`` of them before it gives up (the log of session 23:
+    ``benchmarks/README.md``, "History").
     A point that close to the best one is the best one to the objective's resolution.
     ``resolution = 0`` never ends a run. :meth:`minimize` runs L-BFGS-B on it.
 

@@ -66,7 +66,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         all-rows posterior, per-feature length scales (the trial's, or an ARD kernel you pass)
         carry a log-normal hyperprior around their geometric mean (one e-fold standard
         deviation): a shared length scale is not affected, and features differ where the
-        evidence says so (``_hyperprior``).
+        evidence says so (``objectives._hyperprior``).
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold
         every training row (the full GP's EP; clipped to ``n_samples`` with a warning). With ``posterior="basis"`` it is clipped to
@@ -173,7 +173,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         More than two classes, one vs rest (two classes: one binary fit, whatever this says).
         ``"shared"`` (the all-rows posterior): one kernel and one-or-per-feature length-scale
         decision learned on the classes' summed evidence over a stratified subsample of
-        rows, then a basis, bias and EP per class on all rows (``_multiclass``); about twice
+        rows, then a basis, bias and EP per class on all rows (``multiclass``); about twice
         one binary fit on 26 classes, where ``"independent"``, a whole binary fit per class
         (its own kernel, length-scale decision, bias, basis and EP), costs about ``K`` of
         them. ``"auto"``: ``"shared"`` under the all-rows posterior, ``"independent"`` under

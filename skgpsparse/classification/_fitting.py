@@ -100,7 +100,7 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         "hyperparameter_objective": clf.hyperparameter_objective,
         "posterior": posterior,
         "likelihood": Probit() if isinstance(clf.likelihood, str) else clf.likelihood,
-        # the default kernel may become one length scale per feature (_all_rows_fit): only
+        # the default kernel may become one length scale per feature (learning._ep_rounds): only
         # where the all-rows evidence learns the hyperparameters
         "per_feature_choice": (clf.kernel is None and posterior == "all_rows"
                                and clf.optimizer is not None),

@@ -27,12 +27,12 @@ from ._prediction import AllRowsPredictor
 
 __all__ = ["partial_fit", "streams"]
 
-# EP's tolerance on the batch's sites (that of the all-rows fit, _all_rows_ep._EP_TOL).
+# EP's tolerance on the batch's sites (that of the all-rows fit, inference._ep._EP_TOL).
 _EP_TOL = 1e-6
 # While the buffer fills, it is refitted when it has grown by this factor since the last fit.
 # Streaming 10 chunks of ringnorm and waveform (realization 1): a factor 2 left the streamed
 # default 5.4 % and 3.0 % above the batch fit's test NLP, 1.25 4.4 % and 1.4 %, at 1.3x and
-# 1.8x its CPU time (benchmarks/results/stream_datasets*.md).
+# 1.8x its CPU time (benchmarks/scale/results/stream_datasets*.md).
 _REFIT_GROWTH = 1.25
 
 

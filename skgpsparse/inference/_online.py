@@ -125,8 +125,9 @@ class OnlinePosterior:
         tau, nu : ndarray of shape (m,)
             The rows' sites (natural parameters), now folded into ``B`` and ``eta``.
         """
-        # one BLAS thread, as the fit (_binary): the blocks' small products lost to thread
-        # start-ups (20,000 rows, p = 100: 0.8 s CPU on one thread, 5.0 s on two)
+        # one BLAS thread, as the classifier's fit (learning._binary): the blocks' small
+        # products lost to thread start-ups (20,000 rows, p = 100: 0.8 s CPU on one thread,
+        # 5.0 s on two)
         with threadpool_limits(limits=1, user_api="blas"):
             return self._update(X, y, ep_sweeps, tol)
 

@@ -9,8 +9,11 @@ likelihood is one class here and no engine changes.
 
 - :class:`Likelihood`: the interface, with Gauss-Hermite defaults that need only
   :meth:`Likelihood.log_density`;
-- :class:`Probit`: ``p(y | f) = Phi(y f)``, ``y in {-1, +1}``, in closed form (the
-  classifier's likelihood).
+- :class:`Probit`: ``p(y | f) = Phi(y f / sqrt(variance))``, ``y in {-1, +1}``, in closed
+  form (the classifier's with ``variance=1``; the relevance vector classifier's with its
+  ``probit_variance``).
+
+A likelihood of one's own is passed as ``SparseGPClassifier(likelihood=...)``.
 
 Examples
 --------

@@ -30,7 +30,7 @@ def make_selector(selection, working_set_size):
         # A fresh random working set each step (Smola & Bartlett's 59). Keeping the unchosen
         # candidates (GreedySelector(..., keep_working_set=True)) computes one kernel column
         # per step instead of kappa, but on KIN40K it lost a third of DMAX's gain over random
-        # selection (benchmarks/results/kin40k.md), so it is an opt-in.
+        # selection (benchmarks/papers/results/kin40k.md), so it is an opt-in.
         return GreedySelector(selection, working_set_size or _DEFAULT_WORKING_SET)
     raise ValueError(
         "`selection` must be 'random', 'exact', 'matching_pursuit', 'info_gain', 'vfe' or a "

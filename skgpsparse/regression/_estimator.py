@@ -35,7 +35,8 @@ _PRIVATE_STATE = (
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
 # the learning's are small, so a second BLAS thread made whole fits slower
-# (benchmarks/results/floor.md); the state spreads its row passes over n_jobs threads instead.
+# (benchmarks/scale/results/floor.md); the state spreads its row passes over n_jobs threads
+# instead.
 _FIT_BLAS_THREADS = 1
 
 
@@ -349,7 +350,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
-        self._warm = warm_start_from(self, X)  # taken by _design.alternate (warm_start)
+        self._warm = warm_start_from(self, X)  # taken by _alternation.alternate (warm_start)
         reset_fitted_state(self, _PRIVATE_STATE)
         with blas_thread_limit(_FIT_BLAS_THREADS):
             return self._fit(X, y)

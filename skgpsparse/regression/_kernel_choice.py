@@ -19,7 +19,8 @@ noise-only model, where every length scale's gradient vanishes, and a start copi
 stays there. The choice is made on the subset's exact evidence rather than on the sparse
 objective of two whole fits: on KIN40K with 100 basis vectors, Titsias' bound of the
 per-feature fit was 1078 nats higher on the 10,000 rows, and its test NLPD 0.25 against 0.15
-(the bound rewards length scales a small basis can follow; ``benchmarks/RESULTS.md``).
+(the bound rewards length scales a small basis can follow; the benchmark log in git history:
+``benchmarks/README.md``, "History").
 """
 
 import numpy as np

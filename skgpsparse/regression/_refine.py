@@ -55,7 +55,8 @@ AUTO_ITERATIONS = 300
 
 # Corrections kept by L-BFGS-B (scipy's default is 10). The basis inputs are thousands of
 # coupled coordinates (p x d); a longer memory climbed further in the same number of
-# iterations at no measurable cost per iteration (benchmarks/RESULTS.md, "L-BFGS memory").
+# iterations at no measurable cost per iteration ("L-BFGS memory" in the benchmark log:
+# benchmarks/README.md, "History").
 _LBFGS_MEMORY = 100
 
 

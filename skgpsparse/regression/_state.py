@@ -28,7 +28,7 @@ is in cache); a working set is scored with one more pass
 (``skgpsparse.regression._scoring``, whose criteria the state inherits), in which
 the residual ``mu = y - K_p alpha`` and the candidates' kernel columns are formed chunk by
 chunk and never stored whole. That is two reads of ``K_p^T`` per forward step instead of three
-of ``V`` (benchmarks/results/million.md). Deleting one re-triangularises ``L`` with Givens
+of ``V`` (benchmarks/scale/results/million.md). Deleting one re-triangularises ``L`` with Givens
 rotations (:func:`~skgpsparse.linalg.cholesky_delete`) and follows with ``R``
 (:func:`~skgpsparse.linalg.cholesky_rotate`); the row of ``V`` that leaves is formed with one
 pass (exchange paper, steps 1-6). All factors live in preallocated ``p_max``-sized storage, so

@@ -2,7 +2,7 @@
 
 The first call on an unfitted model is ``fit``. A later call validates the batch against the
 fitted width and targets, normalises its targets with the first fit's scaling, adds its
-likelihood terms to the ``p x p`` statistics (:class:`~._posterior.StreamingPosterior`:
+likelihood terms to the ``p x p`` statistics (:class:`~._streaming_statistics.StreamingPosterior`:
 exact, the model of a fit on every row seen with this basis, kernel and noise) and, while
 the basis holds fewer than ``max_basis`` vectors, grows it from the batch's rows.
 

@@ -23,7 +23,7 @@ from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_thet
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
-# p = 128 (benchmarks/results/floor.md), and the NLP gradient's products are small; two
+# p = 128 (benchmarks/scale/results/floor.md), and the NLP gradient's products are small; two
 # BLAS threads made whole fits slower in wall time even on the idle two-core machine
 # (n = 1,000, p = 100: 1.21 s against 0.61 s; n = 20,000, p = 200: 19.0 s against 16.6 s).
 _FIT_BLAS_THREADS = 1
@@ -132,7 +132,7 @@ class _BinarySparseGPClassifier:
         # a warm start (_fitting._warm_params): (bias, basis indices or None) of the last fit
         self.warm = warm
         self._warm_basis = None if warm is None else warm[1]
-        # the package's default kernel: try one length scale per feature (_all_rows_fit)
+        # the package's default kernel: try one length scale per feature (_ep_rounds)
         self.per_feature_choice = per_feature_choice
         # "basis": ADF over the basis rows' likelihoods; "all_rows": EP over every row's
         self.posterior = posterior
@@ -213,7 +213,7 @@ class _BinarySparseGPClassifier:
         )
         with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
             if self.posterior == "all_rows":
-                return fit_all_rows(self, X, y, rng)  # _all_rows_fit: EP over every row
+                return fit_all_rows(self, X, y, rng)  # _ep_rounds: EP over every row
             if self.hyperparameter_objective == "evidence":
                 return fit_evidence(self, X, y, rng)  # the IVM's outer loop
             return self._fit_nlp(X, y, rng)
@@ -324,7 +324,7 @@ class _BinarySparseGPClassifier:
         """
         kernel = self.kernel_ if theta is None else self.kernel_.clone_with_theta(theta)
         prec = self.site_precision_
-        if self.posterior == "all_rows":  # the EP evidence of all labels (_all_rows_ep)
+        if self.posterior == "all_rows":  # the EP evidence of all labels (inference._ep)
             if getattr(self, "_train", None) is None:
                 raise ValueError(
                     "log_marginal_likelihood(theta) with posterior='all_rows' needs the "

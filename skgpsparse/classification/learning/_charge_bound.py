@@ -18,7 +18,8 @@ that the gain cannot reach the charge:
 
 The answer then is the one the full run would give unless the run's remaining iterations
 gain over ``SAFETY`` times the model's estimate and, at once, more than the recent rate would
-reach; ``benchmarks/RESULTS.md`` (session 22) measures the decisions with and without it.
+reach; the benchmark log of session 22 (``benchmarks/README.md``, "History") measures the
+decisions with and without it.
 """
 
 import numpy as np

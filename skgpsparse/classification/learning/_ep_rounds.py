@@ -34,7 +34,7 @@ __all__ = ["bic_charge", "fit_all_rows", "round_bounds"]
 # EP's tolerance on the sites while the optimiser searches (the evidence is stationary in the
 # sites, so its error is second order in theirs); the kept theta's sites are then refined.
 # Looser (3e-3, 1e-2) halved the learning's sweeps but ended on pmlb adult in another optimum
-# (test NLP 0.317-0.318 against 0.310-0.312; benchmarks/RESULTS.md, session 20).
+# (test NLP 0.317-0.318 against 0.310-0.312; benchmarks/README.md, "Anderson-accelerated EP").
 _SEARCH_TOL = 1e-3
 # The final L-BFGS-B run on the kept basis (_converged): its iterations, and its tolerance on
 # the projected gradient of minus the log evidence per row (1e-5 n in total).
@@ -43,7 +43,7 @@ _POLISH_GTOL = 1e-5
 # L-BFGS-B's runs end at a step below this, each log hyperparameter and the bias in standard
 # deviations of the prior latent (_units): closer points differ in the evidence below EP's
 # tolerance, and the line search probed up to 20 of them, a full EP run each (twonorm: 10 of
-# a round's 16 evaluations; benchmarks/RESULTS.md, session 23).
+# a round's 16 evaluations; session 23 in benchmarks/README.md, "History").
 _STEP_TOL = 1e-4
 # Each round's (theta, b) search after the fit's first stays within a box around the round's
 # start (a trust region): every log hyperparameter within _ROUND_STEP of its start (a factor
@@ -57,7 +57,7 @@ _ROUND_STEP = 3.0
 # The rounds also stop when the next round's gain, predicted from the last two (geometric
 # decrease, g_k^2 / g_(k-1)), is below ``tol``: the round that would only confirm the stop
 # is not run (pmlb adult, 40,000 rows: on 2 of 3 seeds, at a test NLP 2e-4 - 4e-4 lower;
-# benchmarks/RESULTS.md, session 23).
+# session 23 in benchmarks/README.md, "History").
 PREDICT_GAIN = True
 
 
@@ -213,7 +213,8 @@ def _round_bound(best_loss, tol):
     when :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot get ``tol`` below the best
     round's loss. Such a round ends the rounds whatever its run gains (:func:`_rounds`); the
     runs of the confirming rounds crept along ridges of the evidence for their whole 15
-    iterations (twonorm: a third of the fit's evaluations; benchmarks/RESULTS.md, session 23).
+    iterations (twonorm: a third of the fit's evaluations; session 23 in the benchmark log,
+    benchmarks/README.md, "History").
     """
     return lambda run_bounds: ChargeBound(best_loss, tol, OPTIMIZER_MAXITER, run_bounds)
 
@@ -288,7 +289,7 @@ def _converged(best, X, y, likelihood):
     # L-BFGS-B sees b in units of the prior latent's standard deviation (_units): in probit
     # units its curvature is far below theta's where the amplitude is large (b trades against
     # the kernel's near-constant part), and the run crept along b (twonorm: 13-16 evaluations
-    # where 5-11 reach the same optimum; benchmarks/RESULTS.md, session 23)
+    # where 5-11 reach the same optimum; session 23 in benchmarks/README.md, "History")
     units = _units(kernel, 1, X)
 
     def in_units(z, eval_gradient=True):
@@ -316,7 +317,7 @@ def _learn_rounds(model, X, y, rng, subsample=False):
     comes from EP on every row). The final L-BFGS-B run to convergence (:func:`_converged`) is
     then skipped: it refines ``(theta, b)`` to the optimum of the subsample's evidence, was
     28-43 % of the learning's CPU at 2 x 10^5 rows and moved the test NLP there by 1.5e-4
-    (``benchmarks/results/million_polish_ab.md``).
+    (``benchmarks/scale/results/million_polish_ab.md``).
     """
     kernel = clone(model.kernel)
     sites = (None, None)  # EP's first run starts from one ADF pass

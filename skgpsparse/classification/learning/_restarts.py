@@ -5,7 +5,7 @@ of the alternation between basis selection and hyperparameters, and the start of
 ``b`` decides which one the outer loop reaches. On ringnorm (one class a broad Gaussian around
 the other) the loop started at the class-balance bias ends at ``b ~ 2.3`` with test NLP ~0.20;
 started 4 probit units higher it ends at ``b ~ 3.5`` with test NLP ~0.11
-(``benchmarks/results/raetsch_restarts.md``). The training NLP cannot choose between starts:
+(``benchmarks/papers/results/raetsch_restarts.md``). The training NLP cannot choose between starts:
 its basis was selected by the same loss, and a start far on the wrong side can drive it to ~0
 while the test NLP explodes (waveform, breast cancer). So every start is fitted on a stratified
 split of the training rows and judged by the NLP of the held-out rows; the default start is
@@ -31,7 +31,7 @@ _MIN_Z = 2.0
 # the first two: on the 8 Raetsch sets (realizations 1-10, `nlp`, `adaptive` kappa 1 and 2)
 # screening with two iterations chose b_0 + 4 on ringnorm in all 30 fits, as screening with
 # whole fits did, and elsewhere gave the test NLP and error of whole-fit screening within
-# noise, at a fraction of its cost (benchmarks/RESULTS.md).
+# noise, at a fraction of its cost (the benchmark log: benchmarks/README.md, "History").
 _SCREEN_MAX_ITER = 2
 
 

@@ -5,7 +5,7 @@ learned on the classes' summed evidence, a basis, bias and EP per class) whereve
 the all-rows posterior in memory; the independent fits (a whole binary fit per class,
 :func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On five PMLB sets the shared fit
 reached the independent fits' test NLP or better at a fraction of their CPU, except letter
-(+0.016 NLP at 1/13 of the CPU): benchmarks/RESULTS.md, "Many classes: the default".
+(+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
 """
 
 import copy

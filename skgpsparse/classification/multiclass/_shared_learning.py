@@ -40,7 +40,8 @@ LEARN_BASIS`` floats a learning row).
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
 (same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by all classes in the final
 posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows, ``max_basis=100``)
-test NLP 0.68 against 0.48 with a basis per class (benchmarks/RESULTS.md, "Many classes").
+test NLP 0.68 against 0.48 with a basis per class ("Many classes" in the benchmark log:
+benchmarks/README.md, "History").
 """
 
 import numbers
@@ -64,21 +65,21 @@ __all__ = ["SharedObjective", "SummedStates", "learn_shared", "learn_size"]
 # learned (:func:`learn_size`; each evaluation is one EP run per class on them): LEARN_ROWS,
 # or one row in LEARN_FRACTION of the training rows where that is more (the same up to 20,000
 # rows), at most LEARN_BUDGET / K (each evaluation's EP work grows as K n_l LEARN_BASIS^2).
-# Session 21 (benchmarks/RESULTS.md, "Many classes at 10^5-10^6 rows"): with 1,000 rows at
-# 10^5-10^6 training rows the shared fit lost 0.008-0.031 test NLP to the independent fits;
-# 3,000-5,000 rows took most of that back at a few seconds more.
+# Session 21 ("Many classes at 10^5-10^6 rows" in the benchmark log: benchmarks/README.md,
+# "History"): with 1,000 rows at 10^5-10^6 training rows the shared fit lost 0.008-0.031 test
+# NLP to the independent fits; 3,000-5,000 rows took most of that back at a few seconds more.
 LEARN_ROWS = 1000
 LEARN_FRACTION = 20
 LEARN_BUDGET = 15_000
 # Largest basis of the shared learning on those rows (each class's final basis is max_basis on
-# all rows). Measured against max_basis=100 (benchmarks/RESULTS.md, "Many classes"): letter
+# all rows). Measured against max_basis=100 (benchmarks/studies/results/multiclass.md): letter
 # 0.59x the CPU at test NLP 0.3692 against 0.3711, splice 0.45x at 0.2537 against 0.2456,
 # pendigits 0.65x at 0.0649 against 0.0624 (a trade, not a free gain). Session 20 tried
 # more rows and a larger basis for fewer classes (K n_l p_l^2 held at letter's): connect-4
 # 0.717 against 0.828 on one split, but splice 0.27-0.28 against 0.23-0.26 on three, at
-# 1.5-2.5x the CPU; not kept (benchmarks/RESULTS.md, "Many classes: the default").
+# 1.5-2.5x the CPU; not kept (benchmarks/studies/results/multiclass.md, session 20).
 LEARN_BASIS = 50
-# EP's tolerance while the optimiser searches (as the binary fit's _all_rows_fit._SEARCH_TOL).
+# EP's tolerance while the optimiser searches (as the binary fit's _ep_rounds._SEARCH_TOL).
 _SEARCH_TOL = 1e-3
 
 
