@@ -408,8 +408,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : as in :meth:`predict_proba`
 
         Returns
         -------
@@ -431,10 +430,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or partitioned array of shape (n_samples, n_features)
-            Query points. A partitioned array (see ``fit``) gives an array of its kind
-            partitioned as its rows, computed lazily (one task per partition, the fitted
-            model shipped with it).
+        X : as in :meth:`predict_proba`
 
         Returns
         -------
@@ -450,8 +446,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : as in :meth:`predict_proba`
 
         Returns
         -------
@@ -484,8 +479,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
+        X : as in :meth:`predict_proba`
 
         Returns
         -------

@@ -319,14 +319,8 @@ def cholesky_downdate(L, v, *, size=None, overwrite_L=False, overwrite_v=False):
 
     Parameters
     ----------
-    L : ndarray of shape (p, p) or (p_max, p_max)
-        Lower Cholesky factor; only the lower triangle is read and written.
-    v : array-like of shape (p,)
-        The downdate vector.
-    size : int, default=None
-        Active size of a preallocated storage ``L``.
-    overwrite_L, overwrite_v : bool, default=False
-        Work in place on ``L`` / use ``v`` as scratch space. If the downdate fails, an
+    L, v, size, overwrite_L, overwrite_v
+        As in :func:`cholesky_update`, ``v`` the downdate vector. If the downdate fails, an
         overwritten ``L`` is left partly modified.
 
     Returns
@@ -341,11 +335,12 @@ def cholesky_downdate(L, v, *, size=None, overwrite_L=False, overwrite_v=False):
 
     Examples
     --------
+    A downdate undoes the update by the same vector:
+
     >>> import numpy as np
-    >>> from skgpsparse.linalg import cholesky_downdate
-    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]]); v = np.array([1.0, 0.5])
-    >>> np.allclose(cholesky_downdate(np.linalg.cholesky(A), v),
-    ...             np.linalg.cholesky(A - np.outer(v, v)))
+    >>> from skgpsparse.linalg import cholesky_downdate, cholesky_update
+    >>> L = np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]])); v = np.array([1.0, 0.5])
+    >>> np.allclose(cholesky_downdate(cholesky_update(L, v), v), L)
     True
     """
     return _rank_one(L, v, size, overwrite_L, overwrite_v, -1.0)

@@ -318,12 +318,12 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         return P
 
     def predict(self, X):
-        """Most probable class.
+        """Most probable class: the argmax of :meth:`predict_proba`.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Query inputs.
+            The query inputs of :meth:`predict_proba`.
 
         Returns
         -------
