@@ -91,8 +91,8 @@ class Probit(Likelihood):
         return np.asarray(y) > 0
 
     def initial_bias(self, target_mean, prior_variance):
-        """Bias with ``Phi(b / sqrt(variance + k(x, x))) = `` the fraction of positives: the
-        prior's class balance, the fraction clipped to [0.01, 0.99]."""
+        """Bias ``b`` with ``Phi(b / sqrt(variance + k(x, x)))`` equal to the fraction of
+        positives: the prior's class balance, the fraction clipped to [0.01, 0.99]."""
         frac = np.clip(target_mean, *_FRACTION_CLIP)
         return float(np.sqrt(self.variance + prior_variance) * ndtri(frac))
 
