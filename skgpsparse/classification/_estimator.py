@@ -68,10 +68,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         deviation): a shared length scale is not affected, and features differ where the
         evidence says so (``objectives._hyperprior``).
     max_basis : int, default=100
-        Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold
-        every training row (the full GP's EP; clipped to ``n_samples`` with a warning). With ``posterior="basis"`` it is clipped to
-        ``n_samples - 1`` with a warning, so that eq. (4) keeps at least one held-out point,
-        and a warning says when fewer than half the rows are left for it.
+        Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
+        training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
+        ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
+        keeps at least one held-out point, and a warning says when fewer than half the rows are
+        left for it.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:

@@ -1,7 +1,8 @@
 """The classifier's fit around its binary models: their parameters and the stored results.
 
 Shared by the in-memory fit (``SparseGPClassifier.fit``) and the fit over row partitions
-(:mod:`skgpsparse.classification.partitioned._fit`), so that both build the binary models alike and store them alike.
+(:mod:`skgpsparse.classification.partitioned._fit`), so that both build the binary models alike and
+store them alike.
 """
 
 import warnings
@@ -121,7 +122,8 @@ def fit_models(clf, X, y_enc, previous=None):
     """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
 
     One model for two classes, one per class against the rest otherwise
-    (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous`` (:func:`previous_models`) are the models a warm start starts from.
+    (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous``
+    (:func:`previous_models`) are the models a warm start starts from.
     """
     n_classes = clf.classes_.size
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)

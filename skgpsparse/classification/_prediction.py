@@ -60,7 +60,8 @@ class BinaryPredictor:
         self.cross = CrossKernel(kernel, basis_vectors)
 
     def latent_mean_and_variance(self, X):
-        """Mean of ``f_* + b`` and variance of ``f_*`` at the rows of ``X`` (float64), by blocks."""
+        """Mean of ``f_* + b`` and variance of ``f_*`` at the rows of ``X`` (float64), by
+        blocks."""
         mean = np.empty(X.shape[0])
         var = self.cross.diag(X).astype(float)
         for rows, K in self.cross.blocks(X):
@@ -164,8 +165,9 @@ class AllRowsPredictor(BinaryPredictor):
 
     @classmethod
     def from_posterior(cls, kernel, basis_vectors, L, L_B, mean_w, bias, likelihood=None):
-        """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w`` (``K_uu = L
-        L^T``), formed elsewhere (EP over row partitions, :mod:`skgpsparse.inference._ep_partitioned`)."""
+        """The predictor of the posterior ``N(mean_w, (L_B L_B^T)^-1)`` of ``w``
+        (``K_uu = L L^T``), formed elsewhere (EP over row partitions,
+        :mod:`skgpsparse.inference._ep_partitioned`)."""
         predictor = cls.__new__(cls)
         predictor._set_factors(kernel, basis_vectors, L, L_B, mean_w, bias, likelihood)
         return predictor

@@ -1,9 +1,9 @@
 """``SparseGPClassifier.partial_fit``: learning from a stream of row batches.
 
-The first call fits as ``fit`` does (the all-rows posterior: basis, kernel and bias learned,
-EP over the rows). Each binary model's posterior is then held as an
-:class:`~skgpsparse.inference._online.OnlinePosterior`, ``O(max_basis^2)`` numbers, and the rows are forgotten:
-later batches enter it by one ADF pass (the sparse online GP of Csato and Opper) and
+The first call fits as ``fit`` does (the all-rows posterior: basis, kernel and bias learned, EP
+over the rows). Each binary model's posterior is then held as an
+:class:`~skgpsparse.inference._online.OnlinePosterior`, ``O(max_basis^2)`` numbers, and the rows
+are forgotten: later batches enter it by one ADF pass (the sparse online GP of Csato and Opper) and
 ``stream_ep_sweeps`` EP sweeps over the batch, with the basis and hyperparameters fixed.
 
 While the rows seen number at most ``stream_buffer``, they are also kept in a buffer, and the

@@ -16,10 +16,11 @@ Storage for ``L``, ``M`` and ``beta`` is preallocated for ``max_basis`` rows, so
 vector writes one row (no reallocation), and deleting one rotates rows in place
 (:func:`skgpsparse.linalg.cholesky_delete`).
 
-The likelihood ``p(y | f + b)`` (the probit by default, ``y in {-1, +1}``) is an object the
-state asks (:mod:`skgpsparse.likelihoods`). The per-row arithmetic is
+The likelihood ``p(y | f + b)`` (the probit by default, ``y in {-1, +1}``) is an object the state
+asks (:mod:`skgpsparse.likelihoods`). The per-row arithmetic is
 :class:`~skgpsparse.inference._adf_rows.ADFRows`'s, so that the state on row partitions
-(:mod:`skgpsparse.inference._adf_partitioned`) runs the same; the criteria are :mod:`skgpsparse.inference._criteria`'s.
+(:mod:`skgpsparse.inference._adf_partitioned`) runs the same; the criteria are
+:mod:`skgpsparse.inference._criteria`'s.
 """
 
 import warnings
@@ -45,11 +46,11 @@ class ADFBasis:
     """The driver's side of the ADF posterior: ``L``, ``beta``, the basis and its sites.
 
     What does not depend on where the rows live: the selection protocol's :meth:`score`
-    (:func:`~skgpsparse.inference._criteria.score_candidates`), the site of an added point (the likelihood's
-    moment matching, eq. (2)), the growth of ``L`` and ``beta`` by one basis vector, their
-    Givens downdate by a deletion, and the coefficients of the deletion scores. The rows'
-    side is :class:`~skgpsparse.inference._adf_rows.ADFRows`: all of them in :class:`ADFState`, one partition
-    each in :class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`.
+    (:func:`~skgpsparse.inference._criteria.score_candidates`), the site of an added point (the
+    likelihood's moment matching, eq. (2)), the growth of ``L`` and ``beta`` by one basis vector,
+    their Givens downdate by a deletion, and the coefficients of the deletion scores. The rows'
+    side is :class:`~skgpsparse.inference._adf_rows.ADFRows`: all of them in :class:`ADFState`, one
+    partition each in :class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`.
     """
 
     def _init_basis(self, max_basis, bias, likelihood, k_max):
@@ -188,8 +189,8 @@ class ADFState(ADFBasis):
         Rows per block when scoring working sets (default: about 2^16 entries per block of
         kappa x rows); the scores do not depend on it.
     site_update : {"moment_matching", "optimize"}, default="moment_matching"
-        Sites of an added point by moment matching (eq. (2)) or by NLP minimisation
-        (additive-model paper §3, :func:`~skgpsparse.inference._site_optimization.optimize_sites`); with
+        Sites of an added point by moment matching (eq. (2)) or by NLP minimisation (additive-model
+        paper §3, :func:`~skgpsparse.inference._site_optimization.optimize_sites`); with
         ``"optimize"`` the ``"nlp"``/``"nlp_all"`` scores are those of the optimised sites.
     n_threads : int, default=1
         Threads over the row blocks of a scored working set (BLAS should run on one thread
@@ -230,7 +231,8 @@ class ADFState(ADFBasis):
         )
         self._init_basis(max_basis, bias, likelihood, np.max(k_diag, initial=0.0))
 
-    # the rows' arrays (:class:`~skgpsparse.inference._adf_rows.ADFRows`), read-only views of the posterior
+    # the rows' arrays (:class:`~skgpsparse.inference._adf_rows.ADFRows`), read-only views of the
+    # posterior
     y = property(lambda self: self._rows.y)
     k_diag = property(lambda self: self._rows.k_diag)
     diag_A = property(lambda self: self._rows.diag_A)
@@ -267,11 +269,13 @@ class ADFState(ADFBasis):
         return self.f_hat[J], self.diag_A[J], self.y[J]
 
     def tentative_nlp(self, candidates, *, all_points):
-        """NLP eq. (4) / NLP_a eq. (5) after adding each candidate (:mod:`skgpsparse.inference._criteria`).
+        """NLP eq. (4) / NLP_a eq. (5) after adding each candidate
+        (:mod:`skgpsparse.inference._criteria`).
 
-        With ``site_update="optimize"``, each candidate's site minimises it (§3); else its
-        site is moment-matched (eq. (2)) and the rows' blocks
-        (:meth:`~skgpsparse.inference._adf_rows.ADFRows.tentative_nlp`) run on ``n_threads`` threads.
+        With ``site_update="optimize"``, each candidate's site minimises it (§3); else its site is
+        moment-matched (eq. (2)) and the rows' blocks
+        (:meth:`~skgpsparse.inference._adf_rows.ADFRows.tentative_nlp`) run on ``n_threads``
+        threads.
         """
         J = candidates.index
         if self.site_update == "optimize":

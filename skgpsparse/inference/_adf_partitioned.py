@@ -1,13 +1,13 @@
 """The ADF state with its rows in partitions (a row store), e.g. on dask workers.
 
-:class:`PartitionedADFState` is :class:`~skgpsparse.inference._adf.ADFState` with the per-row arrays (``M``'s
-columns, ``diag(A)``, ``f_hat``, the labels and ``k(x, x)``) kept beside each partition of a
-:class:`~skgpsparse.rows._store.RowStore`, in an :class:`~skgpsparse.inference._adf_rows.ADFRows` whose
-computations are the in-memory state's; the driver's side is the same
-:class:`~skgpsparse.inference._adf.ADFBasis`, and the criteria are :mod:`skgpsparse.inference._criteria`'s. The driver keeps the
-``p x p`` factor ``L``, ``beta``, the sites, the basis rows ``X_u`` and two boolean masks over
-the rows (in the basis; no remaining variance), from which it draws working sets as the
-in-memory state does. Per step:
+:class:`PartitionedADFState` is :class:`~skgpsparse.inference._adf.ADFState` with the per-row
+arrays (``M``'s columns, ``diag(A)``, ``f_hat``, the labels and ``k(x, x)``) kept beside each
+partition of a :class:`~skgpsparse.rows._store.RowStore`, in an
+:class:`~skgpsparse.inference._adf_rows.ADFRows` whose computations are the in-memory state's; the
+driver's side is the same :class:`~skgpsparse.inference._adf.ADFBasis`, and the criteria are
+:mod:`skgpsparse.inference._criteria`'s. The driver keeps the ``p x p`` factor ``L``, ``beta``, the
+sites, the basis rows ``X_u`` and two boolean masks over the rows (in the basis; no remaining
+variance), from which it draws working sets as the in-memory state does. Per step:
 
 1. the working set's per-row values (``f_hat_J``, ``diag(A)_J``, ``y_J``, ``M_.J``,
    ``x_J``) are fetched from the partitions that hold them; ``"entropy"`` and
@@ -162,7 +162,8 @@ def label_counts(rows, kernel, positive):
 
 # ---------------------------------------------------------------- on the driver
 class PartitionedADFState(ADFBasis):
-    """The ADF posterior (:class:`~skgpsparse.inference._adf.ADFState`) whose rows live in the partitions of ``rows``.
+    """The ADF posterior (:class:`~skgpsparse.inference._adf.ADFState`) whose rows live in the
+    partitions of ``rows``.
 
     Parameters
     ----------
@@ -178,7 +179,8 @@ class PartitionedADFState(ADFBasis):
     centre : ndarray of shape (n_features,)
         The mean training row, shared by every partition's kernel columns.
     chunk_size : int, default=None
-        As :class:`~skgpsparse.inference._adf.ADFState`'s (rows per scoring block in each partition).
+        As :class:`~skgpsparse.inference._adf.ADFState`'s (rows per scoring block in each
+        partition).
     """
 
     def __init__(self, kernel, rows, positive, bias, max_basis, *, likelihood, centre,
@@ -264,7 +266,8 @@ class PartitionedADFState(ADFBasis):
 
     def tentative_nlp(self, candidates, *, all_points):
         """NLP eq. (4) / NLP_a eq. (5) after adding each candidate: each partition's blocks
-        (:meth:`~skgpsparse.inference._adf_rows.ADFRows.tentative_nlp`), keeping its part of ``A_J.``."""
+        (:meth:`~skgpsparse.inference._adf_rows.ADFRows.tentative_nlp`), keeping its part of
+        ``A_J.``."""
         J = candidates.index
         _, _, _, MT_J, X_J, kd_J = self._values(J)
         own = {i: np.full(len(J), -1, dtype=np.intp) for i in range(self.rows.n_partitions)}

@@ -1,15 +1,15 @@
 """The ADF posterior's per-row arrays and the arithmetic on them, wherever the rows live.
 
-The ADF posterior of the basis (:mod:`skgpsparse.inference._adf`) keeps, for each training row ``i``, its
-posterior mean ``f_hat_i`` and variance ``A_ii``, its column of ``M = L^-1 Pi_u^1/2 K_u.``,
-its label and ``k(x_i, x_i)``. :class:`ADFRows` holds these arrays for a set of rows (every
-row of an in-memory fit, or one partition of a row store) and does every per-row
-computation of the engine on them: the tentative NLP of a working set (additive-model paper
-eq. (7)), a new row of ``M`` with the update of eq. (3), the Givens rotations of a deletion,
-the NLP after each deletion, the adaptive sampling weights (eq. (11)) and the NLP
-(eq. (4) / (5)). :class:`~skgpsparse.inference._adf.ADFState` calls them over all its rows,
-:class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState` on each partition over the partition's rows; the
-driver's ``p x p`` work (the factor ``L``, ``beta``, the sites) is theirs.
+The ADF posterior of the basis (:mod:`skgpsparse.inference._adf`) keeps, for each training row
+``i``, its posterior mean ``f_hat_i`` and variance ``A_ii``, its column of
+``M = L^-1 Pi_u^1/2 K_u.``, its label and ``k(x_i, x_i)``. :class:`ADFRows` holds these arrays for
+a set of rows (every row of an in-memory fit, or one partition of a row store) and does every
+per-row computation of the engine on them: the tentative NLP of a working set (additive-model paper
+eq. (7)), a new row of ``M`` with the update of eq. (3), the Givens rotations of a deletion, the
+NLP after each deletion, the adaptive sampling weights (eq. (11)) and the NLP (eq. (4) / (5)).
+:class:`~skgpsparse.inference._adf.ADFState` calls them over all its rows,
+:class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState` on each partition over the
+partition's rows; the driver's ``p x p`` work (the factor ``L``, ``beta``, the sites) is theirs.
 
 The likelihood is asked for everything that concerns ``p(y | f)``
 (:class:`~skgpsparse.likelihoods.Likelihood`); the bias ``b`` is a shift of the latent value,
@@ -173,8 +173,8 @@ class ADFRows:
         """Sums of ``-log Z_i`` over these rows after deleting each basis vector.
 
         Deleting site ``k`` is the rank-one update ``diag(A)' = diag(A) + G_k.^2 / den_k``,
-        ``f' = f + coef_k G_k.`` (:meth:`~skgpsparse.inference._adf.ADFState.deletion_scores`), with ``G`` these
-        rows' columns of ``L^-T M``.
+        ``f' = f + coef_k G_k.`` (:meth:`~skgpsparse.inference._adf.ADFState.deletion_scores`),
+        with ``G`` these rows' columns of ``L^-T M``.
         """
         total = np.zeros(G.shape[0])
         for start in range(0, self.n, block_rows):

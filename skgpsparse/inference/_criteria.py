@@ -1,12 +1,12 @@
 """The classifier's basis-selection criteria: one function each, registered by name.
 
-A criterion scores candidates ``J`` (lower is better) from their per-candidate quantities:
-the marginal ``N(f_hat_j + b, A_jj)`` of each candidate, its label and the moments
-``(alpha_j, nu_j)`` of its ADF site update (additive-model paper eq. (2), from the state's
-likelihood), gathered in a :class:`Candidates`. Criteria that need a pass over the rows (the
-tentative NLP after adding each candidate) ask the state for it through
-``state.tentative_nlp``. Both ADF states, in memory (:class:`~skgpsparse.inference._adf.ADFState`) and on row
-partitions (:class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`), score through
+A criterion scores candidates ``J`` (lower is better) from their per-candidate quantities: the
+marginal ``N(f_hat_j + b, A_jj)`` of each candidate, its label and the moments ``(alpha_j, nu_j)``
+of its ADF site update (additive-model paper eq. (2), from the state's likelihood), gathered in a
+:class:`Candidates`. Criteria that need a pass over the rows (the tentative NLP after adding each
+candidate) ask the state for it through ``state.tentative_nlp``. Both ADF states, in memory
+(:class:`~skgpsparse.inference._adf.ADFState`) and on row partitions
+(:class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`), score through
 :func:`score_candidates`, so a criterion's formula is written once.
 
 Adding a criterion is a function ``criterion(state, candidates) -> scores`` and its

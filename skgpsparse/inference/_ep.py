@@ -9,20 +9,20 @@ generalized FITC approximation"; GPML §8.3.3 for the sparse priors): with ``K_u
 
 and every row keeps a Gaussian site ``N(f_i; nu~_i / tau~_i, 1 / tau~_i)`` for its likelihood
 ``p(y_i | f_i + b)`` (GPML §3.6; the probit ``Phi(y_i (f_i + b))`` for the classifier, any
-:class:`~skgpsparse.likelihoods.Likelihood`: EP asks it for the site updates and ``log Z``). With ``a_i = nu~_i / (1 + Lambda_i tau~_i)``,
-``g_i = tau~_i / (1 + Lambda_i tau~_i)`` (finite at ``tau~_i = 0``) and
-``B = I + V G V^T = L_B L_B^T``, the posterior of ``w`` is ``N(B^-1 V a, B^-1)`` and the
-marginals of the latents are
+:class:`~skgpsparse.likelihoods.Likelihood`: EP asks it for the site updates and ``log Z``). With
+``a_i = nu~_i / (1 + Lambda_i tau~_i)``, ``g_i = tau~_i / (1 + Lambda_i tau~_i)`` (finite at
+``tau~_i = 0``) and ``B = I + V G V^T = L_B L_B^T``, the posterior of ``w`` is
+``N(B^-1 V a, B^-1)`` and the marginals of the latents are
 
     mu_i  = (V_i^T B^-1 V a + Lambda_i nu~_i) / (1 + Lambda_i tau~_i),
     s2_i  = Lambda_i / (1 + Lambda_i tau~_i) + |L_B^-1 V_i|^2 / (1 + Lambda_i tau~_i)^2,
 
-O(n p^2) for all rows, no ``n x n`` array. EP updates all sites in parallel from these
-marginals (GPML eqs. (3.56)-(3.59) for each row), damped when the site changes stop shrinking.
-Without starting sites, EP starts from one ADF pass over all rows (Csato and Opper's sparse
-online GP by blocks of rows); each sweep is one pass over row blocks of ``V`` that gives the
-marginals, the new sites and the next ``B`` (:mod:`skgpsparse.inference._ep_passes`). From the ADF start
-EP needs about two sweeps fewer than from zero sites to reach the same fixed point.
+O(n p^2) for all rows, no ``n x n`` array. EP updates all sites in parallel from these marginals
+(GPML eqs. (3.56)-(3.59) for each row), damped when the site changes stop shrinking. Without
+starting sites, EP starts from one ADF pass over all rows (Csato and Opper's sparse online GP by
+blocks of rows); each sweep is one pass over row blocks of ``V`` that gives the marginals, the new
+sites and the next ``B`` (:mod:`skgpsparse.inference._ep_passes`). From the ADF start EP needs
+about two sweeps fewer than from zero sites to reach the same fixed point.
 
 The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
 ``Q + Lambda + S~^-1`` (``Q = V^T V``), written without ``1 / tau~`` (the terms in ``1/tau~``
@@ -42,7 +42,8 @@ and ``diag(M)`` are O(n p^2)),
     tr(M dQ) = 2 tr(P M dK_fu) - tr(P M P^T dK_uu),   dLambda = diag(dK_ff - dQ),
 
 and ``d log Z / d b = sum_i d log Z_i / d mu_-i``, with ``log Z_i`` the log normaliser of row
-``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``). The ``n x p`` gradient of ``K_fu`` enters only through contractions
+``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``). The
+``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
 """
 
@@ -147,8 +148,8 @@ def all_rows_ep(
     progress : Progress, default=None
         Reports the sweeps (the fit's ``verbose``).
     accelerate : bool, default=False
-        Anderson acceleration of the sweeps (:mod:`skgpsparse.inference._ep_acceleration`) in place of damping:
-        the same fixed point and stopping rule, in fewer sweeps.
+        Anderson acceleration of the sweeps (:mod:`skgpsparse.inference._ep_acceleration`) in place
+        of damping: the same fixed point and stopping rule, in fewer sweeps.
     likelihood : Likelihood, default=Probit()
         ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`).
 

@@ -1,4 +1,5 @@
-"""Anderson acceleration of the parallel EP sweeps of :func:`~skgpsparse.inference._ep.all_rows_ep`.
+"""Anderson acceleration of the parallel EP sweeps of
+:func:`~skgpsparse.inference._ep.all_rows_ep`.
 
 A parallel EP sweep is a fixed-point map ``x -> G(x)`` of the sites ``x = (tau~, nu~)`` (every
 site moment-matched against the marginals of the current sites, GPML eqs. (3.56)-(3.59)); EP's

@@ -1,21 +1,24 @@
-"""The all-rows EP (:mod:`skgpsparse.inference._ep`) with the rows in the partitions of a row store.
+"""The all-rows EP (:mod:`skgpsparse.inference._ep`) with the rows in the partitions of a row
+store.
 
 Everything EP needs from the ``n`` rows is a sum over rows or a per-row quantity under the
-``p x p`` posterior of ``w`` (:mod:`skgpsparse.inference._ep_passes`), so each partition ``i`` keeps its
-rows' part of the prior (``V_i = L^-1 K_ui``, ``Lambda_i``: a :class:`~skgpsparse.inference._ep.SparsePrior`
-of its rows, under the driver's factor ``L`` of ``K_uu``), its labels and its sites, and:
+``p x p`` posterior of ``w`` (:mod:`skgpsparse.inference._ep_passes`), so each partition ``i``
+keeps its rows' part of the prior (``V_i = L^-1 K_ui``, ``Lambda_i``: a
+:class:`~skgpsparse.inference._ep.SparsePrior` of its rows, under the driver's factor ``L`` of
+``K_uu``), its labels and its sites, and:
 
 - a parallel EP sweep (:func:`~skgpsparse.inference._ep_passes.ep_sweep`) sends every partition the
   posterior ``(L_B, mean_w)`` and gets back its largest site change and its part of the next
   system, ``V_i G_i V_i^T`` and ``V_i a_i`` (``p x p`` and ``p``); the driver adds them and
   factors ``B`` as the in-memory loop does (:func:`~skgpsparse.inference._ep.all_rows_ep`: the same
   damping rule and stopping test, so the same number of sweeps to rounding);
-- the ADF start (:func:`~skgpsparse.inference._ep_passes.adf_sites`) is sequential over blocks of rows: the
-  partitions run one after another, each continuing the blocks of the previous one with the
-  running system ``(S, V a)`` and posterior (a block cut by a partition boundary is finished
-  by the next partition under the same posterior), so its sites are the in-memory ADF's;
+- the ADF start (:func:`~skgpsparse.inference._ep_passes.adf_sites`) is sequential over blocks of
+  rows: the partitions run one after another, each continuing the blocks of the previous one with
+  the running system ``(S, V a)`` and posterior (a block cut by a partition boundary is finished by
+  the next partition under the same posterior), so its sites are the in-memory ADF's;
 - the evidence adds the partitions' sums over rows
-  (:func:`~skgpsparse.inference._ep.evidence_row_terms`) to the driver's ``-log|L_B| + |L_B^-1 V a|^2/2``.
+  (:func:`~skgpsparse.inference._ep.evidence_row_terms`) to the driver's
+  ``-log|L_B| + |L_B^-1 V a|^2/2``.
 
 Per sweep the driver sends ``O(p^2)`` numbers to each partition and gets ``O(p^2)`` back;
 the partitions' work is the in-memory sweep's over their rows, in parallel.
@@ -169,9 +172,11 @@ class PartitionedEP:
 
     def run(self, bias, start="adf", *, tol=_EP_TOL, max_sweeps=_EP_MAX_SWEEPS, adf_rows=None):
         """EP from ``start`` (``"adf"``, or ``"zero"`` sites) to ``tol``, as
-        :func:`~skgpsparse.inference._ep.all_rows_ep`; returns ``(-log Z, WeightPosterior, converged)``.
+        :func:`~skgpsparse.inference._ep.all_rows_ep`; returns
+        ``(-log Z, WeightPosterior, converged)``.
 
-        ``adf_rows``: rows per ADF block (:func:`~skgpsparse.inference._ep_passes.adf_sites`'s ``rows``).
+        ``adf_rows``: rows per ADF block (:func:`~skgpsparse.inference._ep_passes.adf_sites`'s
+        ``rows``).
         """
         rows = self.rows
         rows.map(_p_prior, self.kernel, self.X_u, self.L, self.positive, self.prior,

@@ -1,7 +1,7 @@
 """Passes over the row blocks of ``V = L^-1 K_uf`` for the all-rows EP: ADF start and EP sweeps.
 
-Notation of :mod:`skgpsparse.inference._ep`: ``f = V^T w + e``, ``w ~ N(0, I_p)``, ``e ~ N(0, Lambda)``;
-row ``i``'s site ``(tau~_i, nu~_i)`` enters the posterior of ``w`` as
+Notation of :mod:`skgpsparse.inference._ep`: ``f = V^T w + e``, ``w ~ N(0, I_p)``,
+``e ~ N(0, Lambda)``; row ``i``'s site ``(tau~_i, nu~_i)`` enters the posterior of ``w`` as
 ``g_i = tau~_i / h_i`` and ``a_i = nu~_i / h_i`` with ``h_i = 1 + Lambda_i tau~_i``, so that
 
     B = I + sum_i g_i v_i v_i^T = L_B L_B^T,   mean_w = B^-1 sum_i a_i v_i,

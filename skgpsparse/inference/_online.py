@@ -1,7 +1,8 @@
 """The sparse online GP classifier: new rows' sites added to a p x p posterior.
 
-With the basis ``u`` and the hyperparameters fixed, the all-rows posterior (:mod:`skgpsparse.inference._ep`)
-is Gaussian in the whitened basis values ``w`` (``u = L w``, ``K_uu = L L^T``):
+With the basis ``u`` and the hyperparameters fixed, the all-rows posterior
+(:mod:`skgpsparse.inference._ep`) is Gaussian in the whitened basis values ``w`` (``u = L w``,
+``K_uu = L L^T``):
 
     q(w) proportional to N(w; 0, I) prod_i exp(a_i v_i^T w - g_i (v_i^T w)^2 / 2),
 

@@ -3,7 +3,8 @@
 With ``K_uu = L L^T`` and ``V = L^-1 K_uf`` (``p x n``), ``f = V^T w + e``, ``w ~ N(0, I_p)``,
 ``e ~ N(0, Lambda)``, ``Lambda = diag(K_ff - V^T V)`` (FITC) or 0 (DTC; GPML §8.3.3, Naish-Guzman
 and Holden 2008). :class:`SparsePrior` holds ``L``, ``V`` and ``Lambda`` for one kernel; the
-engines over every row (:mod:`skgpsparse.inference._ep`, :mod:`skgpsparse.inference._online`) read them a block of rows at a time.
+engines over every row (:mod:`skgpsparse.inference._ep`, :mod:`skgpsparse.inference._online`) read
+them a block of rows at a time.
 """
 
 import threading

@@ -1,14 +1,14 @@
 """Kernel column blocks for the regressor's passes over the data, and their chunk threads.
 
-Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) are computed
-from inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per
-block); other kernels are called as they are. For a ``float32`` input the columns that only
-score candidates can be computed in ``float32`` (:meth:`KernelColumns.operand` and
-:meth:`KernelColumns.block`). :class:`CrossKernel` holds the same product form against a
-fixed basis, set up once, for the prediction blocks ``K(X*, X_u)`` of a fitted model (and
-:func:`iter_cross_kernel` sets it up per call), for ``c * Matern`` (``nu`` 1.5, 2.5) too.
-:class:`ColumnBlocks` stores the basis' columns by blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads
-with results that do not depend on the schedule.
+Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) are computed from
+inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per block); other
+kernels are called as they are. For a ``float32`` input the columns that only score candidates can
+be computed in ``float32`` (:meth:`KernelColumns.operand` and :meth:`KernelColumns.block`).
+:class:`CrossKernel` holds the same product form against a fixed basis, set up once, for the
+prediction blocks ``K(X*, X_u)`` of a fitted model (and :func:`iter_cross_kernel` sets it up per
+call), for ``c * Matern`` (``nu`` 1.5, 2.5) too. :class:`ColumnBlocks` stores the basis' columns by
+blocks of rows, and :func:`run_chunks` spreads a pass's row chunks over threads with results that
+do not depend on the schedule.
 """
 
 import itertools

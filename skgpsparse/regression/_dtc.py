@@ -37,12 +37,12 @@ The lemmas reduce both to ``p x n`` / ``p x p`` quantities. ``W C^-1 = L^-T A^-1
     B W^T = w w^T - L^-T (A^-1 V V^T) L^-1      (``A^-1 V V^T = I - s2 A^-1``, formed from
                                                  ``V V^T`` to avoid cancellation)
 
-Both sums are contracted with
-:func:`skgpsparse.kernels._contraction.iter_kernel_contractions` (the first chunk by chunk
-over rows of ``X``), so neither the ``n x p x n_theta`` nor the ``p x p x n_theta``
-derivative array is held (for ``RBF`` and ``ConstantKernel * RBF`` neither is formed). For ``m`` outputs (``y`` of shape
-``(n, m)``) the log likelihoods are summed, as in scikit-learn's
-``GaussianProcessRegressor``: ``a`` becomes ``n x m`` and ``C^-1`` is counted ``m`` times.
+Both sums are contracted with :func:`skgpsparse.kernels._contraction.iter_kernel_contractions` (the
+first chunk by chunk over rows of ``X``), so neither the ``n x p x n_theta`` nor the
+``p x p x n_theta`` derivative array is held (for ``RBF`` and ``ConstantKernel * RBF`` neither is
+formed). For ``m`` outputs (``y`` of shape ``(n, m)``) the log likelihoods are summed, as in
+scikit-learn's ``GaussianProcessRegressor``: ``a`` becomes ``n x m`` and ``C^-1`` is counted ``m``
+times.
 
 Cross-covariances ``kernel(X, X_u)`` and ``kernel(X_u, X_u)`` are used throughout, so a
 ``WhiteKernel`` term contributes nothing: give the noise as ``noise_variance``.

@@ -126,26 +126,24 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         over the rows, O(n p^2) each. ``None`` keeps the objective's values. Not applied
         when the noise is not learned or every training row is in the basis.
     refine_basis : int or "auto", default="auto"
-        Largest number of L-BFGS iterations that move the basis vectors off the training
-        rows after selection and exchange (fewer once ten iterations together gain less
-        than 1e-4 nats per training row), maximising the ``hyperparameter_objective`` over
-        the basis inputs (and over the hyperparameters with them, unless
-        ``optimizer=None``), from the greedy basis; ``0`` keeps the selected rows. With
-        hyperparameter learning the basis is then selected once, at the starting
-        hyperparameters, and the refinement learns them (``max_iter`` and ``tol`` do not
-        apply). Each iteration costs one evaluation of the objective with its gradient,
-        O(n p^2 + n p d); the result never scores below the greedy basis. Needs a kernel
-        built from ``RBF``, ``Matern``, ``RationalQuadratic``, ``ConstantKernel`` and
-        ``WhiteKernel`` (gradients in the inputs in closed form) and an in-memory ``X``.
-        ``"vfe"`` is the objective to refine with: the DTC evidence rewards moving basis
-        vectors away from the data (Titsias 2009). ``"auto"`` refines with up to 300
-        iterations when the objective is ``"vfe"``, the hyperparameters are learned by the
-        default optimizer, the basis is smaller than the training set, ``X`` is in memory and
-        the kernel has those gradients, and keeps the selected rows otherwise (``"dtc"``,
-        fixed hyperparameters, a callable optimizer, a partitioned ``X`` with ``learning_rows=None``
-        (a warning says so; with the default ``learning_rows`` the refinement runs on the
-        rows gathered to the driver, as in memory), other kernels, or every row in the
-        basis, where the model is the full GP).
+        Largest number of L-BFGS iterations that move the basis vectors off the training rows after
+        selection and exchange (fewer once ten iterations together gain less than 1e-4 nats per
+        training row), maximising the ``hyperparameter_objective`` over the basis inputs (and over
+        the hyperparameters with them, unless ``optimizer=None``), from the greedy basis; ``0``
+        keeps the selected rows. With hyperparameter learning the basis is then selected once, at
+        the starting hyperparameters, and the refinement learns them (``max_iter`` and ``tol`` do
+        not apply). Each iteration costs one evaluation of the objective with its gradient,
+        O(n p^2 + n p d); the result never scores below the greedy basis. Needs a kernel built from
+        ``RBF``, ``Matern``, ``RationalQuadratic``, ``ConstantKernel`` and ``WhiteKernel``
+        (gradients in the inputs in closed form) and an in-memory ``X``. ``"vfe"`` is the objective
+        to refine with: the DTC evidence rewards moving basis vectors away from the data (Titsias
+        2009). ``"auto"`` refines with up to 300 iterations when the objective is ``"vfe"``, the
+        hyperparameters are learned by the default optimizer, the basis is smaller than the
+        training set, ``X`` is in memory and the kernel has those gradients, and keeps the selected
+        rows otherwise (``"dtc"``, fixed hyperparameters, a callable optimizer, a partitioned ``X``
+        with ``learning_rows=None`` (a warning says so; with the default ``learning_rows`` the
+        refinement runs on the rows gathered to the driver, as in memory), other kernels, or every
+        row in the basis, where the model is the full GP).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that
@@ -332,14 +330,14 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ----------
         X : array-like or partitioned array of shape (n_samples, n_features)
             Training inputs. An array whose rows a row backend holds in partitions (one of
-            :mod:`skgpsparse.rows`, e.g. chunked on a cluster: see the user guide's cluster
-            page) is fitted with each partition and its per-row state kept where it lives:
-            the in-memory fit's model, its learning and refinement run on the driver over the
-            ``learning_rows`` rows gathered from the partitions, every pass over all rows on
-            the partitions. A
-            ``float32`` array is not copied: the model is computed in ``float64``, but the columns that only score ``"matching_pursuit"``'s candidates
-            are ``float32`` (faster at large ``n``), so near-ties can pick another basis than
-            ``X.astype(np.float64)`` would; the model on a given basis is the same.
+            :mod:`skgpsparse.rows`, e.g. chunked on a cluster: see the user guide's cluster page)
+            is fitted with each partition and its per-row state kept where it lives: the in-memory
+            fit's model, its learning and refinement run on the driver over the ``learning_rows``
+            rows gathered from the partitions, every pass over all rows on the partitions. A
+            ``float32`` array is not copied: the model is computed in ``float64``, but the columns
+            that only score ``"matching_pursuit"``'s candidates are ``float32`` (faster at large
+            ``n``), so near-ties can pick another basis than ``X.astype(np.float64)`` would; the
+            model on a given basis is the same.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets. Several targets are fitted together, as by scikit-learn's
             ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the

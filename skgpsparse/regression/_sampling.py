@@ -36,8 +36,8 @@ def low_rank_draws(kernel, X, basis_vectors, L, S, n_samples, rng, out=None):
     """``n_samples`` zero-mean draws (``n x n_samples``) of the low-rank-plus-diagonal form.
 
     ``A^T (I - S) A`` through the basis plus ``diag(K_** - A^T A)`` per row (see the module
-    docstring), each row's variance made ``k_** - a^T S a`` exactly; ``rng`` is a ``RandomState``. ``out`` (``n x n_samples``, a view is fine)
-    receives the draws if given.
+    docstring), each row's variance made ``k_** - a^T S a`` exactly; ``rng`` is a ``RandomState``.
+    ``out`` (``n x n_samples``, a view is fine) receives the draws if given.
     """
     p = L.shape[0]
     root = _psd_root(np.eye(p) - S)  # A^T (I - S) A = (root^T A)^T (root^T A)

@@ -18,21 +18,20 @@ stable form of Seeger, Williams & Lawrence (2003) and of the exchange paper:
   Nystrom approximation error at every training point (the info-gain criterion needs it).
 
 The ``p x n`` array kept is ``K_p^T`` itself, not ``V``, stored by blocks of 2048 rows
-(``skgpsparse.kernels._columns.ColumnBlocks``: each block's ``p x 2048`` part is contiguous,
-which BLAS streams at twice the bandwidth of row-strided slices): a new basis vector's kernel
-column is stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T``
-gives (``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L``
-and ``R`` with one fused pass over ``K_p^T`` (chunk by chunk: the new basis vector's kernel
-column, stored as it is formed, the new row ``v`` of ``V``, and ``K_p^T v`` while the chunk
-is in cache); a working set is scored with one more pass
-(``skgpsparse.regression._scoring``, whose criteria the state inherits), in which
-the residual ``mu = y - K_p alpha`` and the candidates' kernel columns are formed chunk by
-chunk and never stored whole. That is two reads of ``K_p^T`` per forward step instead of three
-of ``V`` (benchmarks/scale/results/million.md). Deleting one re-triangularises ``L`` with Givens
-rotations (:func:`~skgpsparse.linalg.cholesky_delete`) and follows with ``R``
-(:func:`~skgpsparse.linalg.cholesky_rotate`); the row of ``V`` that leaves is formed with one
-pass (exchange paper, steps 1-6). All factors live in preallocated ``p_max``-sized storage, so
-nothing is reallocated while the basis grows and shrinks.
+(``skgpsparse.kernels._columns.ColumnBlocks``: each block's ``p x 2048`` part is contiguous, which
+BLAS streams at twice the bandwidth of row-strided slices): a new basis vector's kernel column is
+stored as it is, and ``V`` is only ever used through products that one pass over ``K_p^T`` gives
+(``V^T l = K_p L^-T l``, ``V v = L^-1 K_p^T v``). Appending a basis vector borders ``L`` and ``R``
+with one fused pass over ``K_p^T`` (chunk by chunk: the new basis vector's kernel column, stored as
+it is formed, the new row ``v`` of ``V``, and ``K_p^T v`` while the chunk is in cache); a working
+set is scored with one more pass (``skgpsparse.regression._scoring``, whose criteria the state
+inherits), in which the residual ``mu = y - K_p alpha`` and the candidates' kernel columns are
+formed chunk by chunk and never stored whole. That is two reads of ``K_p^T`` per forward step
+instead of three of ``V`` (benchmarks/scale/results/million.md). Deleting one re-triangularises
+``L`` with Givens rotations (:func:`~skgpsparse.linalg.cholesky_delete`) and follows with ``R``
+(:func:`~skgpsparse.linalg.cholesky_rotate`); the row of ``V`` that leaves is formed with one pass
+(exchange paper, steps 1-6). All factors live in preallocated ``p_max``-sized storage, so nothing
+is reallocated while the basis grows and shrinks.
 
 Kernel columns of an exact ``RBF`` or ``ConstantKernel * RBF`` (either order) are computed
 from inner products of the scaled, centred inputs (one BLAS product and one ``exp`` per

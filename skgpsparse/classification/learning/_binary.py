@@ -49,16 +49,15 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     """:class:`~skgpsparse._memory.FitMemory` of a classifier fit on ``n`` rows, basis ``p``.
 
     One binary fit holds the posterior's ``p x n`` matrix ``M``
-    (:class:`~skgpsparse.inference._adf.ADFState`), the last scored working set's
-    posterior columns (``kappa x n``, kept for up to 64 candidates), the inputs' scaled copy
-    and about ten ``n``-vectors, and about four ``p x p`` factors; learning the
-    hyperparameters adds the objective's ``p x p`` matrices with ``dK_uu`` (``p x p x
-    n_theta``) and the NLP gradient's row block (four ``rows x p`` arrays of about 32 MB).
-    ``n_parallel`` binary fits (one-vs-rest with
+    (:class:`~skgpsparse.inference._adf.ADFState`), the last scored working set's posterior columns
+    (``kappa x n``, kept for up to 64 candidates), the inputs' scaled copy and about ten
+    ``n``-vectors, and about four ``p x p`` factors; learning the hyperparameters adds the
+    objective's ``p x p`` matrices with ``dK_uu`` (``p x p x n_theta``) and the NLP gradient's row
+    block (four ``rows x p`` arrays of about 32 MB). ``n_parallel`` binary fits (one-vs-rest with
     ``n_jobs``) run at the same time. ``all_rows`` (``posterior="all_rows"``) adds the EP's
-    ``p x n`` array ``V = L^-1 K_uf`` (:mod:`skgpsparse.inference._ep`; its passes read it by row blocks)
-    and, when learning, the evidence gradient's ``n x p`` ``M P^T`` and one row block of its
-    kernel contraction in place of the NLP gradient's four.
+    ``p x n`` array ``V = L^-1 K_uf`` (:mod:`skgpsparse.inference._ep`; its passes read it by row
+    blocks) and, when learning, the evidence gradient's ``n x p`` ``M P^T`` and one row block of
+    its kernel contraction in place of the NLP gradient's four.
     """
     kept = working_set if working_set <= 64 else 0
     lower_p = f"lower `max_basis` (now {p})"

@@ -1,13 +1,13 @@
 """An early exit for the per-feature trial's first learn when it cannot pay the BIC charge.
 
-The per-feature decision (:func:`skgpsparse.classification.learning._ep_rounds._per_feature_choice`) learns ``(theta, b)``
-with one length scale per feature on the kept basis, by at most ``maxiter`` L-BFGS-B
-iterations, and goes on only if the gain in log evidence per row exceeds the charge per row.
-Where the extra length scales gain little (pmlb twonorm: +1.3 nats against a charge of 72)
-the run's later iterations cannot change that answer. :class:`ChargeBound` is the run's
-``callback``: after each iteration it bounds what the run can still gain by two estimates,
-and stops it (``StopIteration``, so that L-BFGS-B returns its current iterate) when both say
-that the gain cannot reach the charge:
+The per-feature decision
+(:func:`skgpsparse.classification.learning._ep_rounds._per_feature_choice`) learns ``(theta, b)``
+with one length scale per feature on the kept basis, by at most ``maxiter`` L-BFGS-B iterations,
+and goes on only if the gain in log evidence per row exceeds the charge per row. Where the extra
+length scales gain little (pmlb twonorm: +1.3 nats against a charge of 72) the run's later
+iterations cannot change that answer. :class:`ChargeBound` is the run's ``callback``: after each
+iteration it bounds what the run can still gain by two estimates, and stops it (``StopIteration``,
+so that L-BFGS-B returns its current iterate) when both say that the gain cannot reach the charge:
 
 - the quadratic model of L-BFGS (Nocedal and Wright 2006, §7.2): its minimum lies
   ``0.5 g^T H g`` below the iterate, ``H`` the inverse-Hessian estimate of the two-loop

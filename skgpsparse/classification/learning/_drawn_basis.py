@@ -1,13 +1,14 @@
 """The basis of a uniform random selection under the all-rows posterior: which rows, nothing more.
 
 Under ``posterior="all_rows"`` the basis is only the inducing set of the sparse prior; with
-``selection="random"`` (and no exchange steps) nothing scores the candidates, so the ADF
-posterior of the basis rows (:class:`~skgpsparse.inference._adf.ADFState`, O(n p^2) over all rows) would be built
-for nothing: at n = 100,000, p = 256 it cost 1.8 times the floor (``benchmarks/scale/floor.py``).
-:class:`DrawnBasis` keeps the selection protocol (``candidates``, ``add``, ``size``,
-``basis_indices``, ``nlp``) for the uniform draw only. Its candidates are all rows not yet in
-the basis; the ADF state also leaves out rows of ~zero posterior variance (duplicates of
-basis rows), so on data without such rows both draw the same basis from the same generator.
+``selection="random"`` (and no exchange steps) nothing scores the candidates, so the ADF posterior
+of the basis rows (:class:`~skgpsparse.inference._adf.ADFState`, O(n p^2) over all rows) would be
+built for nothing: at n = 100,000, p = 256 it cost 1.8 times the floor
+(``benchmarks/scale/floor.py``). :class:`DrawnBasis` keeps the selection protocol (``candidates``,
+``add``, ``size``, ``basis_indices``, ``nlp``) for the uniform draw only. Its candidates are all
+rows not yet in the basis; the ADF state also leaves out rows of ~zero posterior variance
+(duplicates of basis rows), so on data without such rows both draw the same basis from the same
+generator.
 """
 
 import numpy as np

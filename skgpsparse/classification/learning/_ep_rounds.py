@@ -1,16 +1,16 @@
 """``posterior="all_rows"``: the greedy basis as inducing set, EP over every row's likelihood.
 
-The ADF posterior of the validation paper keeps the likelihood terms of the basis rows only
-(as the IVM), so which rows enter the basis moves the probabilities. Here the basis selected
-by the classifier's greedy selection is only the parameterisation of a sparse (FITC) prior,
-and EP (:mod:`skgpsparse.inference._ep`) matches the probit likelihood of every training row, as SVGP or
+The ADF posterior of the validation paper keeps the likelihood terms of the basis rows only (as the
+IVM), so which rows enter the basis moves the probabilities. Here the basis selected by the
+classifier's greedy selection is only the parameterisation of a sparse (FITC) prior, and EP
+(:mod:`skgpsparse.inference._ep`) matches the probit likelihood of every training row, as SVGP or
 the generalized FITC classifier of Naish-Guzman and Holden (2008) do. The hyperparameters
-``(theta, b)`` maximise the EP evidence of all labels (GPML eq. (3.65) under the sparse prior)
-with the basis fixed, EP warm-started from the sites of the previous evaluation (the sites
-belong to rows, not to the basis, so they carry over from one basis to the next) and, while
-learning, its sweeps Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`). Rounds of
-basis selection under the current ``(theta, b)`` and hyperparameter learning alternate until
-the evidence per row stops improving by ``tol``; the round with the highest evidence is kept.
+``(theta, b)`` maximise the EP evidence of all labels (GPML eq. (3.65) under the sparse prior) with
+the basis fixed, EP warm-started from the sites of the previous evaluation (the sites belong to
+rows, not to the basis, so they carry over from one basis to the next) and, while learning, its
+sweeps Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`). Rounds of basis
+selection under the current ``(theta, b)`` and hyperparameter learning alternate until the evidence
+per row stops improving by ``tol``; the round with the highest evidence is kept.
 """
 
 import time
@@ -118,9 +118,11 @@ def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
 def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
 
-    Per-feature length scales also carry the hyperprior of :mod:`skgpsparse.classification.objectives._hyperprior` (MAP); the loss
-    is then minus the log evidence and log prior per row. ``stop``: a function of the run's
-    bounds giving a :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound`, which may end the L-BFGS-B run early.
+    Per-feature length scales also carry the hyperprior of
+    :mod:`skgpsparse.classification.objectives._hyperprior` (MAP); the loss is then minus the log
+    evidence and log prior per row. ``stop``: a function of the run's bounds giving a
+    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound`, which may end the
+    L-BFGS-B run early.
     """
     objective = AllRowsObjective(
         kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress,
@@ -173,15 +175,16 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
 
     Stops after ``max_rounds`` rounds, when a round improves the evidence per row by less than
     ``tol``, or when the next round's gain predicted from the last two is below ``tol``
-    (:func:`next_gain_small`); a round after the first ends its L-BFGS-B run when it cannot
-    improve by ``tol`` (:func:`_round_bound`). Returns the round with the highest evidence,
+    (:func:`next_gain_small`); a round after the first ends its L-BFGS-B run when it cannot improve
+    by ``tol`` (:func:`_round_bound`). Returns the round with the highest evidence,
     ``(loss, kernel, bias, basis, sites, exchange_curve)``, and the number of rounds.
-    ``select(model, kernel, X, y, bias, rng)`` (basis indices) and ``learn(model, kernel, bias,
-    sites, X, y, basis, stop)`` (``(loss, kernel, bias, sites)``) are the two steps; the shared
-    one-vs-rest fit (:mod:`skgpsparse.classification.multiclass._shared_learning`) passes its own, with ``y`` and ``bias`` a row and an
-    entry per class.
-    ``previous``: the loss of a round before these with the same kernel (the per-feature
-    trial's first learn), which counts in the predicted gain; ``None`` if there was none.
+    ``select(model, kernel, X, y, bias, rng)`` (basis indices) and
+    ``learn(model, kernel, bias, sites, X, y, basis, stop)`` (``(loss, kernel, bias, sites)``) are
+    the two steps; the shared one-vs-rest fit
+    (:mod:`skgpsparse.classification.multiclass._shared_learning`) passes its own, with ``y`` and
+    ``bias`` a row and an entry per class. ``previous``: the loss of a round before these with the
+    same kernel (the per-feature trial's first learn), which counts in the predicted gain; ``None``
+    if there was none.
     """
     best = None
     losses = [] if previous is None else [previous]
@@ -209,12 +212,12 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
 
 
 def _round_bound(best_loss, tol):
-    """``stop`` of a round's learn after the first (:func:`_learn`): its L-BFGS-B run ends
-    when :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot get ``tol`` below the best
-    round's loss. Such a round ends the rounds whatever its run gains (:func:`_rounds`); the
-    runs of the confirming rounds crept along ridges of the evidence for their whole 15
-    iterations (twonorm: a third of the fit's evaluations; session 23 in the benchmark log,
-    benchmarks/README.md, "History").
+    """``stop`` of a round's learn after the first (:func:`_learn`): its L-BFGS-B run ends when
+    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot get
+    ``tol`` below the best round's loss. Such a round ends the rounds whatever its run gains
+    (:func:`_rounds`); the runs of the confirming rounds crept along ridges of the evidence for
+    their whole 15 iterations (twonorm: a third of the fit's evaluations; session 23 in the
+    benchmark log, benchmarks/README.md, "History").
     """
     return lambda run_bounds: ChargeBound(best_loss, tol, OPTIMIZER_MAXITER, run_bounds)
 
@@ -224,16 +227,16 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     """The fitted round, or one with one length scale per feature if the evidence says so.
 
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
-    evidence can only rise); ``(theta, b)`` are learned on the kept basis (one round), and only
-    if that already raises the log evidence by more than the BIC charge for the ``d - 1``
-    extra hyperparameters do the rounds (re-selection included) go on with the per-feature
-    kernel, whose best round must still pay the charge to be kept. Type-II maximum likelihood
-    alone always prefers more length scales (on a few hundred rows they fit noise); the charge
-    approximates the integral over them. At most ``max_rounds`` rounds; returns ``(round,
-    number of rounds run)``. ``n`` is the number of rows the charge and the gain (``n`` times
-    the loss per row) are for (``None``: ``y``'s); ``select`` and ``learn`` are
-    :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``:
-    the first learn stops when :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot pay
+    evidence can only rise); ``(theta, b)`` are learned on the kept basis (one round), and only if
+    that already raises the log evidence by more than the BIC charge for the ``d - 1`` extra
+    hyperparameters do the rounds (re-selection included) go on with the per-feature kernel, whose
+    best round must still pay the charge to be kept. Type-II maximum likelihood alone always
+    prefers more length scales (on a few hundred rows they fit noise); the charge approximates the
+    integral over them. At most ``max_rounds`` rounds; returns ``(round, number of rounds run)``.
+    ``n`` is the number of rows the charge and the gain (``n`` times the loss per row) are for
+    (``None``: ``y``'s); ``select`` and ``learn`` are :func:`_rounds`'s steps (``learn`` takes
+    ``stop``, see :func:`_learn`). ``early_exit``: the first learn stops when
+    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot pay
     the charge (the decision is then "not kept", as the full run's would be).
     """
     loss, kernel, bias, basis, sites, curve = best

@@ -1,11 +1,12 @@
 """More than two classes: which one-vs-rest fit runs (``multi_class``), and running it.
 
-``multi_class="auto"`` (the default) is the shared fit (:mod:`skgpsparse.classification.multiclass._shared_learning`: one kernel
-learned on the classes' summed evidence, a basis, bias and EP per class) wherever it exists,
-the all-rows posterior in memory; the independent fits (a whole binary fit per class,
-:func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On five PMLB sets the shared fit
-reached the independent fits' test NLP or better at a fraction of their CPU, except letter
-(+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
+``multi_class="auto"`` (the default) is the shared fit
+(:mod:`skgpsparse.classification.multiclass._shared_learning`: one kernel learned on the classes'
+summed evidence, a basis, bias and EP per class) wherever it exists, the all-rows posterior in
+memory; the independent fits (a whole binary fit per class,
+:func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On
+five PMLB sets the shared fit reached the independent fits' test NLP or better at a fraction of
+their CPU, except letter (+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
 """
 
 import copy
@@ -63,12 +64,14 @@ def _fit_independent(params, restarts, X, y, seed):
 def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
     """The binary models of ``clf``'s one-vs-rest fit (more than two classes) and its mode.
 
-    ``per_model`` holds each class's binary parameters (:func:`~skgpsparse.classification._fitting.binary_params`, the
-    same for every class unless a warm start gives each its previous model). ``"shared"``:
-    :func:`~skgpsparse.classification.multiclass._shared_learning.fit_shared`, warm-started from the previous models' kernel, biases
-    and bases, with ``restarts`` as :func:`_shared_restarts`; ``"independent"``, a whole
-    binary fit per class (:func:`~skgpsparse.classification.learning._restarts.fit_binary`, with ``restarts``), in parallel
-    over ``clf.n_jobs``, each from its own seed drawn from ``rng``.
+    ``per_model`` holds each class's binary parameters
+    (:func:`~skgpsparse.classification._fitting.binary_params`, the same for every class unless a
+    warm start gives each its previous model). ``"shared"``:
+    :func:`~skgpsparse.classification.multiclass._shared_learning.fit_shared`, warm-started from
+    the previous models' kernel, biases and bases, with ``restarts`` as :func:`_shared_restarts`;
+    ``"independent"``, a whole binary fit per class
+    (:func:`~skgpsparse.classification.learning._restarts.fit_binary`, with ``restarts``), in
+    parallel over ``clf.n_jobs``, each from its own seed drawn from ``rng``.
 
     Returns
     -------
@@ -93,11 +96,11 @@ def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
 
 
 def _shared_restarts(params, X, y_enc, n_classes, rng, warm, n_jobs, n_restarts):
-    """The shared fit from every bias start of :func:`~skgpsparse.classification.learning._restarts.bias_offsets` (the same
-    offset for every class), the one with the highest summed log evidence of the ``K``
-    models kept, the earlier on ties (the all-rows restarts' rule, scikit-learn's
-    ``n_restarts_optimizer``): restarts never end below no restart. Each start draws from
-    the random state the plain fit would use."""
+    """The shared fit from every bias start of
+    :func:`~skgpsparse.classification.learning._restarts.bias_offsets` (the same offset for every
+    class), the one with the highest summed log evidence of the ``K`` models kept, the earlier on
+    ties (the all-rows restarts' rule, scikit-learn's ``n_restarts_optimizer``): restarts never end
+    below no restart. Each start draws from the random state the plain fit would use."""
     offsets = bias_offsets(n_restarts if params["optimizer"] is not None else 0)
     best, values = None, []
     for offset in offsets:

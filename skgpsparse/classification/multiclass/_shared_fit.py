@@ -1,16 +1,17 @@
-"""The shared one-vs-rest fit (:mod:`skgpsparse.classification.multiclass._shared_learning`) in memory: its stages after the learning.
+"""The shared one-vs-rest fit (:mod:`skgpsparse.classification.multiclass._shared_learning`) in
+memory: its stages after the learning.
 
 The shared kernel and the biases are learned on a class-stratified subsample
-(:func:`~skgpsparse.classification.multiclass._shared_learning.learn_shared`); then each class selects its own basis under them (the
-binary fit's selection, :func:`shared_stage`) and runs EP on all rows (:func:`fit_shared`).
-The selection sees the rows the binary fit learns and selects on: every row up to
-``learning_rows``, the binary fit's random subsample above it
-(:func:`~skgpsparse._learning_rows.learning_subsample`), so that EP is the only pass over
-every row. Above ``learning_rows`` that EP is plain (damped) from one ADF pass, the step a
-partitioned fit runs on its row partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`), whose models then equal these;
-below it, where a partitioned fit gathers every row and runs this fit itself, it is
-Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`: on pmlb letter 14-25 sweeps a class against
-18-200 plain).
+(:func:`~skgpsparse.classification.multiclass._shared_learning.learn_shared`); then each class
+selects its own basis under them (the binary fit's selection, :func:`shared_stage`) and runs EP on
+all rows (:func:`fit_shared`). The selection sees the rows the binary fit learns and selects on:
+every row up to ``learning_rows``, the binary fit's random subsample above it
+(:func:`~skgpsparse._learning_rows.learning_subsample`), so that EP is the only pass over every
+row. Above ``learning_rows`` that EP is plain (damped) from one ADF pass, the step a partitioned
+fit runs on its row partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`), whose
+models then equal these; below it, where a partitioned fit gathers every row and runs this fit
+itself, it is Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`: on pmlb letter
+14-25 sweeps a class against 18-200 plain).
 """
 
 import numpy as np
@@ -102,8 +103,9 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
     Parameters
     ----------
     params : dict
-        Arguments of ``_BinarySparseGPClassifier`` (:func:`~skgpsparse.classification._fitting.binary_params`), with
-        ``posterior="all_rows"``; its kernel is the start of the shared one.
+        Arguments of ``_BinarySparseGPClassifier``
+        (:func:`~skgpsparse.classification._fitting.binary_params`), with ``posterior="all_rows"``;
+        its kernel is the start of the shared one.
     X : ndarray of shape (n, n_features)
     y_enc : ndarray of shape (n,)
         Class indices ``0..n_classes-1``.
@@ -112,11 +114,12 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
         Draws the selection rows, the learning rows, the selector's working sets (if it
         draws) and a seed per class for its own selection.
     warm : list of (bias, basis indices or None), default=None
-        A warm start (:func:`~skgpsparse.classification._fitting._warm_params`), one per class: the biases start
-        there (not at the class balance), and each class's selection starts from its
+        A warm start (:func:`~skgpsparse.classification._fitting._warm_params`), one per class: the
+        biases start there (not at the class balance), and each class's selection starts from its
         previous basis when that is given (which joins the selection rows).
     bias_offset : float, default=0.0
-        Added to every class's starting bias (a restart, :mod:`skgpsparse.classification.multiclass._one_vs_rest`).
+        Added to every class's starting bias (a restart,
+        :mod:`skgpsparse.classification.multiclass._one_vs_rest`).
     n_jobs : int, default=None
         Jobs (joblib) over the classes' own stages, their basis selection and EP on all rows;
         the shared learning runs in this process. The models do not depend on it.

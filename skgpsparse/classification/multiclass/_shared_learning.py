@@ -17,31 +17,31 @@ kernel learning (an EP run over all rows at every L-BFGS evaluation). Here:
   rule on the evidence summed over the ``K n`` labels (the length scales are shared by the
   ``K`` problems, so they are charged once, for ``K n`` labels), learned on the kept round's
   basis (one round, no re-selection);
-- then each class selects its own basis under the shared kernel and its bias (the binary
-  fit's selection, on the rows the binary fit selects on: every row up to ``learning_rows``,
-  its random subsample above) and runs EP on all rows, and becomes a binary model as the
-  independent fit's (``estimators_``); :mod:`skgpsparse.classification.multiclass._shared_fit` runs these stages (over
-  ``n_jobs``, joblib; the shared learning in one process), :mod:`skgpsparse.classification.partitioned._shared_fit` on a
-  partitioned array's partitions.
+- then each class selects its own basis under the shared kernel and its bias (the binary fit's
+  selection, on the rows the binary fit selects on: every row up to ``learning_rows``, its random
+  subsample above) and runs EP on all rows, and becomes a binary model as the independent fit's
+  (``estimators_``); :mod:`skgpsparse.classification.multiclass._shared_fit` runs these stages
+  (over ``n_jobs``, joblib; the shared learning in one process),
+  :mod:`skgpsparse.classification.partitioned._shared_fit` on a partitioned array's partitions.
 
-A warm start begins the learning at the last fit's kernel and biases and each class's
-selection at its last basis; restarts (``n_restarts``, :mod:`skgpsparse.classification.multiclass._one_vs_rest`) offset every
-class's starting bias alike and keep the fit of the highest summed evidence.
+A warm start begins the learning at the last fit's kernel and biases and each class's selection at
+its last basis; restarts (``n_restarts``, :mod:`skgpsparse.classification.multiclass._one_vs_rest`)
+offset every class's starting bias alike and keep the fit of the highest summed evidence.
 
-Every EP run of the learning is Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`: the same
-fixed point in fewer sweeps; on letter each class's EP on all rows took 18-200 plain sweeps,
-14-25 accelerated), and the gradient in ``theta`` contracts the classes' summed weights with
-the kernel's derivatives once per evaluation, not once per class
+Every EP run of the learning is Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`:
+the same fixed point in fewer sweeps; on letter each class's EP on all rows took 18-200 plain
+sweeps, 14-25 accelerated), and the gradient in ``theta`` contracts the classes' summed weights
+with the kernel's derivatives once per evaluation, not once per class
 (:func:`~skgpsparse.inference._ep.contract_theta_gradient`).
 
 Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K
 LEARN_BASIS`` floats a learning row).
 
 With the hyperparameters fixed (``optimizer=None``) each class's model is the independent fit's
-(same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by all classes in the final
-posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows, ``max_basis=100``)
-test NLP 0.68 against 0.48 with a basis per class ("Many classes" in the benchmark log:
-benchmarks/README.md, "History").
+(same kernel, class-balance bias, basis and EP fixed point, to EP's tolerance). One basis shared by
+all classes in the final posteriors too was tried and lost: on pmlb letter (26 classes, 5,000 rows,
+``max_basis=100``) test NLP 0.68 against 0.48 with a basis per class ("Many classes" in the
+benchmark log: benchmarks/README.md, "History").
 """
 
 import numbers
@@ -162,9 +162,10 @@ class SharedObjective:
     """``obj_func([theta..., b_1..b_K], eval_gradient=True)``: the mean over the ``K`` classes
     of ``-log Z_EP,k`` per row, all under one kernel.
 
-    The sparse prior (:class:`~skgpsparse.inference._ep.SparsePrior`) is formed once per evaluation; each
-    class's EP is warm-started from its sites of the previous finite evaluation. The gradient
-    with respect to ``theta`` is the mean of the classes', and each bias's is its own class's.
+    The sparse prior (:class:`~skgpsparse.inference._ep.SparsePrior`) is formed once per
+    evaluation; each class's EP is warm-started from its sites of the previous finite evaluation.
+    The gradient with respect to ``theta`` is the mean of the classes', and each bias's is its own
+    class's.
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """The all-rows posterior's hyperparameter objective: minus the EP evidence of every label.
 
-``AllRowsObjective(theta_and_b)`` is ``-log Z_EP / n`` under the sparse (FITC) prior of the
-basis (:func:`~skgpsparse.inference._ep.negative_log_evidence_all_rows`, GPML eq. (3.65) under the sparse
-prior) and its gradient in ``[theta, b]``, EP warm-started from the sites of the best
-evaluation so far (the sites belong to rows, not to the basis, so they carry over).
+``AllRowsObjective(theta_and_b)`` is ``-log Z_EP / n`` under the sparse (FITC) prior of the basis
+(:func:`~skgpsparse.inference._ep.negative_log_evidence_all_rows`, GPML eq. (3.65) under the sparse
+prior) and its gradient in ``[theta, b]``, EP warm-started from the sites of the best evaluation so
+far (the sites belong to rows, not to the basis, so they carry over).
 """
 
 import numpy as np
@@ -16,8 +16,8 @@ __all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective"]
 
 # The sparse prior of the all-rows posterior (FITC keeps each row's own prior variance).
 PRIOR = "fitc"
-# EP's sweeps Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`): the same fixed point in fewer
-# sweeps (benchmarks/README.md, "studies").
+# EP's sweeps Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`): the same fixed
+# point in fewer sweeps (benchmarks/README.md, "studies").
 ACCELERATE = True
 
 

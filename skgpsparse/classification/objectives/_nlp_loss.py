@@ -26,19 +26,19 @@ Let ``C = S B^-1 S`` (p x p), ``w = C m_u`` and ``g_i = C k_ui``. Since
     df_i  = dk_iu . w - g_i^T dK_uu w,
     dA_ii = dk_ii - 2 dk_iu . g_i + g_i^T dK_uu g_i.
 
-With the likelihood's derivatives ``d1_i = d log Z_i / d mean`` and ``d2_i = d log Z_i / d var``
-at ``N(f_i + b, A_ii)``, ``dNLP = sum_i a_i df_i + c_i dA_ii`` where ``a_i = -d1_i / |u^c|`` and
-``c_i = -d2_i / |u^c|``; ``dNLP/db = sum_i a_i``. (For the probit, with ``z_i = y_i (f_i + b) /
-sqrt(1 + A_ii)`` and ``r_i = N(z_i) / Phi(z_i)``: ``d1_i = r_i y_i / sqrt(1 + A_ii)``,
-``d2_i = -r_i z_i / (2 (1 + A_ii))``.) The ``dK_iu`` terms are
-contracted chunk by chunk with the ``n_chunk x p`` weights ``a_i w^T - 2 c_i g_i^T``; the
-``dK_uu`` terms with the ``p x p`` matrix ``-(sum_i a_i g_i) w^T + sum_i c_i g_i g_i^T``.
-For ``RBF`` and ``ConstantKernel * RBF`` the chunk's contraction never forms ``dK_iu``
-(:mod:`skgpsparse.kernels._contraction`: one ``(n_chunk x p)(p x d)`` product).
-Each chunk of non-basis rows costs one GEMM ``K C`` (``C`` formed once in O(p^3)), from which
-``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``: :func:`nlp_sums`, which the rows on
-partitions (:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`) run as well. Total cost O(n p^2 + n p n_theta) time and
-O(n_chunk p n_theta + p^2 n_theta) memory.
+With the likelihood's derivatives ``d1_i = d log Z_i / d mean`` and ``d2_i = d log Z_i / d var`` at
+``N(f_i + b, A_ii)``, ``dNLP = sum_i a_i df_i + c_i dA_ii`` where ``a_i = -d1_i / |u^c|`` and
+``c_i = -d2_i / |u^c|``; ``dNLP/db = sum_i a_i``. (For the probit, with
+``z_i = y_i (f_i + b) / sqrt(1 + A_ii)`` and ``r_i = N(z_i) / Phi(z_i)``:
+``d1_i = r_i y_i / sqrt(1 + A_ii)``, ``d2_i = -r_i z_i / (2 (1 + A_ii))``.) The ``dK_iu`` terms are
+contracted chunk by chunk with the ``n_chunk x p`` weights ``a_i w^T - 2 c_i g_i^T``; the ``dK_uu``
+terms with the ``p x p`` matrix ``-(sum_i a_i g_i) w^T + sum_i c_i g_i g_i^T``. For ``RBF`` and
+``ConstantKernel * RBF`` the chunk's contraction never forms ``dK_iu``
+(:mod:`skgpsparse.kernels._contraction`: one ``(n_chunk x p)(p x d)`` product). Each chunk of
+non-basis rows costs one GEMM ``K C`` (``C`` formed once in O(p^3)), from which ``f_i = k_iu . w``
+and ``A_ii = k_ii - k_iu . g_i``: :func:`nlp_sums`, which the rows on partitions
+(:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`) run as well. Total cost
+O(n p^2 + n p n_theta) time and O(n_chunk p n_theta + p^2 n_theta) memory.
 """
 
 import numbers

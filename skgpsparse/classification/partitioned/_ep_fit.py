@@ -1,14 +1,16 @@
 """``posterior="all_rows"`` (the default) on row partitions: the in-memory model.
 
 Learning runs on the driver, with the in-memory code, over the rows learning sees
-(:mod:`skgpsparse._learning_rows`), gathered from the partitions: every row when there are
-at most ``learning_rows`` (then the whole binary fit is the in-memory one, on rows that fit
-in the driver's memory by that rule), else the in-memory fit's random subsample, drawn by
-the same random state (:func:`~skgpsparse.classification.learning._ep_rounds._learn_rounds` on it). EP over every row under
-the kept kernel, bias and basis then runs on the partitions (:mod:`skgpsparse.inference._ep_partitioned`), as
-the in-memory fit's :func:`~skgpsparse.classification.learning._ep_rounds._round_on_all_rows` does in memory. With fixed
-hyperparameters above that size the basis is selected on the partitions
-(:class:`~skgpsparse.classification.partitioned._fit.PartitionedBinary`'s ADF state) and EP runs there too.
+(:mod:`skgpsparse._learning_rows`), gathered from the partitions: every row when there are at most
+``learning_rows`` (then the whole binary fit is the in-memory one, on rows that fit in the driver's
+memory by that rule), else the in-memory fit's random subsample, drawn by the same random state
+(:func:`~skgpsparse.classification.learning._ep_rounds._learn_rounds` on it). EP over every row
+under the kept kernel, bias and basis then runs on the partitions
+(:mod:`skgpsparse.inference._ep_partitioned`), as the in-memory fit's
+:func:`~skgpsparse.classification.learning._ep_rounds._round_on_all_rows` does in memory. With
+fixed hyperparameters above that size the basis is selected on the partitions
+(:class:`~skgpsparse.classification.partitioned._fit.PartitionedBinary`'s ADF state) and EP runs
+there too.
 """
 
 import numpy as np

@@ -1,12 +1,12 @@
 """The classifier's fit on rows held in partitions by a row backend (``skgpsparse.rows``).
 
-:func:`fit_partitioned` has the backend check ``X`` and the labels ``y``, opens a row store
-on their partitions (each row chunk with its labels where it lives, e.g. in an actor on the
-cluster worker that computed it) and fits the binary models (one, or one per class against
-the rest) with :class:`PartitionedBinary`: the two-loop design of the in-memory binary model
-on a :class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`, its NLP objective a sum over the
-partitions (:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`). The fitted models are ordinary ones; the partitions are
-released when the fit ends.
+:func:`fit_partitioned` has the backend check ``X`` and the labels ``y``, opens a row store on
+their partitions (each row chunk with its labels where it lives, e.g. in an actor on the cluster
+worker that computed it) and fits the binary models (one, or one per class against the rest) with
+:class:`PartitionedBinary`: the two-loop design of the in-memory binary model on a
+:class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`, its NLP objective a sum over
+the partitions (:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`). The fitted
+models are ordinary ones; the partitions are released when the fit ends.
 """
 
 import numpy as np
@@ -60,12 +60,13 @@ class PartitionedBinary(_BinarySparseGPClassifier):
 def fit_rows(clf, rows, classes):
     """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels.
 
-    ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver
-    over the rows gathered from the partitions, EP over every row on the partitions
-    (:mod:`skgpsparse.classification.partitioned._ep_fit`); ``"basis"``: :class:`PartitionedBinary`. More than two
-    classes: the shared one-vs-rest fit (``multi_class="auto"``), in memory where every row
-    is gathered to the driver (at most ``learning_rows``), else learned on the gathered
-    subsample with each class's EP on the partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`); with fixed
+    ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver over the
+    rows gathered from the partitions, EP over every row on the partitions
+    (:mod:`skgpsparse.classification.partitioned._ep_fit`); ``"basis"``:
+    :class:`PartitionedBinary`. More than two classes: the shared one-vs-rest fit
+    (``multi_class="auto"``), in memory where every row is gathered to the driver (at most
+    ``learning_rows``), else learned on the gathered subsample with each class's EP on the
+    partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`); with fixed
     hyperparameters there, the independent fits (with a warning).
     """
     n_classes = len(classes)

@@ -1,12 +1,14 @@
-"""The shared one-vs-rest fit (:mod:`skgpsparse.classification.multiclass._shared_learning`) on rows held in partitions.
+"""The shared one-vs-rest fit (:mod:`skgpsparse.classification.multiclass._shared_learning`) on
+rows held in partitions.
 
-With more rows than ``learning_rows`` the in-memory shared fit (:mod:`skgpsparse.classification.multiclass._shared_fit`) sees
-every row only in its last step, each class's EP; its learning and the classes' selections
-run on the binary fit's random subsample of ``learning_rows`` rows. On a partitioned array the same
-subsample is gathered to the driver, the same learning and selections run on it, and each
-class's EP runs over the partitions (:func:`~skgpsparse.classification.partitioned._ep_fit.partitioned_posterior`, the
-plain EP from one ADF pass that the in-memory fit runs there too): the models are the
-in-memory fit's, to EP's rounding.
+With more rows than ``learning_rows`` the in-memory shared fit
+(:mod:`skgpsparse.classification.multiclass._shared_fit`) sees every row only in its last step,
+each class's EP; its learning and the classes' selections run on the binary fit's random subsample
+of ``learning_rows`` rows. On a partitioned array the same subsample is gathered to the driver, the
+same learning and selections run on it, and each class's EP runs over the partitions
+(:func:`~skgpsparse.classification.partitioned._ep_fit.partitioned_posterior`, the plain EP from
+one ADF pass that the in-memory fit runs there too): the models are the in-memory fit's, to EP's
+rounding.
 """
 
 import numpy as np
@@ -22,10 +24,10 @@ __all__ = ["fit_shared_on_rows"]
 def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     """The binary models of the shared fit on the row store ``rows`` (labels in ``classes``).
 
-    ``params``: the binary models' (learned hyperparameters, ``posterior="all_rows"``), with
-    more rows than ``learning_rows``. ``rng`` draws as the in-memory fit's
-    (:func:`~skgpsparse.classification.multiclass._shared_fit.fit_shared`). ``n_jobs``: jobs (joblib) over the classes'
-    selections on the driver.
+    ``params``: the binary models' (learned hyperparameters, ``posterior="all_rows"``), with more
+    rows than ``learning_rows``. ``rng`` draws as the in-memory fit's
+    (:func:`~skgpsparse.classification.multiclass._shared_fit.fit_shared`). ``n_jobs``: jobs
+    (joblib) over the classes' selections on the driver.
     """
     n_classes = len(classes)
     # the in-memory fit's selection rows (selection_rows: the same draw)
