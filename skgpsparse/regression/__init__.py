@@ -17,10 +17,10 @@ calibrates the noise and the amplitude by leave-one-out. The modules, by role:
   kernel's length-scale decision), ``_hyperparameters`` (L-BFGS-B over theta and the noise
   on a fixed basis), ``_alternation`` (the alternation of selection and learning),
   ``_refine`` (the basis inputs moved by L-BFGS), ``_noise_loo`` (the leave-one-out calibration),
-  ``_all_rows`` (a model learned on a subsample made the model of every row), ``_warm``
+  ``_all_rows_posterior`` (a model learned on a subsample made the model of every row), ``_warm``
   (``warm_start``), ``_white`` (a ``WhiteKernel`` term as the noise);
 - the fits around them: ``_fitting`` (set-up and the fitted attributes), ``_full_basis``
-  (every row in the basis: the full GP), ``_rows_fit`` (a row backend's partitioned arrays);
+  (every row in the basis: the full GP), ``_partitioned_fit`` (a row backend's partitioned arrays);
 - after the fit: ``_prediction`` (the predictive factors), ``_targets`` (the targets' units
   and shapes), ``_sampling`` (``sample_y``), ``_streaming_statistics`` (the posterior as
   ``p x p`` statistics of the rows) and ``_streaming`` (``partial_fit``, which updates them).
