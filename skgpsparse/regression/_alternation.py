@@ -235,10 +235,11 @@ def _learns(model, noise_bounds):
 def alternate(model, X, y, p, rng):
     """Select the basis and learn the hyperparameters of ``model`` on (normalised) ``y``.
 
-    Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined
-    when ``model.refine_basis`` asks for it, and the selection's cost curve. With more rows
-    than ``model.learning_rows`` allows, selection, learning and refinement run on a random
-    subsample of them and the posterior and the calibration on all (:mod:`skgpsparse.regression._all_rows_posterior`).
+    Returns a :class:`FittedBasis`: the kept basis under the kept hyperparameters, refined when
+    ``model.refine_basis`` asks for it, and the selection's cost curve. With more rows than
+    ``model.learning_rows`` allows, selection, learning and refinement run on a random subsample of
+    them and the posterior and the calibration on all
+    (:mod:`skgpsparse.regression._all_rows_posterior`).
     """
     noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)

@@ -1,7 +1,8 @@
 """The regressor's fit around the selection: its set-up and the fitted attributes it stores.
 
 Shared by the in-memory fit (``SparseGPRegressor._fit``) and the fit over row partitions
-(:mod:`skgpsparse.regression._partitioned_fit`), so that both make the same model from the same state.
+(:mod:`skgpsparse.regression._partitioned_fit`), so that both make the same model from the same
+state.
 """
 
 import warnings
