@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skgpsparse"
-CORE = ("linalg", "kernels", "likelihoods", "inference", "rows", "selection", "_optimize", "_fitted_state", "_progress",
-        "_validation", "_scaling")
+CORE = ("linalg", "kernels", "likelihoods", "inference", "rows", "selection", "_optimize",
+        "_fitted_state", "_progress", "_validation", "_scaling")
 FAMILIES = ("classification", "regression", "rvm")
 MAX_LINES = 500
 

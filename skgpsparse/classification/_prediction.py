@@ -17,7 +17,8 @@ from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 
 __all__ = [
-    "AllRowsPredictor", "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent", "log_proba", "margins",
+    "AllRowsPredictor", "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent",
+    "log_proba", "margins",
     "proba",
 ]
 

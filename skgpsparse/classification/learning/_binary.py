@@ -95,7 +95,9 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
         ))
 
     def need(q):
-        return fit_memory(n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows).total
+        return fit_memory(
+            n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows
+        ).total
 
     return FitMemory("SparseGPClassifier", parts, max_basis_advice(need, p))
 

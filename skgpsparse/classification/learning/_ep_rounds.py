@@ -245,7 +245,8 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
         return best, 0
     n = np.shape(y)[-1] if n is None else n
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
-    bounds = []  # the first learn's early exit (:mod:`skgpsparse.classification.learning._charge_bound`), when it cannot pay
+    # the first learn's early exit (:mod:`._charge_bound`), when it cannot pay
+    bounds = []
 
     def stop(run_bounds):
         bounds.append(ChargeBound(loss, charge / n, OPTIMIZER_MAXITER, run_bounds))
