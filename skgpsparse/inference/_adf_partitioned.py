@@ -1,4 +1,4 @@
-"""The ADF state with its rows in partitions (a row store), e.g. on dask workers.
+"""The ADF state with its rows in partitions (a row store), e.g. on cluster workers.
 
 :class:`PartitionedADFState` is :class:`~skgpsparse.inference._adf.ADFState` with the per-row
 arrays (``M``'s columns, ``diag(A)``, ``f_hat``, the labels and ``k(x, x)``) kept beside each

@@ -348,7 +348,7 @@ def _round_on_all_rows(model, best, X, y, rows):
     loss, kernel, bias, basis, _, curve = best
     basis = rows[basis]
     n = y.size
-    # EP from an ADF pass, plain (damped) as the same step on row partitions (a dask fit's
+    # EP from an ADF pass, plain (damped) as the same step on row partitions (a partitioned fit's
     # posterior equals the in-memory one): acceleration saves little here (adult 40,000
     # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
     objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False,
