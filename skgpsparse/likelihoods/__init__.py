@@ -26,6 +26,7 @@ Examples
 """
 
 from ._base import Likelihood
+from ._poisson import Poisson
 from ._probit import Probit
 
-__all__ = ["Likelihood", "Probit"]
+__all__ = ["Likelihood", "Poisson", "Probit"]
