@@ -162,13 +162,30 @@ def test_noise_variance_zero_without_a_white_kernel_is_refused_by_name():
         SparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0, max_basis=10).fit(X, y)
 
 
-def test_classifier_refuses_a_compound_kernel_as_scikit_learn():
+@pytest.mark.parametrize("kernels", [[RBF(), RBF()], 0])
+def test_classifier_refuses_a_compound_kernel_as_scikit_learn(kernels):
+    # CompoundKernel(0) is scikit-learn's own test case: not even its repr works
     X, y = _moons()
-    kernel = CompoundKernel([RBF(), RBF()])
     with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
-        GaussianProcessClassifier(kernel).fit(X, y)
+        GaussianProcessClassifier(CompoundKernel(kernels)).fit(X, y)
     with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
-        SparseGPClassifier(kernel, max_basis=10).fit(X, y)
+        SparseGPClassifier(CompoundKernel(kernels), max_basis=10).fit(X, y)
+
+
+def test_log_marginal_likelihood_is_a_numpy_float_as_scikit_learn():
+    # under NumPy 2's promotion rules a Python float compared with np.float32 stays float32:
+    # scikit-learn's tests compare `lml > last - np.float32(eps)`
+    X, y = _moons()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = SparseGPClassifier(max_basis=10, random_state=0).fit(X, y)
+        reg = SparseGPRegressor(max_basis=10, random_state=0).fit(X, y.astype(float))
+    for model in (clf, reg):
+        theta = model.kernel_.theta
+        assert isinstance(model.log_marginal_likelihood(), np.float64)
+        assert isinstance(model.log_marginal_likelihood(theta), np.float64)
+        value, grad = model.log_marginal_likelihood(theta, eval_gradient=True)
+        assert isinstance(value, np.float64) and grad.shape == theta.shape
 
 
 def test_latent_mean_and_variance_refuses_more_than_two_classes_as_scikit_learn():

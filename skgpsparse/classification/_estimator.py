@@ -17,7 +17,7 @@ from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
-from ._fitting import LEARNING_ROWS_OPTIONS, fit_models, previous_models
+from ._fitting import LEARNING_ROWS_OPTIONS, check_kernel, fit_models, previous_models
 from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._streaming import partial_fit as _partial_fit
@@ -359,6 +359,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
+        check_kernel(self.kernel)
         previous = previous_models(self)
         reset_fitted_state(self, _PRIVATE_STATE)
         backend = backend_for(X, y)

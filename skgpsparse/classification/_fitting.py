@@ -20,9 +20,8 @@ from .multiclass._one_vs_rest import one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
-    "LEARNING_ROWS_OPTIONS", "binary_params", "default_kernel", "fit_models", "previous_models",
-    "store_binary",
-    "store_one_vs_rest",
+    "LEARNING_ROWS_OPTIONS", "binary_params", "check_kernel", "default_kernel", "fit_models",
+    "previous_models", "store_binary", "store_one_vs_rest",
 ]
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
@@ -45,17 +44,23 @@ def default_kernel(n_features):
     return amplitude * RBF(float(np.sqrt(n_features)))
 
 
+def check_kernel(kernel):
+    """Refuse a ``CompoundKernel`` first, as scikit-learn's GPC does (before any other check
+    touches the kernel: ``CompoundKernel(0)`` is not even iterable)."""
+    if isinstance(kernel, CompoundKernel):
+        raise ValueError(
+            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
+            "(the fitted ones are in `kernels_`)."
+        )
+
+
 def binary_params(clf, n, n_features, n_classes, posterior=None):
     """Arguments of each binary model of ``clf`` on ``n`` rows (``max_basis`` below ``n``).
 
     ``posterior`` overrides the one ``clf.posterior`` means (a partitioned fit: ``"basis"``); the
     selection ``"auto"`` follows it.
     """
-    if isinstance(clf.kernel, CompoundKernel):  # scikit-learn's GPC refuses it alike
-        raise ValueError(
-            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
-            f"(fitted ones in `kernels_`); got kernel={clf.kernel!r}."
-        )
+    check_kernel(clf.kernel)
     max_basis = clf.max_basis
     posterior = posterior or ("all_rows" if clf.posterior == "auto" else clf.posterior)
     if max_basis > n and posterior == "all_rows":

@@ -89,5 +89,7 @@ def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=
     if theta is None:
         if eval_gradient:
             raise ValueError("Gradient can only be evaluated for theta!=None")
-        return self.log_marginal_likelihood_value_
-    return models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
+        return np.float64(self.log_marginal_likelihood_value_)
+    out = models_log_marginal_likelihood(models, theta, eval_gradient, clone_kernel)
+    # a numpy float, as scikit-learn's (NumPy 2 then promotes comparisons with float32 alike)
+    return (np.float64(out[0]), out[1]) if eval_gradient else np.float64(out)

@@ -108,4 +108,6 @@ def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=
         not pickled, so refit the model first.
     """
     check_is_fitted(self)
-    return objective_at(self, theta, eval_gradient, clone_kernel)
+    out = objective_at(self, theta, eval_gradient, clone_kernel)
+    # a numpy float, as scikit-learn's (NumPy 2 then promotes comparisons with float32 alike)
+    return (np.float64(out[0]), out[1]) if eval_gradient else np.float64(out)
