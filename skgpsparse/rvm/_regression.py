@@ -248,6 +248,14 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         y = y / c if c != 1.0 else y
         scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
         s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c
+        if s2 < _NOISE_FLOOR * scale:  # 1 / s2 would overflow the add test's sums
+            warnings.warn(
+                f"noise_variance={self.noise_variance:g} is below the floor {_NOISE_FLOOR:g} * "
+                f"var(y) = {_NOISE_FLOOR * scale * c * c:.3g} that the fit keeps the noise "
+                "above; starting (and, with learn_noise=False, staying) at the floor.",
+                UserWarning,
+            )
+            s2 = _NOISE_FLOOR * scale
         candidates = candidate_basis(X, self.n_basis_functions, self.bias, rng)
         # before the design's allocation (all candidates at once in batch EM)
         fit_memory(

@@ -140,6 +140,18 @@ def test_fixed_noise_and_noise_free_warning():
         RelevanceVectorRegressor(RBF(1.0), random_state=0).fit(X, np.full(30, 2.0))
 
 
+@pytest.mark.parametrize("learn_noise", [True, False])
+def test_a_noise_variance_below_the_floor_starts_at_the_floor_with_a_warning(learn_noise):
+    # 1e-160 overflowed the add test's sums (1 / s2 squared) with an OverflowError
+    X, y = _sine(40, 7)
+    with pytest.warns(UserWarning, match="noise_variance=1e-160 is below the floor"):
+        est = RelevanceVectorRegressor(noise_variance=1e-160, learn_noise=learn_noise,
+                                       random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.predict(X)))
+    if not learn_noise:  # the targets are fitted as they are (max |y| in [1/16, 16))
+        assert est.noise_variance_ == pytest.approx(1e-10 * np.var(y), rel=1e-6)
+
+
 # --------------------------------------------------------------------------- classification
 
 
