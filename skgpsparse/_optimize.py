@@ -6,7 +6,7 @@ import numpy as np
 import scipy.optimize
 from sklearn.utils.optimize import _check_optimize_result
 
-__all__ = ["Resolved", "Stalled", "StepResolution", "check_optimizer_result",
+__all__ = ["Resolved", "Stalled", "StepResolution", "call_optimizer", "check_optimizer_result",
            "lbfgs_in_moving_box"]
 
 # Half-width (in log space) of the search box around the current point, and how often the box
@@ -56,7 +56,8 @@ class Stalled:
     def __call__(self, intermediate_result):
         self.values.append(intermediate_result.fun * self.factor())
         window = self.window
-        if len(self.values) > window and self.values[-1 - window] - self.values[-1] < self.decrease:
+        gain = self.values[-1 - window] - self.values[-1] if len(self.values) > window else None
+        if gain is not None and gain < self.decrease:
             self.stopped = True
             raise StopIteration
 
@@ -193,6 +194,20 @@ def lbfgs_in_moving_box(
     if not stopped:
         _check_optimize_result("lbfgs", res)
     return res.x, res.fun * obj_func.factor
+
+
+def call_optimizer(optimizer, *args, **kwargs):
+    """``(theta_opt, func_min)`` of a user's ``optimizer(obj_func, initial_theta, bounds)``;
+    anything but such a pair raises a ``ValueError`` naming ``optimizer``."""
+    out = optimizer(*args, **kwargs)
+    try:
+        theta, value = out
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            "The `optimizer` callable must return a pair (theta_opt, func_min), as "
+            f"scikit-learn's contract says; got {out!r}."
+        ) from exc
+    return theta, value
 
 
 def check_optimizer_result(theta, bounds):

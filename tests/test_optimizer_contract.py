@@ -22,6 +22,11 @@ def _nan(obj_func, theta0, bounds):
     return np.full_like(theta0, np.nan), 0.0
 
 
+def _scalar(obj_func, theta0, bounds):
+    """A user optimizer that returns the value alone, not the pair."""
+    return float(obj_func(theta0, eval_gradient=False))
+
+
 def _estimators():
     X, y = make_moons(n_samples=80, noise=0.2, random_state=0)
     kernel = C(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-2, 1e2))
@@ -50,6 +55,13 @@ def test_non_finite_theta_raises_naming_the_optimizer(index):
     model, X, y = _estimators()[index]
     with pytest.raises(ValueError, match="`optimizer`.*non-finite"):
         model.set_params(optimizer=_nan).fit(X, y)
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["classifier", "regressor"])
+def test_a_result_that_is_no_pair_raises_naming_the_optimizer(index):
+    est, X, y = _estimators()[index]
+    with pytest.raises(ValueError, match="`optimizer` callable must return a pair"):
+        est.set_params(optimizer=_scalar).fit(X, y)
 
 
 def test_wrong_shape_raises_naming_the_optimizer():

@@ -5,13 +5,12 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._labels import encode_labels
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
@@ -368,10 +367,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, self.fit)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder()
-        y_enc = encoder.fit_transform(y)
-        self.classes_ = encoder.classes_
+        self.classes_, y_enc = encode_labels(y)
         n_classes = self.classes_.size
         if n_classes == 1:
             raise ValueError(

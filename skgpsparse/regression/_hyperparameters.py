@@ -12,7 +12,7 @@ import numpy as np
 from scipy.linalg import LinAlgError
 from sklearn.exceptions import ConvergenceWarning
 
-from .._optimize import check_optimizer_result, lbfgs_in_moving_box
+from .._optimize import call_optimizer, check_optimizer_result, lbfgs_in_moving_box
 from ..kernels._radial import with_theta
 from ._dtc import dtc_log_marginal_likelihood
 
@@ -119,7 +119,7 @@ def learn_hyperparameters(
         stall = (STALL_WINDOW, STALL_PER_ROW * X.shape[0])
         theta_opt, func_min = lbfgs_in_moving_box(obj_func, theta0, bounds, stall=stall)
     else:
-        theta_opt, func_min = optimizer(obj_func, theta0, bounds=bounds)
+        theta_opt, func_min = call_optimizer(optimizer, obj_func, theta0, bounds=bounds)
         theta_opt, clipped = check_optimizer_result(theta_opt, bounds)
         if clipped or not np.isfinite(func_min):  # the objective at the theta kept
             func_min = obj_func(theta_opt, eval_gradient=False)

@@ -5,13 +5,12 @@ import numbers
 import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
+from .._labels import encode_labels
 from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
@@ -242,10 +241,7 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         """
         reset_fitted_state(self)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder()
-        codes = encoder.fit_transform(y)
-        self.classes_ = encoder.classes_
+        self.classes_, codes = encode_labels(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"RelevanceVectorClassifier needs samples of at least 2 classes in the data; "

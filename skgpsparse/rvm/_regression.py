@@ -238,6 +238,10 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         """
         reset_fitted_state(self, _PRIVATE_STATE)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        try:  # numeric strings as numbers, as the sparse GP regressor takes them
+            y = np.asarray(y, dtype=np.float64)
+        except ValueError as exc:
+            raise ValueError(f"y must be numeric for regression; got {y.dtype} values.") from exc
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         n = X.shape[0]

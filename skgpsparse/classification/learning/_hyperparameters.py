@@ -7,7 +7,7 @@ their hyperparameter step through :func:`minimize_theta`, which follows scikit-l
 
 import numpy as np
 
-from ..._optimize import StepResolution, check_optimizer_result
+from ..._optimize import StepResolution, call_optimizer, check_optimizer_result
 from ...likelihoods import Probit
 
 __all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
@@ -61,7 +61,7 @@ def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None, resolutio
         def obj_func(theta, eval_gradient=True):  # a user's theta may be a list or tuple
             return objective(np.asarray(theta, dtype=float), eval_gradient)
 
-        theta, loss = optimizer(obj_func, theta0, bounds)
+        theta, loss = call_optimizer(optimizer, obj_func, theta0, bounds)
         theta, clipped = check_optimizer_result(theta, bounds)
         if clipped:  # the loss at the theta kept
             loss = obj_func(theta, eval_gradient=False)
