@@ -88,7 +88,9 @@ class Likelihood:
         ``var`` is clipped at 0. The default integrates :meth:`log_density` by Gauss-Hermite
         quadrature: with ``f_k = m + sqrt(2 v) x_k`` and ``w_k`` the normalised weights,
         ``Z = sum_k w_k p(y | f_k)``, ``d1 = E[f - m] / v`` and
-        ``d2 = (E[(f - m)^2] / v - 1) / (2 v)`` under the tilted distribution.
+        ``d2 = (E[(f - m)^2] / v - 1) / (2 v)`` under the tilted distribution; a likelihood
+        that gives :meth:`log_density_derivatives` has its nodes at the tilted density's mode
+        instead (:meth:`_mode_centred_terms`).
 
         Parameters
         ----------
@@ -123,11 +125,11 @@ class Likelihood:
         d2 = (second / var - 1.0) / (2.0 * var)
         return log_z, d1, d2
 
-    def _mode(self, y, mean, var, start):
-        """The mode of ``g(f) = log p(y | f) + log N(f; m, v)`` reached from ``start`` by Newton
+    def _mode(self, y, mean, var):
+        """The mode of ``g(f) = log p(y | f) + log N(f; m, v)`` reached from ``m`` by Newton
         steps (a step of the prior's scale where ``g`` is not concave), and the width of its
         Laplace fit ``(-1 / g'')^1/2`` (the prior's where ``g'' >= 0``), at most ``v^1/2``."""
-        f = start.copy()
+        f = mean.copy()
         sd = np.sqrt(var)
         for _ in range(_NEWTON_STEPS):
             d1, d2 = self.log_density_derivatives(y, f)
@@ -146,7 +148,7 @@ class Likelihood:
         """``(f_k - m, log term_k)`` of Gauss-Hermite quadrature with its nodes on the Laplace
         fit ``N(c, s^2)`` of the tilted density at its mode (:meth:`_mode`):
         ``Z = sum_k w_k p(y | f_k) N(f_k; m, v) / N(f_k; c, s^2)``."""
-        centre, width = self._mode(y, mean, var, mean)
+        centre, width = self._mode(y, mean, var)
         nodes = centre[..., None] + np.sqrt(2.0) * width[..., None] * x
         offsets = nodes - mean[..., None]
         log_terms = (self.log_density(y[..., None], nodes) + log_w + x * x
