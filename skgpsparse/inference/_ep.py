@@ -45,6 +45,13 @@ and ``d log Z / d b = sum_i d log Z_i / d mu_-i``, with ``log Z_i`` the log norm
 ``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``). The
 ``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
+
+Row weights (``sample_weight``, the prior's ``weights``): a row of weight ``c_i`` stands for
+``c_i`` copies with equal sites (:mod:`skgpsparse.inference._ep_passes`), so every sum over rows
+above is a sum over the copies: each row term of ``log Z`` counts ``c_i`` times, and so do the
+rows' entries of ``diag(M)``, ``M P^T`` and ``P alpha`` in the gradient (``B`` already holds the
+copies). An integer weight gives the evidence and gradient of the repeated rows; a zero weight
+would give those of the row removed (the estimators drop such rows before).
 """
 
 import numpy as np
@@ -86,9 +93,11 @@ _EP_MAX_SWEEPS = 200
 _MIN_DAMPING = 0.05
 
 
-def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=False):
+def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=False,
+                       weights=None):
     """The sums over rows of ``log Z`` (module docstring), and with ``gradient`` the rows'
-    ``d log Z_i / d mu_-i`` (whose sum is ``d log Z / d b``).
+    ``d log Z_i / d mu_-i`` (whose sum is ``d log Z / d b``), times ``weights`` (the rows'
+    copies; None: one each).
 
     ``log Z`` is these sums plus ``-log|L_B| + 1/2 |L_B^-1 V a|^2``; rows held in partitions
     each add their own (:mod:`skgpsparse.inference._ep_partitioned`).
@@ -101,6 +110,14 @@ def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=Fa
         log_z, d_mean = likelihood.log_predictive(y, mc + bias, s2c), None
     e = 1.0 + s2c * tau
     h = 1.0 + lam * tau
+    if weights is not None:  # each row's copies (module docstring)
+        terms = (
+            0.5 * np.log(e / h)
+            + log_z
+            + (tau * mc**2 - 2.0 * mc * nu) / (2.0 * e)
+            + nu**2 * (lam - s2c) / (2.0 * h * e)
+        )
+        return float(terms @ weights), (None if d_mean is None else weights * d_mean)
     total = (
         0.5 * np.sum(np.log(e / h))
         + np.sum(log_z)
@@ -291,7 +308,8 @@ def negative_log_evidence_all_rows(
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
     rows_sum, d_mean = evidence_row_terms(
-        mu, s2, tau, nu, prior.lam, y, bias, likelihood, gradient=eval_gradient
+        mu, s2, tau, nu, prior.lam, y, bias, likelihood, gradient=eval_gradient,
+        weights=prior.weights,
     )
     log_z = -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum
     if not eval_gradient:
@@ -313,12 +331,12 @@ def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):
     ``V G P^T = (B - I) L^-1`` (``B = I + V G V^T``), so ``V^T B^-1 V G P^T = V^T W`` with
     ``W = (I - B^-1) L^-1``, a ``p x p`` matrix: one product per block and no ``p x n`` ``P``.
     """
-    X, L, V = prior.X, prior.L, prior.V
+    X, L, V, c = prior.X, prior.L, prior.V, prior.weights
     p, n = V.shape
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
     alpha = a - g * (V.T @ mean_w)
     L_inv = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
-    P_alpha = L_inv.T @ (V @ alpha)
+    P_alpha = L_inv.T @ (V @ (alpha if c is None else c * alpha))  # over the copies
     W = L_inv - cho_solve((L_B, True), L_inv, check_finite=False)
     right = np.hstack([W, L_inv])
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
@@ -333,7 +351,11 @@ def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):
         np.multiply(both[:, :p], g[J, None], out=block)
         block -= shift[J, None] * both[:, p:]
         block += np.outer(alpha[J], P_alpha)
+        if c is not None:  # the rows' copies: c_i equal rows of M P^T each
+            block *= c[J, None]
         VMPt += V[:, J] @ block
+    if c is not None:
+        diag_M = c * diag_M
     return diag_M, MPt, L_inv.T @ VMPt  # P M P^T
 
 

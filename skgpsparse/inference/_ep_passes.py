@@ -7,7 +7,13 @@ Notation of :mod:`skgpsparse.inference._ep`: ``f = V^T w + e``, ``w ~ N(0, I_p)`
     B = I + sum_i g_i v_i v_i^T = L_B L_B^T,   mean_w = B^-1 sum_i a_i v_i,
 
 and the marginal of ``f_i`` is ``mu_i = (v_i^T mean_w + Lambda_i nu~_i) / h_i``,
-``s2_i = Lambda_i / h_i + |L_B^-1 v_i|^2 / h_i^2``. Everything EP needs from the ``n`` rows is
+``s2_i = Lambda_i / h_i + |L_B^-1 v_i|^2 / h_i^2``. A row of weight ``c_i`` (``sample_weight``,
+:class:`~skgpsparse.inference._sparse_prior.SparsePrior`'s ``weights``) stands for ``c_i`` copies
+of itself: at EP's fixed point the copies have equal sites, so the row keeps one copy's site
+``(tau~_i, nu~_i)`` and its copies enter the sums as ``c_i g_i v_i v_i^T`` and ``c_i a_i v_i``.
+Each copy's marginal is the formula above under that ``B`` (each copy has its own FITC noise
+``e``), and its cavity removes one copy's site: the combined site is ``c_i`` times one copy's,
+the power-EP update of the repeated rows, whose fixed point is theirs. Everything EP needs from the ``n`` rows is
 a sum over rows (``B``, ``sum a_i v_i``) or a per-row quantity under a fixed ``L_B``, so a pass
 reads ``V`` once, a block of rows at a time:
 
@@ -89,6 +95,13 @@ def _accumulate(S, Va, V_J, g_J, a_J):
     return S
 
 
+def _weighted(weights, J, g_J, a_J):
+    """``(c_J g_J, c_J a_J)``: a row's copies in the system (module docstring)."""
+    if weights is None:
+        return g_J, a_J
+    return weights[J] * g_J, weights[J] * a_J
+
+
 def _zero_system(p):
     return np.zeros((p, p), order="F"), np.zeros(p)
 
@@ -110,7 +123,7 @@ def system_sums(prior, tau, nu):
     _, g, a = effective_sites(prior.lam, tau, nu)
     S, Va = _zero_system(p)
     for J in _blocks(n, block_rows(p)):
-        S = _accumulate(S, Va, V[:, J], g[J], a[J])
+        S = _accumulate(S, Va, V[:, J], *_weighted(prior.weights, J, g[J], a[J]))
     return S, Va
 
 
@@ -209,14 +222,20 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
             t_J = tau[J] + damping * (new_tau[J] - tau[J])
             n_J = nu[J] + damping * (new_nu[J] - nu[J])
             _, g_J, a_J = effective_sites(lam[J], t_J, n_J)
-            S = _accumulate(S, Va, V_J, g_J, a_J)
+            S = _accumulate(S, Va, V_J, *_weighted(prior.weights, J, g_J, a_J))
     return (mu, s2, uu), (new_tau, new_nu), ((S, Va) if accumulate else None)
 
 
-def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood):
+def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood, weights_J=None):
     """ADF sites of one block of rows under ``post``, then the block joins the system.
 
-    Zero sites of its own, so the block's marginal is its cavity (module docstring).
+    Zero sites of its own, so the block's marginal is its cavity (module docstring). A row
+    of weight ``c`` joins as ``c`` copies matched in the same block: each copy's site is
+    matched against the posterior of the blocks before, and the row enters the system ``c``
+    times (a power-``c`` ADF update). Repeated rows that fall in one block get exactly these
+    sites; copies spread over blocks would see each other's sites, so the weighted ADF pass
+    equals a pass over repeated rows only in that sense. EP's fixed point does not depend on
+    it.
 
     Parameters
     ----------
@@ -229,11 +248,13 @@ def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood):
     post : WeightPosterior
         The posterior of ``w`` under the rows before.
     likelihood : Likelihood
+    weights_J : ndarray of shape (rows,), default=None
+        The rows' weights (None: one each).
 
     Returns
     -------
     tau, nu : ndarray of shape (rows,)
-        The block's sites.
+        The block's sites (of one copy).
     S : ndarray of shape (p, p)
         The system with the block's sites (``S`` of ``system``, updated).
     """
@@ -241,6 +262,7 @@ def adf_block(V_J, lam_J, y_J, bias, system, post, likelihood):
     mu, s2, _ = _block_marginals(V_J, lam_J, np.ones(V_J.shape[1]), 0.0, post)
     tau, nu = _matched_sites(mu, s2, y_J, bias, likelihood)
     _, g_J, a_J = effective_sites(lam_J, tau, nu)
+    g_J, a_J = _weighted(weights_J, slice(None), g_J, a_J)
     return tau, nu, _accumulate(S, Va, V_J, g_J, a_J)
 
 
@@ -286,7 +308,8 @@ def adf_sites(prior, y, bias, rows=None, *, likelihood=PROBIT):
     post = WeightPosterior(np.eye(p), np.zeros(p), np.zeros(p))
     for J in _blocks(n, rows):
         tau[J], nu[J], S = adf_block(
-            V[:, J], lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood
+            V[:, J], lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood,
+            None if prior.weights is None else prior.weights[J],
         )
         post = weight_posterior(S, Va)
     return tau, nu, post

@@ -67,10 +67,10 @@ def _same_kernel(a, b):
     return True
 
 
-def _reusable(kernel, X, X_u, prior):
+def _reusable(kernel, X, X_u, prior, weights):
     """The last prior built in this thread if reuse is on and it has these arguments."""
     last = getattr(_REUSE, "last", None) if getattr(_REUSE, "enabled", False) else None
-    if last is None or last.X is not X or last.prior != prior:
+    if last is None or last.X is not X or last.prior != prior or last.weights is not weights:
         return None
     if last.X_u.shape != X_u.shape or not np.array_equal(last.X_u, X_u):
         return None
@@ -92,17 +92,23 @@ class SparsePrior:
     L : ndarray of shape (p, p), default=None
         The factor of ``K_uu`` (:func:`basis_cholesky`), when already formed (a row
         partition's prior: the driver factors ``K_uu`` once).
+    weights : ndarray of shape (n,), default=None
+        Positive weight of each row (``sample_weight``): row ``i`` stands for ``weights[i]``
+        copies of itself, each with its own FITC noise ``e`` and its own (equal) site, so
+        its sites enter the posterior of ``w`` ``weights[i]`` times
+        (:mod:`skgpsparse.inference._ep_passes`). None: every row once.
     """
 
-    def __init__(self, kernel, X, X_u, prior="fitc", L=None):
+    def __init__(self, kernel, X, X_u, prior="fitc", L=None, weights=None):
         if prior not in PRIORS:
             raise ValueError(f"`prior` must be one of {PRIORS}, got {prior!r}.")
-        reused = _reusable(kernel, X, X_u, prior)
+        reused = _reusable(kernel, X, X_u, prior, weights)
         if reused is not None:
             self.__dict__.update(reused.__dict__)
             self.kernel = kernel
             return
         self.kernel, self.X, self.X_u, self.prior = kernel, X, X_u, prior
+        self.weights = weights
         self._factor(kernel, X, X_u, prior, L)
         if getattr(_REUSE, "enabled", False):
             _REUSE.last = self
