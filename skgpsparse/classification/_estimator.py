@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
+from .._row_weights import CLASS_WEIGHT_OPTIONS, fit_weights, refuse_weights
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
@@ -203,6 +204,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         basis and hyperparameters as they are. 0: learned on the first call's rows only.
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class, multiplied into ``sample_weight`` (scikit-learn's meaning): a
+        dict ``{label: weight}`` (missing classes weigh 1), or ``"balanced"``, ``n_samples /
+        (n_classes * count of the class)`` with the counts summing ``sample_weight``. What
+        a weight means is ``fit``'s ``sample_weight``.
 
     Attributes
     ----------
@@ -288,6 +294,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "stream_buffer": [Interval(numbers.Integral, 0, None, closed="left")],
         "stream_ep_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
+        "class_weight": CLASS_WEIGHT_OPTIONS,
     }
 
     def __init__(
@@ -315,6 +322,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         warm_start=False,
         stream_buffer=2000,
         stream_ep_sweeps=10,
+        class_weight=None,
     ):
         self.kernel = kernel
         self.max_basis = max_basis
@@ -338,9 +346,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.stream_buffer = stream_buffer
         self.stream_ep_sweeps = stream_ep_sweeps
+        self.class_weight = class_weight
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the sparse GP classifier.
 
         Parameters
@@ -352,21 +361,56 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             gathered from the partitions, EP over every row on the partitions.
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row, multiplied by ``class_weight`` (None: ones).
+            scikit-learn's meaning: an integer weight ``c`` counts the row ``c`` times, a
+            zero weight removes it (the row is dropped before fitting). The all-rows EP
+            carries the weights exactly: the fitted sites, evidence and learned
+            ``[theta, b]`` are those of the repeated rows at EP's fixed point (each row
+            keeps one copy's site, its copies enter the posterior by a power-EP update).
+            EP's ADF start matches a row's copies together, a power-``c`` ADF update (equal
+            to repeated rows when the copies fall in one block of the pass; the fixed point
+            does not depend on it). The basis selection scores each row once (a basis
+            vector only parameterises the prior; repeated rows would offer duplicate
+            inducing inputs), so the weighted and the repeated fit agree exactly when the
+            basis holds every distinct row or is fixed. Only the all-rows posterior takes
+            weights: ``posterior="basis"``, a partitioned ``X`` and :meth:`partial_fit`
+            raise a ValueError that says so. See the user guide's section on weights.
 
         Returns
         -------
         self : object
             The fitted classifier.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgpsparse import SparseGPClassifier
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.randn(40, 2); y = (X[:, 0] > 0).astype(int)
+        >>> w = rng.randint(1, 3, size=40)
+        >>> clf = SparseGPClassifier(max_basis=10, optimizer=None)
+        >>> a = clf.fit(X, y, sample_weight=w).predict_proba(X[:3])
+        >>> b = clf.fit(np.repeat(X, w, axis=0), np.repeat(y, w)).predict_proba(X[:3])
+        >>> bool(np.allclose(a, b, atol=1e-5))
+        True
         """
         check_kernel(self.kernel)
         previous = previous_models(self)
         reset_fitted_state(self, _PRIVATE_STATE)
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
+            refuse_weights(self, sample_weight, "a partitioned X",
+                           "fit in memory, or repeat the rows instead")
             return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, self.fit)
+            return fit_indexed(self, X, y, lambda rows, y: self.fit(rows, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64)
+        weights = fit_weights(sample_weight, X, y, self.class_weight)
+        if weights is not None:  # a zero weight removes its row (exactly)
+            kept = weights > 0
+            X, y, weights = X[kept], y[kept], weights[kept]
+            weights = None if np.all(weights == 1.0) else weights  # removal only
         self.classes_, y_enc = encode_labels(y)
         n_classes = self.classes_.size
         if n_classes == 1:
@@ -374,7 +418,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires 2 or more distinct classes; got 1 class "
                 f"(only class {self.classes_[0]} is present)"
             )
-        return fit_models(self, X, y_enc, previous)
+        return fit_models(self, X, y_enc, previous, weights)
 
     partial_fit = available_if(_streams)(_partial_fit)  # a stream's batch (all-rows posterior)
 

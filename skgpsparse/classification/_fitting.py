@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
+from .._row_weights import refuse_weights
 from ..likelihoods import Probit
 from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
@@ -123,15 +124,21 @@ def _fit_binary(params, restarts, X, y, seed):
     return fit_binary(params, X, y, check_random_state(seed), *restarts)
 
 
-def fit_models(clf, X, y_enc, previous=None):
+def fit_models(clf, X, y_enc, previous=None, weights=None):
     """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
 
     One model for two classes, one per class against the rest otherwise
     (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous``
-    (:func:`previous_models`) are the models a warm start starts from.
+    (:func:`previous_models`) are the models a warm start starts from. ``weights``: the rows'
+    positive weights (:mod:`skgpsparse._row_weights`; None: an unweighted fit).
     """
     n_classes = clf.classes_.size
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
+    if weights is not None:
+        if params["posterior"] != "all_rows":
+            refuse_weights(clf, weights, "posterior='basis'",
+                           "use posterior='all_rows' (EP carries the weights exactly)")
+        params["sample_weight"] = weights
     # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
     n_parallel = min(effective_n_jobs(clf.n_jobs), n_classes) if n_classes > 2 else 1
     kappa = getattr(params["selector"], "working_set_size", None) or 0

@@ -159,8 +159,9 @@ class AllRowsPredictor(BinaryPredictor):
     """
 
     def __init__(self, kernel, basis_vectors, X, y, tau, nu, bias, prior="fitc",
-                 likelihood=None):
-        sparse = SparsePrior(kernel, X, basis_vectors, prior)
+                 likelihood=None, weights=None):
+        # weights: the training rows' (each counts as that many copies of its site)
+        sparse = SparsePrior(kernel, X, basis_vectors, prior, weights=weights)
         L_B, _, mean_w = weight_posterior_of(sparse, tau, nu)
         self._set_factors(kernel, basis_vectors, sparse.L, L_B, mean_w, bias, likelihood)
 

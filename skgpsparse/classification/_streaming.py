@@ -20,6 +20,7 @@ from sklearn.base import _fit_context
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from .._row_weights import refuse_weights
 from ..inference._online import OnlinePosterior
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
@@ -37,7 +38,7 @@ _REFIT_GROWTH = 1.25
 
 
 @_fit_context(prefer_skip_nested_validation=True)
-def partial_fit(self, X, y, classes=None):
+def partial_fit(self, X, y, classes=None, sample_weight=None):
     """Update the classifier with a batch of rows (the first call fits as ``fit`` does).
 
     Later batches enter each binary model's posterior by one ADF pass and
@@ -57,6 +58,10 @@ def partial_fit(self, X, y, classes=None):
     classes : array-like of shape (n_classes,), default=None
         Every class of the stream: required on the first call (a batch may hold only
         some of them), and if given later, the same.
+    sample_weight : None
+        Not taken (nor ``class_weight``): the online posterior holds one site per row it
+        folds in, and its refits on the buffer would need the weights of every row seen. A
+        ValueError says so; a model fitted with weights by ``fit`` is not updated either.
 
     Returns
     -------
@@ -75,6 +80,7 @@ def partial_fit(self, X, y, classes=None):
     >>> int(clf.n_samples_seen_), bool(clf.score(X, y) > 0.9)
     (600, True)
     """
+    refuse_weights(self, sample_weight, "partial_fit")
     return _partial_fit(self, X, y, classes)
 
 
@@ -109,6 +115,12 @@ def _partial_fit(clf, X, y, classes):
         _open_buffer(clf, X, y_enc)
         clf.n_samples_seen_ = X.shape[0]
         return clf
+    if getattr(_models(clf)[0], "sample_weight", None) is not None:
+        raise ValueError(
+            "partial_fit cannot update a model that fit learned with sample_weight or "
+            "class_weight: the online posterior keeps one unweighted site per row. Refit "
+            "with the new rows (and their weights) instead."
+        )
     if not hasattr(clf, "n_samples_seen_"):  # fitted by fit: its rows, one site each
         clf.n_samples_seen_ = _models(clf)[0].site_precision_.size
     buffer = getattr(clf, "_stream_buffer", None)

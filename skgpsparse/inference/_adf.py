@@ -66,6 +66,16 @@ class ADFBasis:
         self.site_mean = np.zeros(pm)
         self.size = 0
         self._candidates = None
+        self.excluded = None  # rows that may not be candidates (exclude_rows)
+
+    def exclude_rows(self, rows, excluded=True):
+        """Keep the rows ``rows`` out of (or, ``excluded=False``, let them back into) the
+        candidates, whatever their variance: a caller's rule (the all-rows posterior's twins
+        of a basis row, whose input is already an inducing input)."""
+        if self.excluded is None:
+            self.excluded = np.zeros(self.n_samples, dtype=bool)
+        self.excluded[rows] = excluded
+        self._candidates = None
 
     @property
     def basis_indices(self):
@@ -251,7 +261,10 @@ class ADFState(ADFBasis):
         Computed once per basis change (``add`` and ``remove`` reset it); do not modify.
         """
         if self._candidates is None:
-            self._candidates = np.flatnonzero(~self.in_basis & (self.diag_A > self._var_floor))
+            eligible = ~self.in_basis & (self.diag_A > self._var_floor)
+            if self.excluded is not None:
+                eligible &= ~self.excluded
+            self._candidates = np.flatnonzero(eligible)
         return self._candidates
 
     def sampling_weights(self, J):

@@ -189,7 +189,7 @@ def all_rows_ep(
         post = system(prior, tau, nu)
     damping, last_change, previous_change = 1.0, np.inf, np.inf
     converged = False
-    mixer = AndersonSites() if accelerate else None
+    mixer = AndersonSites(weights=prior.weights) if accelerate else None
     for sweep in range(max_sweeps):
         # the sweep that will find convergence need not form the next system: skip it when
         # the geometric decrease of the changes predicts that, and form it after if wrong

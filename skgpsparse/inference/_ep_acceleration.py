@@ -35,6 +35,10 @@ class AndersonSites:
     ----------
     memory : int, default=MEMORY
         The number ``m`` of past iterate differences combined.
+    weights : ndarray of shape (n,), default=None
+        The rows' weights (``sample_weight``: each row stands for that many copies with equal
+        sites): the least squares then weigh each row's residuals by them, as over the
+        repeated rows, so that the iterates are theirs.
 
     Examples
     --------
@@ -52,8 +56,9 @@ class AndersonSites:
     True
     """
 
-    def __init__(self, memory=MEMORY):
+    def __init__(self, memory=MEMORY, weights=None):
         self.memory = memory
+        self.weights = None if weights is None else np.concatenate([weights, weights])
         self._x, self._f = [], []
 
     def step(self, tau, nu, new_tau, new_nu):
@@ -71,7 +76,8 @@ class AndersonSites:
             dX = np.diff(self._x, axis=0).T
             dF = np.diff(self._f, axis=0).T
             # the normal equations (m x m): an SVD of the 2n x m dF took a tenth of EP's time
-            gamma = np.linalg.lstsq(dF.T @ dF, dF.T @ f, rcond=None)[0]
+            wdF = dF if self.weights is None else self.weights[:, None] * dF
+            gamma = np.linalg.lstsq(wdF.T @ dF, wdF.T @ f, rcond=None)[0]
             mixed = nxt - (dX + dF) @ gamma
             if np.all(np.isfinite(mixed)) and np.all(mixed[:n] >= 0.0):
                 nxt = mixed

@@ -53,6 +53,7 @@ class _WhitenedBatch:
         self.V = solve_triangular(L_0, prior.V, lower=True, check_finite=False)
         self.lam = prior.lam
         self.offset = prior.V.T @ mean_0
+        self.weights = None  # a stream's rows count once each
 
 
 class OnlinePosterior:

@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 
 from ..._memory import FitMemory, max_basis_advice
 from ..._progress import Progress
+from ..._row_weights import total_weight
 from ...inference._adf import ADFState
 from ...likelihoods import Probit
 from ...selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
@@ -17,6 +18,7 @@ from ..objectives._basis_evidence import negative_log_evidence
 from ..objectives._ep_evidence import AllRowsObjective
 from ..objectives._nlp_loss import nlp_loss
 from ._drawn_basis import DrawnBasis, draws_only
+from ._duplicate_inputs import DuplicateInputs
 from ._ep_rounds import fit_all_rows
 from ._evidence_rounds import fit_evidence
 from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
@@ -124,8 +126,12 @@ class _BinarySparseGPClassifier:
         learning_rows=None,
         warm=None,
         likelihood=None,
+        sample_weight=None,
     ):
         self.kernel = kernel
+        # the rows' weights (each row counts as that many copies; None: once each), and
+        # those of the rows the current step sees (a learning subsample's)
+        self.sample_weight = self._row_weights = sample_weight
         # p(y | f + b): every engine, objective and predictor asks it (skgpsparse.likelihoods)
         self.likelihood = Probit() if likelihood is None else likelihood
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
@@ -155,6 +161,7 @@ class _BinarySparseGPClassifier:
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5), or
         the first time after a warm start, from the previous fit's basis."""
+        self._twins_of(X)
         if (self.posterior == "all_rows" and self._warm_basis is None
                 and draws_only(self.selector, self.n_exchange)):
             return self._select_into(DrawnBasis(X.shape[0], self.max_basis), rng)
@@ -164,8 +171,25 @@ class _BinarySparseGPClassifier:
         )
         warm_basis, self._warm_basis = self._warm_basis, None
         for j in () if warm_basis is None else warm_basis:
-            state.add(int(j))
+            self._add(state, int(j))
         return self._select_into(state, rng)
+
+    def _twins_of(self, X):
+        """The rows of ``X`` sharing an input (:mod:`._duplicate_inputs`), under the all-rows
+        posterior (None otherwise, or when no input repeats); computed once per ``X``."""
+        cached = getattr(self, "_twins", None)
+        if cached is None or cached[0] is not X:
+            twins = DuplicateInputs(X) if self.posterior == "all_rows" else None
+            self._twins = (X, twins if twins is not None and twins.any else None)
+        return self._twins[1]
+
+    def _add(self, state, j):
+        """Add row ``j`` to the basis of ``state``; under the all-rows posterior its twins
+        (rows with its input) leave the candidates."""
+        state.add(j)
+        twins = getattr(self, "_twins", (None, None))[1]
+        if twins is not None and twins.groups.size == state.n_samples:
+            state.exclude_rows(twins.of(j))
 
     def _select_into(self, state, rng):
         """Grow ``state`` to ``max_basis`` basis vectors, then run the exchange steps."""
@@ -179,7 +203,7 @@ class _BinarySparseGPClassifier:
                     stacklevel=4,
                 )
                 break
-            state.add(self.selector.select(state, rng))
+            self._add(state, self.selector.select(state, rng))
             self._progress.step(lambda: f"basis {state.size}/{self.max_basis}")
         self._exchange(state, rng)
         return state
@@ -190,10 +214,15 @@ class _BinarySparseGPClassifier:
         for _ in range(self.n_exchange):
             if state.size < 1:
                 break
-            state.remove(int(np.argmin(state.deletion_scores())))
+            k = int(np.argmin(state.deletion_scores()))
+            j = int(state.basis_indices[k])
+            state.remove(k)
+            twins = getattr(self, "_twins", (None, None))[1]
+            if twins is not None and twins.groups.size == state.n_samples:
+                state.exclude_rows(twins.of(j), False)  # the deleted row's twins come back
             if not state.candidates().size:
                 break
-            state.add(self.selector.select(state, rng))
+            self._add(state, self.selector.select(state, rng))
             curve.append(state.nlp(all_points=True))
             self._progress.step(lambda: f"exchange step {len(curve) - 1}/{self.n_exchange}, "
                                         f"NLP_a {curve[-1]:.6f}")
@@ -262,7 +291,9 @@ class _BinarySparseGPClassifier:
         return self
 
     def _initial_bias(self, kernel, X, y):
-        return initial_bias(kernel, X, y, self.likelihood) if self.warm is None else self.warm[0]
+        if self.warm is not None:
+            return self.warm[0]
+        return initial_bias(kernel, X, y, self.likelihood, self._row_weights)
 
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""
@@ -289,7 +320,8 @@ class _BinarySparseGPClassifier:
         """Pickle without the training rows that ``posterior="all_rows"`` keeps for
         ``log_marginal_likelihood(theta)``: a fitted model stores what prediction needs."""
         state = self.__dict__.copy()
-        state.pop("_train", None)
+        for name in ("_train", "sample_weight", "_row_weights"):
+            state.pop(name, None)
         return state
 
     def _set_predictive_factors(self):
@@ -299,7 +331,8 @@ class _BinarySparseGPClassifier:
             tau = self.site_precision_
             args = (X, y, tau, tau * self.site_mean_, self.bias_)
             self._predictor = AllRowsPredictor(
-                self.kernel_, self.basis_vectors_, *args, likelihood=self.likelihood
+                self.kernel_, self.basis_vectors_, *args, likelihood=self.likelihood,
+                weights=self.sample_weight,
             )
             return
         self._predictor = BinaryPredictor(
@@ -334,14 +367,16 @@ class _BinarySparseGPClassifier:
                     "memory to evaluate the evidence at another theta."
                 )
             X, y = self._train
+            weights = getattr(self, "sample_weight", None)
             objective = AllRowsObjective(
                 self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_),
-                likelihood=self.likelihood,
+                likelihood=self.likelihood, weights=weights,
             )
             out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
+            n = total_weight(y.size, weights)
             if not eval_gradient:
-                return -out * y.size
-            return -out[0] * y.size, -out[1][:-1] * y.size
+                return -out * n
+            return -out[0] * n, -out[1][:-1] * n
         out = negative_log_evidence(
             kernel,
             self.basis_vectors_,

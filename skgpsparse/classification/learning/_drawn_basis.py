@@ -43,6 +43,7 @@ class DrawnBasis:
 
     def __init__(self, n_samples, max_basis):
         self.in_basis = np.zeros(n_samples, dtype=bool)
+        self.excluded = np.zeros(n_samples, dtype=bool)
         self.basis = np.empty(max_basis, dtype=np.intp)
         self.size = 0
 
@@ -55,8 +56,12 @@ class DrawnBasis:
         return self.basis[: self.size]
 
     def candidates(self):
-        """All rows not in the basis."""
-        return np.flatnonzero(~self.in_basis)
+        """All rows not in the basis (nor excluded, :meth:`exclude_rows`)."""
+        return np.flatnonzero(~self.in_basis & ~self.excluded)
+
+    def exclude_rows(self, rows, excluded=True):
+        """As :meth:`~skgpsparse.inference._adf.ADFBasis.exclude_rows`."""
+        self.excluded[rows] = excluded
 
     def add(self, j):
         self.basis[self.size] = j

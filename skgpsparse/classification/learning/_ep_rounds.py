@@ -21,6 +21,7 @@ from sklearn.utils.optimize import _check_optimize_result
 
 from ..._learning_rows import learning_subsample, with_basis_rows
 from ..._optimize import StepResolution
+from ..._row_weights import total_weight, weighted_std
 from ...inference._ep import _EP_TOL
 from ...inference._sparse_prior import reusing_priors
 from ...kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
@@ -64,10 +65,11 @@ PREDICT_GAIN = True
 
 def _start_evidence(model, kernel, X, y, rng):
     """``-log Z_EP / n`` at ``kernel`` and its class-balance bias, on a basis selected there."""
-    bias = initial_bias(kernel, X, y, model.likelihood) + model.bias_offset
+    weights = model._row_weights
+    bias = initial_bias(kernel, X, y, model.likelihood, weights) + model.bias_offset
     basis = model._select(kernel, X, y, bias, rng).basis_indices.copy()
     objective = AllRowsObjective(  # EP from ADF
-        kernel, X, y, X[basis], (None, None), likelihood=model.likelihood
+        kernel, X, y, X[basis], (None, None), likelihood=model.likelihood, weights=weights
     )
     return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
 
@@ -80,7 +82,8 @@ def _better_start(model, kernel, X, y, rng):
     the evidence can stay in a local optimum where rows barely correlate; the evidence of
     the two starts, each on a basis selected under it, decides (not the test data).
     """
-    other = data_scaled_start(kernel, X)
+    weights = model._row_weights  # the features' spread over the rows' copies
+    other = data_scaled_start(kernel, X, None if weights is None else weighted_std(X, weights))
     if other is None:
         return kernel
     mine = _start_evidence(model, kernel, X, y, rng)
@@ -126,9 +129,9 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     """
     objective = AllRowsObjective(
         kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress,
-        likelihood=model.likelihood,
+        likelihood=model.likelihood, weights=model._row_weights,
     )
-    target = with_length_scale_prior(objective, kernel, y.size)
+    target = with_length_scale_prior(objective, kernel, total_weight(y.size, objective.weights))
     if model.optimizer is not None:
         theta0 = np.append(kernel.theta, bias)
         search = model._progress.counting("hyperparameters", target)
@@ -234,7 +237,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     prefers more length scales (on a few hundred rows they fit noise); the charge approximates the
     integral over them. At most ``max_rounds`` rounds; returns ``(round, number of rounds run)``.
     ``n`` is the number of rows the charge and the gain (``n`` times the loss per row) are for
-    (``None``: ``y``'s); ``select`` and ``learn`` are :func:`_rounds`'s steps (``learn`` takes
+    (``None``: ``y``'s, their summed weights in a weighted fit); ``select`` and ``learn`` are :func:`_rounds`'s steps (``learn`` takes
     ``stop``, see :func:`_learn`). ``early_exit``: the first learn stops when
     :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot pay
     the charge (the decision is then "not kept", as the full run's would be).
@@ -243,7 +246,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     ard = per_feature_length_scales(kernel, X.shape[1])
     if ard is None or max_rounds < 1:
         return best, 0
-    n = np.shape(y)[-1] if n is None else n
+    n = total_weight(np.shape(y)[-1], model._row_weights) if n is None else n
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
     # the first learn's early exit (:mod:`._charge_bound`), when it cannot pay
     bounds = []
@@ -274,7 +277,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     return (candidate if keep else best), rounds
 
 
-def _converged(best, X, y, likelihood):
+def _converged(best, X, y, likelihood, weights=None):
     """The kept round with ``(theta, b)`` taken to L-BFGS-B's own convergence on its basis.
 
     The rounds give the optimiser a few iterations each (and EP a loose tolerance) between
@@ -286,8 +289,9 @@ def _converged(best, X, y, likelihood):
     :data:`_STEP_TOL`; a ``ConvergenceWarning`` says when the iterations ran out first.
     """
     loss, kernel, bias, basis, sites, curve = best
-    n = y.size
-    objective = AllRowsObjective(kernel, X, y, X[basis], sites, likelihood=likelihood)
+    n = total_weight(y.size, weights)
+    objective = AllRowsObjective(kernel, X, y, X[basis], sites, likelihood=likelihood,
+                                 weights=weights)
     target = with_length_scale_prior(objective, kernel, n)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
     # L-BFGS-B sees b in units of the prior latent's standard deviation (_units): in probit
@@ -335,7 +339,7 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
-        best = _converged(best, X, y, model.likelihood)
+        best = _converged(best, X, y, model.likelihood, model._row_weights)
     return best, n_iter
 
 
@@ -347,12 +351,12 @@ def _round_on_all_rows(model, best, X, y, rows):
     """
     loss, kernel, bias, basis, _, curve = best
     basis = rows[basis]
-    n = y.size
+    n = total_weight(y.size, model.sample_weight)
     # EP from an ADF pass, plain (damped) as the same step on row partitions (a partitioned fit's
     # posterior equals the in-memory one): acceleration saves little here (adult 40,000
     # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
     objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False,
-                                 likelihood=model.likelihood)
+                                 likelihood=model.likelihood, weights=model.sample_weight)
     target = with_length_scale_prior(objective, kernel, n)
     loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
@@ -386,7 +390,10 @@ def fit_all_rows(model, X, y, rng):
             f"learning on {rows.size} of {n} rows (learning_rows={model.learning_rows!r}); "
             "EP on all of them"
         )
+        weights = model.sample_weight
+        model._row_weights = None if weights is None else weights[rows]
         best, n_iter = _learn_rounds(model, X[rows], y[rows], rng, subsample=True)
+        model._row_weights = weights
         best = _round_on_all_rows(model, best, X, y, rows)
     model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best

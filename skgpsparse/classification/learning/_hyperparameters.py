@@ -8,6 +8,7 @@ their hyperparameter step through :func:`minimize_theta`, which follows scikit-l
 import numpy as np
 
 from ..._optimize import StepResolution, call_optimizer, check_optimizer_result
+from ..._row_weights import weighted_mean
 from ...likelihoods import Probit
 
 __all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
@@ -21,12 +22,14 @@ PATIENCE = 5
 BIAS_BOUNDS = (-1e3, 1e3)
 
 
-def initial_bias(kernel, X, y, likelihood=None):
+def initial_bias(kernel, X, y, likelihood=None, weights=None):
     """The likelihood's bias start (``Likelihood.initial_bias``) from the targets ``y`` and
-    the mean prior variance at ``X``: for the probit (None), the prior's class balance."""
+    the mean prior variance at ``X``: for the probit (None), the prior's class balance.
+    ``weights``: the rows' weights (means over their copies)."""
     likelihood = Probit() if likelihood is None else likelihood
     return likelihood.initial_bias(
-        np.mean(likelihood.target_statistic(y)), np.mean(kernel.diag(X))
+        weighted_mean(likelihood.target_statistic(y), weights),
+        weighted_mean(kernel.diag(X), weights),
     )
 
 

@@ -92,7 +92,7 @@ def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
         delayed(_fit_independent)(per_model[k], restarts, X, targets[k], seeds[k])
         for k in range(n_classes)
     )
-    return restore_training_rows(models, X, y_enc), mode
+    return restore_training_rows(models, X, y_enc, per_model[0].get("sample_weight")), mode
 
 
 def _shared_restarts(params, X, y_enc, n_classes, rng, warm, n_jobs, n_restarts):

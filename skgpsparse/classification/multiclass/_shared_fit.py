@@ -136,8 +136,10 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
     if rows is not None:
         rows, bases = with_basis_rows(rows, [None] * n_classes if bases is None else bases)
         X_s, y_s = X[rows], y_enc[rows]
+    weights = params.get("sample_weight")
     kernel, biases, chosen, shared = shared_stage(
-        params, X_s, y_s, n_classes, y_enc.size, rng, bias_offset=bias_offset, n_jobs=n_jobs,
+        params if rows is None or weights is None else dict(params, sample_weight=weights[rows]),
+        X_s, y_s, n_classes, y_enc.size, rng, bias_offset=bias_offset, n_jobs=n_jobs,
         warm=None if warm is None else [w[0] for w in warm], bases=bases,
     )
     models = Parallel(n_jobs=n_jobs)(
@@ -146,17 +148,18 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
                               np.where(y_enc == k, 1.0, -1.0), rows is None)
         for k, (basis, curve) in enumerate(chosen)
     )
-    return restore_training_rows(models, X, y_enc)
+    return restore_training_rows(models, X, y_enc, weights)
 
 
-def restore_training_rows(models, X, y_enc):
-    """``models`` (one per class), each all-rows model given back its training rows: a model
-    back from a worker process was pickled without them, and the driver has them
-    (``log_marginal_likelihood(theta)`` and ``partial_fit`` of the all-rows posterior read
-    them)."""
+def restore_training_rows(models, X, y_enc, weights=None):
+    """``models`` (one per class), each all-rows model given back its training rows (and
+    their ``weights``): a model back from a worker process was pickled without them, and the
+    driver has them (``log_marginal_likelihood(theta)`` and ``partial_fit`` of the all-rows
+    posterior read them)."""
     for k, binary in enumerate(models):
         if binary.posterior == "all_rows" and not hasattr(binary, "_train"):
             binary._train = (X, np.where(y_enc == k, 1.0, -1.0))
+            binary.sample_weight = weights
     return models
 
 
@@ -167,7 +170,7 @@ def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate):
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
         binary = _BinarySparseGPClassifier(**params)
         binary.basis_indices_ = basis
-        prior = SparsePrior(kernel, X, X[basis], PRIOR)
+        prior = SparsePrior(kernel, X, X[basis], PRIOR, weights=binary.sample_weight)
         tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=accelerate,
                                     likelihood=binary.likelihood)
         loss_curve, n_iter = shared

@@ -49,6 +49,7 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 
+from ..._row_weights import total_weight
 from ...inference._adf import ADFState
 from ...inference._ep import _EP_TOL, contract_theta_gradient, negative_log_evidence_all_rows
 from ...inference._ep_passes import PROBIT
@@ -147,6 +148,10 @@ class SummedStates:
         for state in self.states:
             state.add(j)
 
+    def exclude_rows(self, rows, excluded=True):
+        for state in self.states:
+            state.exclude_rows(rows, excluded)
+
     def remove(self, k):
         for state in self.states:
             state.remove(k)
@@ -182,19 +187,23 @@ class SharedObjective:
         EP's tolerance on the site parameters.
     likelihood : Likelihood, default=Probit()
         ``p(y | f + b_k)`` of every class's problem.
+    weights : ndarray of shape (n,), default=None
+        The rows' weights (copies of each row; ``n`` in the mean is then their sum).
     """
 
-    def __init__(self, kernel, X, Y, X_u, sites, tol=_EP_TOL, likelihood=PROBIT):
+    def __init__(self, kernel, X, Y, X_u, sites, tol=_EP_TOL, likelihood=PROBIT, weights=None):
         self.kernel, self.X, self.Y, self.X_u = kernel, X, Y, X_u
+        self.weights = weights
         self.sites, self.tol, self.likelihood = list(sites), tol, likelihood
 
     def __call__(self, theta, eval_gradient=True):
         n_theta = self.kernel.n_dims
         K, n = self.Y.shape
+        n = total_weight(n, self.weights)
         failed = np.finfo(float).max / 1e10  # keep the line search away, never a NaN
         try:
             prior = SparsePrior(self.kernel.clone_with_theta(theta[:n_theta]), self.X, self.X_u,
-                                PRIOR)
+                                PRIOR, weights=self.weights)
             outs = [
                 negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
                                                *self.sites[k], eval_gradient=eval_gradient,
@@ -228,8 +237,9 @@ def _learn(model, kernel, biases, sites, X, Y, basis, stop=None):
     left them near their start). ``stop``: as in the binary fit's ``_learn``.
     """
     objective = SharedObjective(kernel, X, Y, X[basis], sites, tol=_SEARCH_TOL,
-                                likelihood=model.likelihood)
-    target = with_length_scale_prior(objective, kernel, Y.shape[1])
+                                likelihood=model.likelihood, weights=model._row_weights)
+    target = with_length_scale_prior(objective, kernel, total_weight(Y.shape[1],
+                                                                     objective.weights))
     if model.optimizer is not None:
         scale = np.append(np.ones(kernel.n_dims), np.full(len(biases), np.sqrt(len(biases))))
 
@@ -254,6 +264,7 @@ def _select(model, kernel, X, Y, biases, rng):
     """A basis of ``model.max_basis`` rows chosen on the summed criteria of the ``K`` states."""
     states = [ADFState(kernel, X, Y[k], biases[k], model.max_basis, site_update=model.site_update,
                        likelihood=model.likelihood) for k in range(Y.shape[0])]
+    model._twins_of(X)  # rows repeating a basis row's input are not candidates
     return model._select_into(SummedStates(states), rng).basis_indices.copy()
 
 
@@ -299,10 +310,11 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
     learn = _learning_rows(
         y_enc, learn_size(n, n_classes, params["learning_rows"], model.max_basis), rng
     )
-    n = y_enc.size
+    weights = model.sample_weight
+    n = total_weight(y_enc.size, weights)
     kernel = clone(model.kernel)
     if warm is None:
-        biases = np.array([initial_bias(kernel, X, Y[k], model.likelihood)
+        biases = np.array([initial_bias(kernel, X, Y[k], model.likelihood, weights)
                            for k in range(n_classes)])
     else:
         biases = np.array([float(b) for b in warm])
@@ -313,6 +325,7 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
     learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
                                                                      LEARN_BASIS, learn.size)))
     learner.loss_curve_ = model.loss_curve_
+    learner._row_weights = None if weights is None else weights[learn]
     X_l, Y_l = X[learn], Y[:, learn]
     # the binary fit's rounds and per-feature trial with the shared steps; the extra length
     # scales are shared by the K problems, so the trial weighs the gain in log evidence summed

@@ -11,6 +11,7 @@ import numpy as np
 from ...inference._ep import _EP_TOL, negative_log_evidence_all_rows
 from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
+from ..._row_weights import total_weight
 
 __all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective"]
 
@@ -27,11 +28,14 @@ class AllRowsObjective:
     Divided by ``n`` so that the optimiser's tolerances do not depend on the data size. EP is
     warm-started from the sites of the previous finite evaluation, its sweeps
     Anderson-accelerated unless ``accelerate`` is False (None: the module's ``ACCELERATE``).
+    ``weights``: the rows' weights (each row counts as that many copies,
+    :class:`~skgpsparse.inference._sparse_prior.SparsePrior`; ``n`` is then their sum).
     """
 
     def __init__(self, kernel, X, y, X_u, sites, prior=PRIOR, tol=_EP_TOL, progress=None,
-                 accelerate=None, likelihood=PROBIT):
+                 accelerate=None, likelihood=PROBIT, weights=None):
         self.kernel, self.X, self.y, self.X_u, self.prior = kernel, X, y, X_u, prior
+        self.weights = weights
         self.likelihood = likelihood
         self.sites, self.tol, self.progress = sites, tol, progress
         self.accelerate = ACCELERATE if accelerate is None else accelerate
@@ -45,9 +49,9 @@ class AllRowsObjective:
 
     def __call__(self, theta, eval_gradient=True):
         kernel = self.kernel.clone_with_theta(theta[:-1])
-        n = self.y.size
+        n = total_weight(self.y.size, self.weights)
         try:
-            prior = SparsePrior(kernel, self.X, self.X_u, self.prior)
+            prior = SparsePrior(kernel, self.X, self.X_u, self.prior, weights=self.weights)
             out = negative_log_evidence_all_rows(
                 prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
                 tol=self.tol, progress=self.progress, accelerate=self.accelerate,

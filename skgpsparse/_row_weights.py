@@ -1,0 +1,110 @@
+"""Row weights of a fit: ``sample_weight`` times the classes' ``class_weight``, scikit-learn's meaning.
+
+A row of integer weight ``c`` counts as ``c`` copies of itself and a row of weight zero as
+absent: the classifier's engines carry the weights as copies (EP,
+:mod:`skgpsparse.inference._ep_passes`), and rows of weight zero are dropped before any of them
+runs, so that removal is exact. :func:`fit_weights` validates the weights with scikit-learn's
+``_check_sample_weight`` (never modifying the caller's array), multiplies in the class weights
+(``compute_class_weight``, whose ``"balanced"`` counts each class by its summed sample weight,
+so that weights and repeated rows stay equivalent) and returns ``None`` when every weight is one:
+the unweighted fit then runs its own code unchanged.
+"""
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.validation import _check_sample_weight
+
+__all__ = [
+    "CLASS_WEIGHT_OPTIONS", "fit_weights", "refuse_weights", "total_weight", "weighted_mean",
+    "weighted_std",
+]
+
+# The constraints of a classifier's ``class_weight`` parameter (scikit-learn's).
+CLASS_WEIGHT_OPTIONS = [dict, StrOptions({"balanced"}), None]
+
+
+def fit_weights(sample_weight, X, y=None, class_weight=None):
+    """The rows' weights, or None when every one is 1 (an unweighted fit).
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or None
+        Non-negative weights (None: ones).
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), default=None
+        The labels, needed with ``class_weight``.
+    class_weight : dict, "balanced" or None, default=None
+        Each class's weight (scikit-learn's ``class_weight``), multiplied into the rows'.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_samples,) or None
+        A new array (the caller's is never modified).
+
+    Raises
+    ------
+    ValueError
+        If a weight is negative or not finite, the length is not ``n_samples``, or every
+        weight is zero (naming ``sample_weight``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._row_weights import fit_weights
+    >>> X, y = np.zeros((4, 1)), np.array([0, 0, 0, 1])
+    >>> fit_weights(None, X) is None, fit_weights([1, 2, 0, 1], X).tolist()
+    (True, [1.0, 2.0, 0.0, 1.0])
+    >>> fit_weights(None, X, y, "balanced").round(3).tolist()
+    [0.667, 0.667, 0.667, 2.0]
+    """
+    if sample_weight is None and class_weight is None:
+        return None
+    weights = _check_sample_weight(
+        sample_weight, X, dtype=np.float64, ensure_non_negative=True, copy=True
+    )
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("sample_weight must be finite; got a NaN or an infinite weight.")
+    if class_weight is not None:
+        classes = np.unique(y)
+        per_class = compute_class_weight(
+            class_weight, classes=classes, y=y,
+            sample_weight=None if sample_weight is None else weights,
+        )
+        weights *= per_class[np.searchsorted(classes, y)]
+    if not np.any(weights > 0):
+        raise ValueError(
+            "sample_weight (times class_weight) is zero for every row: nothing to fit."
+        )
+    return None if np.all(weights == 1.0) else weights
+
+
+def total_weight(n, weights):
+    """``n`` (the rows) without weights, else their sum: the number of rows they stand for."""
+    return n if weights is None else float(np.sum(weights))
+
+
+def weighted_mean(values, weights):
+    """``np.mean(values)``, or its weighted average (the mean over the rows' copies)."""
+    return np.mean(values) if weights is None else np.average(values, weights=weights)
+
+
+def weighted_std(X, weights):
+    """Each feature's standard deviation over the rows' copies (``np.std`` without weights)."""
+    if weights is None:
+        return np.std(X, axis=0)
+    mean = np.average(X, axis=0, weights=weights)
+    return np.sqrt(np.average((X - mean) ** 2, axis=0, weights=weights))
+
+
+def refuse_weights(estimator, sample_weight, option, advice="repeat the rows instead"):
+    """Raise a ValueError naming ``option`` when weights were given to a fit that does not
+    take them (``sample_weight``, or the estimator's ``class_weight``), with ``advice``."""
+    class_weight = getattr(estimator, "class_weight", None)
+    if sample_weight is None and class_weight is None:
+        return
+    given = "sample_weight" if sample_weight is not None else f"class_weight={class_weight!r}"
+    raise ValueError(
+        f"{type(estimator).__name__}: {option} does not take sample_weight or class_weight "
+        f"(got {given}); {advice}."
+    )

@@ -1,0 +1,210 @@
+"""sample_weight and class_weight of SparseGPClassifier against repeated and removed rows.
+
+The independent computation is always the repeated rows: ``np.repeat(X, w)`` fitted, or the
+all-rows EP run on them (:func:`~skgpsparse.inference._ep.all_rows_ep`) under a fitted model's
+kernel, bias and basis. EP's tolerance on the sites is 1e-6 (``inference._ep._EP_TOL``), and
+the fitted probabilities move by at most about that much between two runs stopped there.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.utils.class_weight import compute_sample_weight
+
+from skgpsparse import SparseGPClassifier
+from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
+from skgpsparse.inference._ep import all_rows_ep, negative_log_evidence_all_rows
+from skgpsparse.inference._sparse_prior import SparsePrior
+
+
+def _data(n=60, n_classes=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 2)
+    score = X[:, 0] + 0.5 * rng.randn(n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    weights = rng.randint(1, 4, size=n)
+    return X, y, weights
+
+
+@pytest.mark.parametrize("prior", ["fitc", "dtc"])
+def test_ep_evidence_and_gradient_equal_repeated_rows(prior):
+    X, y, w = _data(40)
+    y = np.where(y == 1, 1.0, -1.0)
+    kernel, X_u = C(2.0) * RBF(1.3), X[:8]
+    repeated = negative_log_evidence_all_rows(
+        SparsePrior(kernel, np.repeat(X, w, axis=0), X_u, prior), np.repeat(y, w), 0.3,
+        eval_gradient=True, tol=1e-10,
+    )
+    weighted = negative_log_evidence_all_rows(
+        SparsePrior(kernel, X, X_u, prior, weights=w.astype(float)), y, 0.3,
+        eval_gradient=True, tol=1e-10,
+    )
+    np.testing.assert_allclose(weighted[0], repeated[0], rtol=1e-10)
+    np.testing.assert_allclose(weighted[1], repeated[1], rtol=1e-8, atol=1e-10)
+    # every copy of a row has the row's site (the fixed point of the repeated rows)
+    last_copy = np.cumsum(w) - 1
+    for ours, theirs in zip(weighted[2], repeated[2]):
+        np.testing.assert_allclose(ours, theirs[last_copy], rtol=1e-8, atol=1e-10)
+
+
+def _repeated_proba(binary, X, y_pm, w, X_test):
+    """P(y = +1) at ``X_test`` from EP over the repeated rows under ``binary``'s kernel, bias
+    and basis: the posterior the weighted fit must equal."""
+    prior = SparsePrior(binary.kernel_, np.repeat(X, w, axis=0), binary.basis_vectors_)
+    tau, nu, _, _ = all_rows_ep(prior, np.repeat(y_pm, w), binary.bias_)
+    from skgpsparse.classification._prediction import AllRowsPredictor
+
+    predictor = AllRowsPredictor(binary.kernel_, binary.basis_vectors_, prior.X,
+                                 np.repeat(y_pm, w), tau, nu, binary.bias_)
+    mean, var = predictor.latent_mean_and_variance(X_test)
+    return predictor.likelihood.predictive_probability(1.0, mean, var)
+
+
+def _repeated_gradient(binary, X, y_pm, w):
+    """Gradient of the repeated rows' EP evidence (per row) at the weighted fit's ``[theta, b]``
+    on its basis; at its optimum it vanishes where no bound is active."""
+    objective = AllRowsObjective(binary.kernel_, np.repeat(X, w, axis=0), np.repeat(y_pm, w),
+                                 binary.basis_vectors_, (None, None), tol=1e-9)
+    theta = np.append(binary.kernel_.theta, binary.bias_)
+    return objective(theta)[1]
+
+
+@pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
+def test_binary_fit_equals_repeated_rows_on_its_basis(optimizer):
+    X, y, w = _data(60)
+    clf = SparseGPClassifier(C(1.0) * RBF(1.0), max_basis=12, optimizer=optimizer,
+                             random_state=0).fit(X, y, sample_weight=w)
+    binary, y_pm = clf._binary, np.where(y == 1, 1.0, -1.0)
+    expected = _repeated_proba(binary, X, y_pm, w, X)
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], expected, atol=1e-5)
+    if optimizer is not None:
+        # the learned [theta, b] maximise the repeated rows' evidence on the basis: its
+        # gradient there is at the level of L-BFGS-B's tolerance (1e-5 per row), far below
+        # its size at the unweighted fit's hyperparameters
+        grad = _repeated_gradient(binary, X, y_pm, w)
+        assert np.max(np.abs(grad)) < 1e-4
+        unweighted = SparseGPClassifier(C(1.0) * RBF(1.0), max_basis=12,
+                                        random_state=0).fit(X, y)._binary
+        unweighted.basis_vectors_ = binary.basis_vectors_
+        assert np.max(np.abs(_repeated_gradient(unweighted, X, y_pm, w))) > 10 * np.max(
+            np.abs(grad))
+
+
+def test_full_basis_fit_equals_repeated_fit():
+    # every distinct row in the basis (max_basis = n) and fixed hyperparameters: the
+    # repeated rows' fit may put duplicates in its basis, which only parameterise the same
+    # prior (jittered), so both are the full GP's EP on the same labels
+    X, y, w = _data(30)
+    kernel = C(2.0) * RBF(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = SparseGPClassifier(kernel, max_basis=30, optimizer=None).fit(
+            X, y, sample_weight=w)
+        repeated = SparseGPClassifier(kernel, max_basis=30, optimizer=None).fit(
+            np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert np.unique(weighted.basis_indices_).size == 30
+    X_test = np.random.RandomState(1).randn(50, 2)
+    np.testing.assert_allclose(weighted.predict_proba(X_test), repeated.predict_proba(X_test),
+                               atol=1e-5)
+    np.testing.assert_allclose(weighted.log_marginal_likelihood_value_,
+                               repeated.log_marginal_likelihood_value_, rtol=1e-6)
+
+
+def test_learned_sparse_fit_near_repeated_fit():
+    # learned hyperparameters on a sparse basis: the two fits select their bases on
+    # different rows (the repeated fit may pick a duplicate), so they agree only as two
+    # bases of 15 on these 80 rows do: within 0.03 in probability (measured 0.01)
+    X, y, w = _data(80, seed=3)
+    weighted = SparseGPClassifier(max_basis=15, random_state=0).fit(X, y, sample_weight=w)
+    repeated = SparseGPClassifier(max_basis=15, random_state=0).fit(
+        np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert np.max(np.abs(weighted.predict_proba(X) - repeated.predict_proba(X))) < 0.03
+
+
+@pytest.mark.parametrize("multi_class", ["shared", "independent"])
+def test_multiclass_fit_equals_repeated_rows_on_its_bases(multi_class):
+    X, y, w = _data(60, n_classes=3)
+    clf = SparseGPClassifier(max_basis=10, max_iter=2, multi_class=multi_class,
+                             random_state=0).fit(X, y, sample_weight=w)
+    for k, binary in enumerate(clf.estimators_):
+        y_pm = np.where(y == k, 1.0, -1.0)
+        expected = _repeated_proba(binary, X, y_pm, w, X)
+        mean, var = binary.latent_mean_and_variance(X)
+        got = binary.likelihood.predictive_probability(1.0, mean, var)
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+        # each class's (theta, b): the shared kernel maximises the summed evidence, so only
+        # the bias's own gradient vanishes for every class; the independent fits' all of it
+        grad = _repeated_gradient(binary, X, y_pm, w)
+        assert abs(grad[-1]) < 1e-3 if multi_class == "shared" else np.max(np.abs(grad)) < 1e-3
+
+
+def test_zero_weight_removes_the_row():
+    X, y, w = _data(60)
+    w[::4] = 0
+    kept = w > 0
+    for weights in (w, np.where(kept, 1, 0)):
+        a = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0).fit(
+            X, y, sample_weight=weights)
+        b = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0).fit(
+            X[kept], y[kept], sample_weight=weights[kept])
+        np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0).fit(X[kept], y[kept])
+    np.testing.assert_array_equal(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_class_weight_balanced_and_dict_equal_sample_weight():
+    X, y, _ = _data(60)
+    y[:10] = 0  # unbalanced
+    est = dict(max_basis=10, max_iter=2, random_state=0)
+    balanced = SparseGPClassifier(class_weight="balanced", **est).fit(X, y)
+    explicit = SparseGPClassifier(**est).fit(
+        X, y, sample_weight=compute_sample_weight("balanced", y))
+    np.testing.assert_array_equal(balanced.predict_proba(X), explicit.predict_proba(X))
+    as_dict = SparseGPClassifier(class_weight={0: 3.0}, **est).fit(X, y)
+    explicit = SparseGPClassifier(**est).fit(X, y, sample_weight=np.where(y == 0, 3.0, 1.0))
+    np.testing.assert_array_equal(as_dict.predict_proba(X), explicit.predict_proba(X))
+    # the weight moves the decision: class 0 gains probability everywhere
+    plain = SparseGPClassifier(**est).fit(X, y)
+    assert np.all(as_dict.predict_proba(X)[:, 0] > plain.predict_proba(X)[:, 0])
+
+
+def test_class_weight_times_sample_weight():
+    X, y, w = _data(40)
+    est = dict(max_basis=8, optimizer=None, kernel=C(1.0) * RBF(1.0))
+    a = SparseGPClassifier(class_weight={1: 2.0}, **est).fit(X, y, sample_weight=w)
+    b = SparseGPClassifier(**est).fit(X, y, sample_weight=w * np.where(y == 1, 2.0, 1.0))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_bad_weights_and_unsupported_options():
+    X, y, w = _data(30)
+    clf = SparseGPClassifier(max_basis=5, optimizer=None)
+    with pytest.raises(ValueError, match="sample_weight"):
+        clf.fit(X, y, sample_weight=-w)
+    with pytest.raises(ValueError, match="zero for every row"):
+        clf.fit(X, y, sample_weight=np.zeros(30))
+    with pytest.raises(ValueError, match="sample_weight"):
+        clf.fit(X, y, sample_weight=w[:-1])
+    with pytest.raises(ValueError, match="posterior='basis' does not take sample_weight"):
+        SparseGPClassifier(max_basis=5, posterior="basis").fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match="partial_fit does not take"):
+        clf.partial_fit(X, y, classes=[0, 1], sample_weight=w)
+    with pytest.raises(ValueError, match="partial_fit does not take"):
+        SparseGPClassifier(max_basis=5, class_weight="balanced").partial_fit(X, y, classes=[0, 1])
+    clf.fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match="learned with sample_weight"):
+        clf.partial_fit(X, y)
+    w_before = w.copy()
+    clf.fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(w, w_before)
+
+
+def test_partitioned_fit_refuses_weights():
+    da = pytest.importorskip("dask.array")
+    X, y, w = _data(40)
+    clf = SparseGPClassifier(max_basis=5, optimizer=None)
+    with pytest.raises(ValueError, match="a partitioned X does not take sample_weight"):
+        clf.fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20), sample_weight=w)
