@@ -234,6 +234,9 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels.
 
+        There is no ``sample_weight``: the mean-field E-step and the subspace EM's add test
+        treat every row as one likelihood term (repeat the rows to weight them).
+
         Returns
         -------
         self : RelevanceVectorClassifier
