@@ -373,9 +373,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             does not depend on it). The basis selection scores each row once (a basis
             vector only parameterises the prior; repeated rows would offer duplicate
             inducing inputs), so the weighted and the repeated fit agree exactly when the
-            basis holds every distinct row or is fixed. Only the all-rows posterior takes
-            weights: ``posterior="basis"``, a partitioned ``X`` and :meth:`partial_fit`
-            raise a ValueError that says so. See the user guide's section on weights.
+            basis holds every distinct row or is fixed. ``posterior="basis"``: a basis row
+            joins with ``c`` times its one-copy ADF site precision (a power-``c`` ADF
+            update), and the NLP objectives, criteria and adaptive sampling count each row
+            ``c`` times (not with ``hyperparameter_objective="evidence"`` nor ``n_restarts``
+            there). A partitioned ``X`` and :meth:`partial_fit` do not take weights; a
+            ValueError names what does not. See the user guide's section on weights.
 
         Returns
         -------

@@ -135,9 +135,12 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     n_classes = clf.classes_.size
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
     if weights is not None:
-        if params["posterior"] != "all_rows":
-            refuse_weights(clf, weights, "posterior='basis'",
-                           "use posterior='all_rows' (EP carries the weights exactly)")
+        if params["posterior"] != "all_rows" and clf.hyperparameter_objective == "evidence":
+            refuse_weights(clf, weights, "posterior='basis' with hyperparameter_objective="
+                           "'evidence'", "use the NLP objective or posterior='all_rows'")
+        if params["posterior"] != "all_rows" and clf.n_restarts and clf.optimizer is not None:
+            refuse_weights(clf, weights, "posterior='basis' with n_restarts > 0 (its held-out "
+                           "choice of a start)", "use n_restarts=0 or posterior='all_rows'")
         params["sample_weight"] = weights
     # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
     n_parallel = min(effective_n_jobs(clf.n_jobs), n_classes) if n_classes > 2 else 1

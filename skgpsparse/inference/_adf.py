@@ -21,6 +21,14 @@ asks (:mod:`skgpsparse.likelihoods`). The per-row arithmetic is
 :class:`~skgpsparse.inference._adf_rows.ADFRows`'s, so that the state on row partitions
 (:mod:`skgpsparse.inference._adf_partitioned`) runs the same; the criteria are
 :mod:`skgpsparse.inference._criteria`'s.
+
+Row weights (``weights``, the classifier's ``sample_weight`` under ``posterior="basis"``): a row
+of weight ``c`` stands for ``c`` copies matched together. Its site, when it joins the basis, is
+the product of ``c`` copies of the one-copy ADF site (precision ``c p_j``, the same mean ``m_j``:
+a power-``c`` ADF update, equal to adding ``c`` repeated rows at once, each against the
+posterior before them all); the criteria see that combined site's moments, the adaptive
+sampling draws a row with ``c`` times its error probability, and the NLP sums weigh each row's
+``-log Z_i`` by ``c`` over the summed weights.
 """
 
 import warnings
@@ -67,6 +75,7 @@ class ADFBasis:
         self.size = 0
         self._candidates = None
         self.excluded = None  # rows that may not be candidates (exclude_rows)
+        self.weights = None  # the rows' weights (module docstring); None: one each
 
     def exclude_rows(self, rows, excluded=True):
         """Keep the rows ``rows`` out of (or, ``excluded=False``, let them back into) the
@@ -91,12 +100,19 @@ class ADFBasis:
         (the elementwise chain then stays in the core's cache)."""
         return self.chunk_size or max(256, SCORE_BLOCK_ENTRIES // max(k, 1))
 
-    def _nlp_mean(self, total, all_points):
+    def _nlp_mean(self, total, all_points, J=None):
         """NLP_a eq. (5) (over all ``n``) or eq. (4) (over the ``n - p - 1`` rows outside the
-        basis and the candidate) from the sums of ``-log Z``."""
+        basis and the candidate) from the sums of ``-log Z``; with weights, over the summed
+        weights of those rows (the candidates ``J``'s own left out of eq. (4))."""
+        w = self.weights
+        if w is None:
+            if all_points:
+                return total / self.n_samples
+            return total / max(self.n_samples - self.size - 1, 1)
         if all_points:
-            return total / self.n_samples
-        return total / max(self.n_samples - self.size - 1, 1)
+            return total / np.sum(w)
+        rest = np.sum(w) - np.sum(w[self.basis_indices]) - (0.0 if J is None else w[J])
+        return total / np.maximum(rest, np.min(w))
 
     def _moment_matched_site(self, f_j, a_j, y_j):
         """``(p_j, m_j)`` of a point with marginal ``N(f_j + b, a_j)``, eq. (2)."""
@@ -205,6 +221,8 @@ class ADFState(ADFBasis):
     n_threads : int, default=1
         Threads over the row blocks of a scored working set (BLAS should run on one thread
         meanwhile); the scores do not depend on it.
+    weights : ndarray of shape (n,), default=None
+        The rows' positive weights (module docstring); None: one each.
 
     Examples
     --------
@@ -231,6 +249,7 @@ class ADFState(ADFBasis):
         chunk_size=None,
         site_update="moment_matching",
         n_threads=1,
+        weights=None,
     ):
         self.kernel, self.X, self.chunk_size = kernel, X, chunk_size
         self.site_update, self.n_threads = site_update, n_threads
@@ -240,6 +259,7 @@ class ADFState(ADFBasis):
             KernelColumns(kernel, X), np.asarray(y, dtype=float), k_diag, int(max_basis)
         )
         self._init_basis(max_basis, bias, likelihood, np.max(k_diag, initial=0.0))
+        self.weights = self._rows.weights = weights
 
     # the rows' arrays (:class:`~skgpsparse.inference._adf_rows.ADFRows`), read-only views of the
     # posterior
@@ -300,7 +320,7 @@ class ADFState(ADFBasis):
             all_points=all_points, block_rows=self._score_chunk_rows(len(J)),
             n_threads=self.n_threads,
         )
-        return self._nlp_mean(total, all_points)
+        return self._nlp_mean(total, all_points, J)
 
     def posterior_columns(self, J):
         """Columns ``A_.J = K_.J - M^T M_.J`` of the posterior covariance, shape (n, len(J))."""
@@ -317,11 +337,17 @@ class ADFState(ADFBasis):
         """Eq. (5) / eq. (4) after adding each ``j in J`` with its NLP-optimised site (§3)."""
 
         T = self.posterior_columns(J)
-        n, p = self.n_samples, self.size
-        if all_points:
+        n, p, w = self.n_samples, self.size, self.weights
+        if w is None and all_points:
             weights = np.full((n, 1), 1.0 / n)
-        else:
+        elif w is None:
             weights = np.repeat((~self.in_basis)[:, None] / max(n - p - 1, 1), J.size, axis=1)
+            weights[J, np.arange(J.size)] = 0.0
+        elif all_points:  # each row's -log Z counted c times (module docstring)
+            weights = (w / np.sum(w))[:, None]
+        else:
+            weights = np.repeat((~self.in_basis * w)[:, None], J.size, axis=1)
+            weights /= np.maximum(np.sum(weights, axis=0) - w[J], np.min(w))
             weights[J, np.arange(J.size)] = 0.0
         a = np.maximum(self.diag_A[J], 0.0)
         p0, shift, _, _ = self.likelihood.site_update(self.y[J], self.f_hat[J] + self.bias, a)
@@ -347,6 +373,8 @@ class ADFState(ADFBasis):
             pj, mj = self._site_cache[j]
         elif site_precision is None:
             pj, mj = self._moment_matched_site(self.f_hat[j], self.diag_A[j], self.y[j])
+            if self.weights is not None:  # c copies matched together: c times the precision
+                pj *= float(self.weights[j])
         else:
             pj, mj = float(site_precision), float(site_mean)
         # A_.j from the last NLP-scored working set if j was in it, else one kernel column
@@ -398,13 +426,16 @@ class ADFState(ADFBasis):
         total = self._rows.deletion_losses(
             G, den, coef_f, self.bias, self.likelihood, block_rows=max(1, self.chunk_size or 2048)
         )
-        return total / n
+        return total / (n if self.weights is None else np.sum(self.weights))
 
     # ------------------------------------------------------------------ summaries
     def nlp(self, *, all_points=False):
         """NLP eq. (4) over the non-basis points (eq. (5) over all ``n`` if ``all_points``)."""
         loss = self._rows.losses(self.bias, self.likelihood)
+        w = self.weights
         if all_points:
-            return float(np.mean(loss))
+            return float(np.mean(loss) if w is None else np.average(loss, weights=w))
         rest = ~self.in_basis
-        return float(np.mean(loss[rest])) if rest.any() else 0.0
+        if not rest.any():
+            return 0.0
+        return float(np.mean(loss[rest]) if w is None else np.average(loss[rest], weights=w[rest]))

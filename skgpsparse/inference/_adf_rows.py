@@ -65,6 +65,7 @@ class ADFRows:
         self.in_basis = np.zeros(n, dtype=bool)
         self.kept = None
         self._scratch = np.empty(n)  # an n-vector for the updates
+        self.weights = None  # the rows' weights (ADFState's); None: one each
 
     @property
     def n(self):
@@ -140,7 +141,8 @@ class ADFRows:
             if not all_points:
                 log_z[:, self.in_basis[rows]] = 0.0
                 log_z[own_cols, own_rows] = 0.0  # the candidate itself leaves u^c once added
-            partial[b] = -log_z.sum(axis=1)
+            partial[b] = -(log_z.sum(axis=1) if self.weights is None
+                           else log_z @ self.weights[rows])
 
         # per-block sums added in block order: the sums do not depend on the threads
         run_chunks(len(blocks), work, n_threads)
@@ -161,6 +163,8 @@ class ADFRows:
             weights[rows] = likelihood.error_probability(
                 self.y[rows], np.add(self.f_hat[rows], bias), self.diag_A[rows]
             )
+            if self.weights is not None:  # a row of weight c: c copies to draw from
+                weights[rows] *= self.weights[rows]
 
         run_chunks(len(blocks), work, n_threads)
         return weights
@@ -182,8 +186,8 @@ class ADFRows:
             Gc = G[:, cols]
             var = self.diag_A[cols] + Gc * Gc / den[:, None]
             mean = self.f_hat[cols] + coef_f[:, None] * Gc + bias
-            total -= likelihood.log_predictive(self.y[cols], mean, var, overwrite=True).sum(
-                axis=1)
+            log_z = likelihood.log_predictive(self.y[cols], mean, var, overwrite=True)
+            total -= log_z.sum(axis=1) if self.weights is None else log_z @ self.weights[cols]
         return total
 
     # ------------------------------------------------------------------ updates

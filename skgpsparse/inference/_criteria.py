@@ -100,7 +100,14 @@ def score_candidates(state, criterion, J):
     f_J, var_J, y_J = state.candidate_marginals(J, tentative=entry.tentative)
     a = np.maximum(var_J, 0.0)
     mean = f_J + state.bias
-    _, _, alpha, nu = state.likelihood.site_update(y_J, mean, a)
+    precision, shift, alpha, nu = state.likelihood.site_update(y_J, mean, a)
+    weights = getattr(state, "weights", None)
+    if weights is not None:
+        # a row of weight c joins with c copies of its site (precision c p_j, the same mean):
+        # the moments of that site (nu = p / (1 + p A_jj), alpha = nu (m_j - f_j))
+        precision = precision * weights[J]
+        nu = precision / (1.0 + precision * a)
+        alpha = nu * shift
     scores = entry.function(state, Candidates(J, mean, a, y_J, alpha, nu))
     return np.where(a > state._var_floor, scores, np.inf)
 

@@ -204,8 +204,6 @@ def test_bad_weights_and_unsupported_options():
         clf.fit(X, y, sample_weight=np.zeros(30))
     with pytest.raises(ValueError, match="sample_weight"):
         clf.fit(X, y, sample_weight=w[:-1])
-    with pytest.raises(ValueError, match="posterior='basis' does not take sample_weight"):
-        SparseGPClassifier(max_basis=5, posterior="basis").fit(X, y, sample_weight=w)
     with pytest.raises(ValueError, match="partial_fit does not take"):
         clf.partial_fit(X, y, classes=[0, 1], sample_weight=w)
     with pytest.raises(ValueError, match="partial_fit does not take"):
@@ -224,3 +222,87 @@ def test_partitioned_fit_refuses_weights():
     clf = SparseGPClassifier(max_basis=5, optimizer=None)
     with pytest.raises(ValueError, match="a partitioned X does not take sample_weight"):
         clf.fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20), sample_weight=w)
+
+
+def test_basis_posterior_weighted_sums_equal_repeated_rows():
+    # posterior="basis": a row of weight c joins the basis with c times its one-copy site
+    # precision, and every NLP sum counts its -log Z c times. An unweighted state over the
+    # repeated rows, given the same basis sites, must give the same NLP_a (eq. (5)), deletion
+    # scores and adaptive sampling mass; eq. (4) excludes the basis rows' copies there, so
+    # it is compared with the basis rows at weight 1
+    from skgpsparse.inference._adf import ADFState
+    from skgpsparse.likelihoods import Probit
+
+    X, y, w = _data(40)
+    y = np.where(y == 1, 1.0, -1.0)
+    w = w.astype(float)
+    basis = [3, 17, 25]
+    w[basis] = 1.0
+    first = np.concatenate([[0], np.cumsum(w[:-1])]).astype(int)  # each row's first copy
+    kernel, bias = C(1.5) * RBF(1.0), 0.2
+    weighted = ADFState(kernel, X, y, bias, 5, likelihood=Probit(), weights=w)
+    repeated = ADFState(kernel, np.repeat(X, w.astype(int), axis=0),
+                        np.repeat(y, w.astype(int)), bias, 5, likelihood=Probit())
+    for j in basis:
+        weighted.add(j)
+        k = int(weighted.size - 1)
+        repeated.add(first[j], weighted.site_precision[k], weighted.site_mean[k])
+    np.testing.assert_allclose(weighted.nlp(all_points=True), repeated.nlp(all_points=True),
+                               rtol=1e-12)
+    np.testing.assert_allclose(weighted.nlp(), repeated.nlp(), rtol=1e-12)
+    np.testing.assert_allclose(weighted.deletion_scores(), repeated.deletion_scores(),
+                               rtol=1e-10)
+    rows = np.setdiff1d(np.arange(40), basis)
+    mass = [repeated.sampling_weights(np.arange(f, f + int(c))).sum()
+            for f, c in zip(first[rows], w[rows])]
+    np.testing.assert_allclose(weighted.sampling_weights(rows), mass, rtol=1e-12)
+    # an added row of weight 3: three times the one-copy moment-matched precision
+    plain = ADFState(kernel, X, y, bias, 5, likelihood=Probit())
+    for j in basis:
+        plain.add(j)
+    weighted.weights[8] = 3.0
+    weighted.add(8)
+    plain.add(8)
+    np.testing.assert_allclose(weighted.site_precision[3], 3.0 * plain.site_precision[3])
+    np.testing.assert_allclose(weighted.site_mean[3], plain.site_mean[3])
+
+
+@pytest.mark.parametrize("eval_gradient", [False, True])
+def test_nlp_loss_weights_equal_repeated_rows(eval_gradient):
+    from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+    from skgpsparse.likelihoods import Probit
+
+    X, y, w = _data(40)
+    y = np.where(y == 1, 1.0, -1.0)
+    basis = np.array([3, 17, 25])
+    w[basis] = 1  # eq. (4) is over the non-basis rows: a basis row's copies would be outside
+    first = np.concatenate([[0], np.cumsum(w[:-1])])
+    args = (0.2, [-0.5, 1.0, 0.3], [2.0, 0.7, 1.1])
+    kernel = C(1.5) * RBF(1.0)
+    ours = nlp_loss(kernel, X, y, args[0], basis, *args[1:], likelihood=Probit(),
+                    eval_gradient=eval_gradient, weights=w)
+    theirs = nlp_loss(kernel, np.repeat(X, w, axis=0), np.repeat(y, w), args[0], first[basis],
+                      *args[1:], likelihood=Probit(), eval_gradient=eval_gradient)
+    if eval_gradient:
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+
+
+def test_basis_posterior_takes_weights():
+    X, y, w = _data(60)
+    params = dict(posterior="basis", max_basis=10, max_iter=2, random_state=0)
+    weighted = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
+    assert weighted.score(X, y) > 0.8
+    # integer weights as repeated rows of the non-basis points: the fitted NLP (eq. (4), the
+    # objective at the kept model) is the weighted mean over the non-basis rows
+    binary = weighted._binary
+    rest = np.setdiff1d(np.arange(60), binary.basis_indices_)
+    mean, var = binary.latent_mean_and_variance(X[rest])
+    loss = -binary.likelihood.log_predictive(np.where(y[rest] == 1, 1.0, -1.0), mean, var)
+    np.testing.assert_allclose(np.average(loss, weights=w[rest]), weighted.loss_curve_[
+        int(np.argmin(weighted.loss_curve_))], rtol=1e-6)
+    for bad in (dict(hyperparameter_objective="evidence"), dict(n_restarts=1)):
+        with pytest.raises(ValueError, match="posterior='basis' with"):
+            SparseGPClassifier(**params, **bad).fit(X, y, sample_weight=w)

@@ -168,6 +168,9 @@ class _BinarySparseGPClassifier:
         state = ADFState(
             kernel, X, y, bias, self.max_basis, likelihood=self.likelihood,
             site_update=self.site_update, n_threads=self.n_threads,
+            # the basis posterior's sites and NLP weigh the rows; the all-rows posterior's
+            # selection scores each row once (its basis is only the prior's inducing set)
+            weights=self._row_weights if self.posterior == "basis" else None,
         )
         warm_basis, self._warm_basis = self._warm_basis, None
         for j in () if warm_basis is None else warm_basis:
@@ -298,7 +301,7 @@ class _BinarySparseGPClassifier:
     def _objective(self, kernel, bias, X, y, basis, prec, mean, eval_gradient=False):
         """NLP eq. (4) with basis and sites fixed."""
         return nlp_loss(kernel, X, y, bias, basis, mean, prec, likelihood=self.likelihood,
-                        eval_gradient=eval_gradient)
+                        eval_gradient=eval_gradient, weights=self._row_weights)
 
     def _optimize(self, kernel, bias, X, y, basis, prec, mean):
         def obj_func(theta, eval_gradient=True):

@@ -144,6 +144,7 @@ def nlp_loss(
     likelihood,
     eval_gradient=False,
     chunk_size=None,
+    weights=None,
 ):
     """NLP loss over the non-basis points, with fixed sites, and its gradient.
 
@@ -175,6 +176,9 @@ def nlp_loss(
     chunk_size : int, default=None
         Rows of non-basis points per kernel block (see
         :func:`skgpsparse.kernels.iter_kernel_gradient`); the result does not depend on it.
+    weights : array-like of shape (n_samples,), default=None
+        The rows' weights (``sample_weight``): the loss is then the weighted mean of
+        ``-log Z_i`` over the non-basis points (each row counted as that many copies).
 
     Returns
     -------
@@ -204,18 +208,19 @@ def nlp_loss(
     rest = np.ones(n, dtype=bool)
     rest[basis] = False
     X_rest, y_rest = X[rest], y[rest]
-    n_rest = X_rest.shape[0]
+    w_rest = None if weights is None else np.asarray(weights, dtype=float)[rest]
+    n_rest = X_rest.shape[0] if w_rest is None else float(np.sum(w_rest))
     X_u = X[basis]
     s = np.sqrt(p_u)  # S = Pi_u^1/2 as a vector
 
     C, w, dK_uu = basis_system(kernel, X_u, s, m_u, eval_gradient)
     sums = nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, likelihood=likelihood,
-                    eval_gradient=eval_gradient, chunk_size=chunk_size)
+                    eval_gradient=eval_gradient, chunk_size=chunk_size, weights=w_rest)
     return nlp_from_sums([sums], w, dK_uu, n_rest, eval_gradient=eval_gradient)
 
 
 def nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, *, likelihood, eval_gradient,
-             chunk_size=None):
+             chunk_size=None, weights=None):
     """The loss's and the gradient's sums over the non-basis rows ``X_rest``, by chunks.
 
     The per-row part of :func:`nlp_loss`, for rows in memory or on one partition (the sums
@@ -223,7 +228,8 @@ def nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, *, likelihood, eva
     GEMM ``K C``, from which ``f_i = k_iu . w`` and ``A_ii = k_ii - k_iu . g_i``; the
     likelihood gives ``log Z_i`` and its derivatives ``d1_i``, ``d2_i`` in the mean and the
     variance of ``N(f_i + b, A_ii)``, so that ``a_i = -d1_i / |u^c|`` and
-    ``c_i = -d2_i / |u^c|``.
+    ``c_i = -d2_i / |u^c|``. ``weights``: the rows' weights, each row's terms counted that
+    many times (``n_rest`` is then their sum).
 
     Returns
     -------
@@ -239,7 +245,8 @@ def nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, *, likelihood, eva
             f = K @ w
             A = diag[rows] - np.einsum("ij,ij->i", K @ C, K)
             min_A = min(min_A, A.min(initial=np.inf))
-            total -= likelihood.log_predictive(y_rest[rows], f + bias, A, overwrite=True).sum()
+            log_z = likelihood.log_predictive(y_rest[rows], f + bias, A, overwrite=True)
+            total -= log_z.sum() if weights is None else log_z @ weights[rows]
         return total, min_A, float(np.max(diag, initial=0.0))
 
     p, n_theta = C.shape[0], kernel.n_dims
@@ -255,6 +262,8 @@ def nlp_sums(kernel, X_rest, y_rest, X_u, C, w, bias, n_rest, *, likelihood, eva
         A = diag[rows] - np.einsum("ij,ij->i", G, K)
         min_A = min(min_A, A.min(initial=np.inf))
         log_z, d1, d2 = likelihood.tilted(y_rest[rows], f + bias, A)
+        if weights is not None:  # a row's copies
+            log_z, d1, d2 = (weights[rows] * v for v in (log_z, d1, d2))
         total -= log_z.sum()
         # dNLP = sum_i a_i df_i + c_i dA_ii  (eq. 2.8 differentiated)
         a = -d1 / n_rest
