@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
-from .._row_weights import CLASS_WEIGHT_OPTIONS, fit_weights, refuse_weights
+from .._row_weights import CLASS_WEIGHT_OPTIONS, fit_weights
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
@@ -377,7 +377,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             joins with ``c`` times its one-copy ADF site precision (a power-``c`` ADF
             update), and the NLP objectives, criteria and adaptive sampling count each row
             ``c`` times (not with ``hyperparameter_objective="evidence"`` nor ``n_restarts``
-            there). A partitioned ``X`` and :meth:`partial_fit` do not take weights; a
+            there). On a partitioned ``X`` (a NumPy or partitioned array of the same rows)
+            the all-rows posterior takes them (its EP on the partitions weighs the rows;
+            the weights pass through the driver, ``n`` numbers), where the basis is
+            selected on the driver. :meth:`partial_fit` does not take weights; a
             ValueError names what does not. See the user guide's section on weights.
 
         Returns
@@ -403,9 +406,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         reset_fitted_state(self, _PRIVATE_STATE)
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
-            refuse_weights(self, sample_weight, "a partitioned X",
-                           "fit in memory, or repeat the rows instead")
-            return fit_partitioned(self, backend, X, y)
+            return fit_partitioned(self, backend, X, y, sample_weight)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, lambda rows, y: self.fit(rows, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64)

@@ -22,6 +22,11 @@ keeps its rows' part of the prior (``V_i = L^-1 K_ui``, ``Lambda_i``: a
 
 Per sweep the driver sends ``O(p^2)`` numbers to each partition and gets ``O(p^2)`` back;
 the partitions' work is the in-memory sweep's over their rows, in parallel.
+
+Row weights (``sample_weight``): :func:`set_row_weights` gives each partition its rows' weights
+once (kept apart from EP's state, so that every EP run after it uses them); its prior then
+carries them (:class:`~skgpsparse.inference._sparse_prior.SparsePrior`'s ``weights``), and its
+sweeps, ADF blocks and evidence terms count each row that many times, as in memory.
 """
 
 import numpy as np
@@ -43,9 +48,27 @@ from ._ep_passes import (
 )
 from ._sparse_prior import SparsePrior, basis_cholesky
 
-__all__ = ["PartitionedEP", "partitioned_ep"]
+__all__ = ["PartitionedEP", "partitioned_ep", "set_row_weights"]
 
 _KEY = "all_rows_ep"
+_WEIGHTS = "row_weights"
+
+
+@state_scope(_WEIGHTS, resets=True)
+def _p_weights(part, weights):
+    if weights is None:
+        part.state.pop(_WEIGHTS, None)
+    else:
+        part.state[_WEIGHTS] = weights
+
+
+def set_row_weights(rows, weights):
+    """Give every partition of ``rows`` its rows' entries of ``weights`` (``None``: one each)."""
+    offsets = rows.offsets
+    rows.map_each(_p_weights, {
+        i: (None if weights is None else np.asarray(weights[offsets[i]:offsets[i + 1]]),)
+        for i in range(rows.n_partitions)
+    })
 
 
 # ---------------------------------------------------------------- on each partition
@@ -53,7 +76,7 @@ _KEY = "all_rows_ep"
 def _p_prior(part, kernel, X_u, L, positive, prior, start_zero):
     X = np.asarray(part.X, dtype=np.float64)
     st = {
-        "prior": SparsePrior(kernel, X, X_u, prior, L=L),
+        "prior": SparsePrior(kernel, X, X_u, prior, L=L, weights=part.state.get(_WEIGHTS)),
         "y": np.where(np.asarray(part.y) == positive, 1.0, -1.0),
     }
     if start_zero:
@@ -106,14 +129,15 @@ def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
     """Continue the ADF blocks of ``rows`` global rows over this partition's rows."""
     st = part.state[_KEY]
     prior, y = st["prior"], st["y"]
-    V, lam = prior.V, prior.lam
+    V, lam, weights = prior.V, prior.lam, prior.weights
     tau, nu = np.zeros(part.n), np.zeros(part.n)
     start = 0
     while start < part.n:
         first = part.offset + start
         end = min((first // rows + 1) * rows, n_total)  # the global block's end
         J = slice(start, min(part.n, end - part.offset))
-        tau[J], nu[J], S = adf_block(V[:, J], lam[J], y[J], bias, (S, Va), post, likelihood)
+        tau[J], nu[J], S = adf_block(V[:, J], lam[J], y[J], bias, (S, Va), post, likelihood,
+                                     None if weights is None else weights[J])
         if part.offset + J.stop == end:  # the block is complete: it joins the posterior
             post = weight_posterior(S, Va)
         start = J.stop
@@ -126,9 +150,10 @@ def _p_evidence(part, bias, likelihood):
     st = part.state[_KEY]
     total = 0.0
     for J in _blocks(part.n, block_rows(st["prior"].V.shape[0])):  # temporaries of a block
+        weights = st["prior"].weights
         total += evidence_row_terms(
             st["mu"][J], st["s2"][J], st["tau"][J], st["nu"][J], st["prior"].lam[J],
-            st["y"][J], bias, likelihood,
+            st["y"][J], bias, likelihood, weights=None if weights is None else weights[J],
         )[0]
     return total
 

@@ -216,12 +216,64 @@ def test_bad_weights_and_unsupported_options():
     np.testing.assert_array_equal(w, w_before)
 
 
-def test_partitioned_fit_refuses_weights():
+def _fit_on_partitions(params, X, y, weights, partition_rows=40):
+    from skgpsparse.classification.partitioned._fit import fit_rows
+    from skgpsparse.rows._store import LocalRows
+
+    clf = SparseGPClassifier(**params)
+    classes = np.unique(y)
+    clf.classes_, clf.n_features_in_ = classes, X.shape[1]
+    return fit_rows(clf, LocalRows(X, y, partition_rows), classes, weights)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("learning_rows", ["auto", 60])
+def test_partitioned_fit_equals_in_memory_fit(n_classes, learning_rows):
+    # "auto": every row gathered to the driver, the in-memory fit itself (the zero weights
+    # dropped there); 60 of 150 rows: learning on the driver's subsample, EP over the
+    # partitions with the rows' weights, the in-memory fit's to EP's rounding
+    X, y, w = _data(150, n_classes=n_classes)
+    w = w.astype(float)
+    if learning_rows == "auto":
+        w[::7] = 0.0
+    params = dict(max_basis=10, max_iter=2, random_state=0, learning_rows=learning_rows)
+    in_memory = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
+    on_partitions = _fit_on_partitions(params, X, y, w)
+    np.testing.assert_allclose(on_partitions.predict_proba(X), in_memory.predict_proba(X),
+                               atol=1e-6)
+    np.testing.assert_allclose(on_partitions.log_marginal_likelihood_value_,
+                               in_memory.log_marginal_likelihood_value_, rtol=1e-6)
+
+
+def test_partitioned_fit_refuses_what_it_cannot_weigh():
+    X, y, w = _data(150)
+    with pytest.raises(ValueError, match="optimizer=None on a partitioned array"):
+        _fit_on_partitions(dict(max_basis=5, optimizer=None, learning_rows=60), X, y,
+                           w.astype(float))
+
+
+def test_dask_array_weights_equal_in_memory():
+    distributed = pytest.importorskip("distributed")
     da = pytest.importorskip("dask.array")
-    X, y, w = _data(40)
-    clf = SparseGPClassifier(max_basis=5, optimizer=None)
-    with pytest.raises(ValueError, match="a partitioned X does not take sample_weight"):
-        clf.fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20), sample_weight=w)
+    X, y, w = _data(120)
+    params = dict(max_basis=8, max_iter=2, random_state=0, learning_rows=50)
+    in_memory = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    with distributed.Client(cluster):
+        clf = SparseGPClassifier(**params).fit(
+            da.from_array(X, chunks=40), da.from_array(y, chunks=40),
+            sample_weight=da.from_array(w, chunks=40))
+        balanced = SparseGPClassifier(class_weight="balanced", **params).fit(
+            da.from_array(X, chunks=40), da.from_array(y, chunks=40))
+        with pytest.raises(ValueError, match="posterior='basis' on a partitioned array"):
+            SparseGPClassifier(posterior="basis", max_basis=5).fit(
+                da.from_array(X, chunks=40), da.from_array(y, chunks=40), sample_weight=w)
+    cluster.close()
+    np.testing.assert_allclose(clf.predict_proba(X), in_memory.predict_proba(X), atol=1e-6)
+    explicit = SparseGPClassifier(**params).fit(
+        X, y, sample_weight=compute_sample_weight("balanced", y))
+    np.testing.assert_allclose(balanced.predict_proba(X), explicit.predict_proba(X), atol=1e-6)
 
 
 def test_basis_posterior_weighted_sums_equal_repeated_rows():

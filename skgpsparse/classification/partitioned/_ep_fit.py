@@ -18,6 +18,7 @@ from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from ..._learning_rows import learning_size, learning_subsample
+from ..._row_weights import total_weight
 from ...inference._ep_partitioned import partitioned_ep
 from .._prediction import AllRowsPredictor
 from ..learning._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
@@ -73,6 +74,10 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
     if model.optimizer is not None:
         idx = driver_subsample(model.learning_rows, n, model.max_basis, rng,
                                "posterior='all_rows' with learned hyperparameters")
+        weights = model.sample_weight
+        if weights is not None:  # the learning rows' weights; zero weights stay out
+            idx = idx[weights[idx] > 0]
+            model._row_weights = weights[idx]
         X_l, labels = rows.take(idx)
         model._progress.line(
             f"learning on {idx.size} of {n} rows gathered from {rows.n_partitions} "
@@ -103,12 +108,14 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
 def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve):
     """``model``'s posterior by EP over every row on the partitions (from one ADF pass) under
     ``kernel``, ``bias`` and the basis ``X_u = X[basis]``; returns the loss (``-log Z`` per
-    row with the length-scale hyperprior)."""
+    row with the length-scale hyperprior; the partitions hold the rows' weights, if any:
+    :func:`~skgpsparse.inference._ep_partitioned.set_row_weights`)."""
     n = rows.n
     value, post, L, (tau, nu) = partitioned_ep(rows, positive, kernel, X_u, bias, "adf",
                                                likelihood=model.likelihood)
-    loss = float(with_length_scale_prior(lambda theta, eval_gradient=False: value / n,
-                                         kernel, n)(np.append(kernel.theta, bias), False))
+    n_eff = total_weight(n, model.sample_weight)
+    loss = float(with_length_scale_prior(lambda theta, eval_gradient=False: value / n_eff,
+                                         kernel, n_eff)(np.append(kernel.theta, bias), False))
     model._progress.line(f"EP on all {n} rows (partitions): -logZ/n {loss:.6f}")
     model.kernel_, model.bias_, model.basis_indices_ = kernel, bias, basis
     model.exchange_loss_curve_ = [float(v) for v in curve]

@@ -12,7 +12,9 @@ models are ordinary ones; the partitions are released when the fit ends.
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._row_weights import fit_weights, refuse_weights
 from ...inference._adf_partitioned import PartitionedADFState, label_counts
+from ...inference._ep_partitioned import set_row_weights
 from ...rows._store import row_centre
 from .._fitting import binary_params, store_binary, store_one_vs_rest
 from ..learning._binary import _BinarySparseGPClassifier
@@ -57,7 +59,7 @@ class PartitionedBinary(_BinarySparseGPClassifier):
         self.log_marginal_likelihood_value_ = float(self.log_marginal_likelihood())
 
 
-def fit_rows(clf, rows, classes):
+def fit_rows(clf, rows, classes, weights=None):
     """Fit ``clf`` (a SparseGPClassifier) on a row store whose ``y`` holds the labels.
 
     ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver over the
@@ -67,7 +69,10 @@ def fit_rows(clf, rows, classes):
     (``multi_class="auto"``), in memory where every row is gathered to the driver (at most
     ``learning_rows``), else learned on the gathered subsample with each class's EP on the
     partitions (:mod:`skgpsparse.classification.partitioned._shared_fit`); with fixed
-    hyperparameters there, the independent fits (with a warning).
+    hyperparameters there, the independent fits (with a warning). ``weights``: the rows'
+    weights (:mod:`skgpsparse._row_weights`), the all-rows posterior only: rows gathered to
+    the driver are fitted in memory with theirs (rows of zero weight dropped, as in memory),
+    and EP on the partitions weighs every row (a zero weight removes the row's terms).
     """
     n_classes = len(classes)
     all_rows = clf.posterior in ("auto", "all_rows")
@@ -77,6 +82,18 @@ def fit_rows(clf, rows, classes):
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)
     gathered = gathered_rows(rows, params) if all_rows else None
+    if weights is not None:
+        if gathered is None and params["optimizer"] is None:
+            refuse_weights(clf, weights, "optimizer=None on a partitioned array with more rows "
+                           "than learning_rows (its basis selection on the partitions)",
+                           "fit in memory, or raise learning_rows to the number of rows")
+        set_row_weights(rows, weights)
+        params = dict(params, sample_weight=weights)
+        if gathered is not None:  # the in-memory fit, rows of zero weight dropped
+            kept = weights > 0
+            gathered = gathered[0][kept], gathered[1][kept]
+            kept_weights = weights[kept]
+            params["sample_weight"] = None if np.all(kept_weights == 1.0) else kept_weights
 
     def fit_one(positive, rng):
         def partitioned():
@@ -109,8 +126,9 @@ def fit_rows(clf, rows, classes):
     )
 
 
-def fit_partitioned(clf, backend, X, y):
-    """Fit ``clf`` on the rows ``X`` and labels ``y`` held by the row ``backend``."""
+def fit_partitioned(clf, backend, X, y, sample_weight=None):
+    """Fit ``clf`` on the rows ``X`` and labels ``y`` held by the row ``backend``, with the
+    rows' ``sample_weight`` (and ``clf.class_weight``) if given."""
     unsupported = {
         "site_update": (clf.site_update, "moment_matching"),
         "hyperparameter_objective": (clf.hyperparameter_objective, "nlp"),
@@ -128,5 +146,20 @@ def fit_partitioned(clf, backend, X, y):
             "class."
         )
     clf.classes_, clf.n_features_in_ = classes, X.shape[1]
+    weights = _weights(clf, backend, X, y, sample_weight)
     with backend.open(X, y) as rows:
-        return fit_rows(clf, rows, classes)
+        return fit_rows(clf, rows, classes, weights)
+
+
+def _weights(clf, backend, X, y, sample_weight):
+    """The rows' weights on the driver (:func:`~skgpsparse._row_weights.fit_weights`; the
+    labels are gathered for ``class_weight``), or None; refused by ``posterior="basis"``."""
+    if sample_weight is None and clf.class_weight is None:
+        return None
+    if clf.posterior == "basis":
+        refuse_weights(clf, sample_weight, "posterior='basis' on a partitioned array",
+                       "fit in memory, or use posterior='all_rows'")
+    if backend.owns(sample_weight):
+        sample_weight = backend.gather(sample_weight)
+    labels = None if clf.class_weight is None else np.asarray(backend.gather(y))
+    return fit_weights(sample_weight, np.empty((X.shape[0], 0)), labels, clf.class_weight)

@@ -33,9 +33,13 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     # the in-memory fit's selection rows (selection_rows: the same draw)
     sub = driver_subsample(params["learning_rows"], rows.n, params["max_basis"], rng,
                            "multi_class='shared'")
+    weights = params.get("sample_weight")
+    if weights is not None:  # the selection rows' weights; zero weights stay out
+        sub = sub[weights[sub] > 0]
     X_s, labels = rows.take(sub)
     kernel, biases, chosen, (loss_curve, n_iter) = shared_stage(
-        params, X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
+        params if weights is None else dict(params, sample_weight=weights[sub]),
+        X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
     )
     models = []
     for k, (basis, curve) in enumerate(chosen):
