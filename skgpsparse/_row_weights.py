@@ -17,7 +17,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
     "CLASS_WEIGHT_OPTIONS", "fit_weights", "refuse_weights", "total_weight", "weighted_mean",
-    "weighted_std",
+    "weighted_rows", "weighted_std",
 ]
 
 # The constraints of a classifier's ``class_weight`` parameter (scikit-learn's).
@@ -77,6 +77,28 @@ def fit_weights(sample_weight, X, y=None, class_weight=None):
             "sample_weight (times class_weight) is zero for every row: nothing to fit."
         )
     return None if np.all(weights == 1.0) else weights
+
+
+def weighted_rows(X, y, sample_weight, class_weight=None):
+    """``(X, y, weights)`` of a fit: the rows of positive weight and their weights
+    (:func:`fit_weights`), ``weights`` None when those are all one (a zero weight removes
+    its row exactly: it is dropped here).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._row_weights import weighted_rows
+    >>> X, y = np.arange(4.0)[:, None], np.array([0, 1, 0, 1])
+    >>> X_w, y_w, w = weighted_rows(X, y, [2, 0, 1, 1])
+    >>> X_w.ravel().tolist(), w.tolist(), weighted_rows(X, y, [1, 0, 1, 1])[2] is None
+    ([0.0, 2.0, 3.0], [2.0, 1.0, 1.0], True)
+    """
+    weights = fit_weights(sample_weight, X, y, class_weight)
+    if weights is None:
+        return X, y, None
+    kept = weights > 0
+    X, y, weights = X[kept], y[kept], weights[kept]
+    return X, y, (None if np.all(weights == 1.0) else weights)
 
 
 def total_weight(n, weights):

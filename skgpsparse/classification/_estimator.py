@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
-from .._row_weights import CLASS_WEIGHT_OPTIONS, fit_weights
+from .._row_weights import CLASS_WEIGHT_OPTIONS, weighted_rows
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
@@ -205,10 +205,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
     class_weight : dict, "balanced" or None, default=None
-        Weight of each class, multiplied into ``sample_weight`` (scikit-learn's meaning): a
-        dict ``{label: weight}`` (missing classes weigh 1), or ``"balanced"``, ``n_samples /
-        (n_classes * count of the class)`` with the counts summing ``sample_weight``. What
-        a weight means is ``fit``'s ``sample_weight``.
+        Each class's weight, multiplied into ``fit``'s ``sample_weight`` (scikit-learn's).
 
     Attributes
     ----------
@@ -345,8 +342,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.stream_buffer = stream_buffer
-        self.stream_ep_sweeps = stream_ep_sweeps
-        self.class_weight = class_weight
+        self.stream_ep_sweeps, self.class_weight = stream_ep_sweeps, class_weight
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -362,44 +358,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels (any type scikit-learn accepts).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weight of each row, multiplied by ``class_weight`` (None: ones).
-            scikit-learn's meaning: an integer weight ``c`` counts the row ``c`` times, a
-            zero weight removes it (the row is dropped before fitting). The all-rows EP
-            carries the weights exactly: the fitted sites, evidence and learned
-            ``[theta, b]`` are those of the repeated rows at EP's fixed point (each row
-            keeps one copy's site, its copies enter the posterior by a power-EP update).
-            EP's ADF start matches a row's copies together, a power-``c`` ADF update (equal
-            to repeated rows when the copies fall in one block of the pass; the fixed point
-            does not depend on it). The basis selection scores each row once (a basis
-            vector only parameterises the prior; repeated rows would offer duplicate
-            inducing inputs), so the weighted and the repeated fit agree exactly when the
-            basis holds every distinct row or is fixed. ``posterior="basis"``: a basis row
-            joins with ``c`` times its one-copy ADF site precision (a power-``c`` ADF
-            update), and the NLP objectives, criteria and adaptive sampling count each row
-            ``c`` times (not with ``hyperparameter_objective="evidence"`` nor ``n_restarts``
-            there). On a partitioned ``X`` (a NumPy or partitioned array of the same rows)
-            the all-rows posterior takes them (its EP on the partitions weighs the rows;
-            the weights pass through the driver, ``n`` numbers), where the basis is
-            selected on the driver. :meth:`partial_fit` does not take weights; a
-            ValueError names what does not. See the user guide's section on weights.
+            Row weights (times ``class_weight``): ``c`` counts a row ``c`` times, 0 removes it.
 
         Returns
         -------
         self : object
             The fitted classifier.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgpsparse import SparseGPClassifier
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.randn(40, 2); y = (X[:, 0] > 0).astype(int)
-        >>> w = rng.randint(1, 3, size=40)
-        >>> clf = SparseGPClassifier(max_basis=10, optimizer=None)
-        >>> a = clf.fit(X, y, sample_weight=w).predict_proba(X[:3])
-        >>> b = clf.fit(np.repeat(X, w, axis=0), np.repeat(y, w)).predict_proba(X[:3])
-        >>> bool(np.allclose(a, b, atol=1e-5))
-        True
         """
         check_kernel(self.kernel)
         previous = previous_models(self)
@@ -410,11 +374,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, lambda rows, y: self.fit(rows, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64)
-        weights = fit_weights(sample_weight, X, y, self.class_weight)
-        if weights is not None:  # a zero weight removes its row (exactly)
-            kept = weights > 0
-            X, y, weights = X[kept], y[kept], weights[kept]
-            weights = None if np.all(weights == 1.0) else weights  # removal only
+        X, y, weights = weighted_rows(X, y, sample_weight, self.class_weight)  # user guide
         self.classes_, y_enc = encode_labels(y)
         n_classes = self.classes_.size
         if n_classes == 1:

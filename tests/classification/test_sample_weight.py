@@ -174,7 +174,7 @@ def test_zero_weight_removes_the_row():
 def test_class_weight_balanced_and_dict_equal_sample_weight():
     X, y, _ = _data(60)
     y[:10] = 0  # unbalanced
-    est = dict(max_basis=10, max_iter=2, random_state=0)
+    est = {"max_basis": 10, "max_iter": 2, "random_state": 0}
     balanced = SparseGPClassifier(class_weight="balanced", **est).fit(X, y)
     explicit = SparseGPClassifier(**est).fit(
         X, y, sample_weight=compute_sample_weight("balanced", y))
@@ -189,7 +189,7 @@ def test_class_weight_balanced_and_dict_equal_sample_weight():
 
 def test_class_weight_times_sample_weight():
     X, y, w = _data(40)
-    est = dict(max_basis=8, optimizer=None, kernel=C(1.0) * RBF(1.0))
+    est = {"max_basis": 8, "optimizer": None, "kernel": C(1.0) * RBF(1.0)}
     a = SparseGPClassifier(class_weight={1: 2.0}, **est).fit(X, y, sample_weight=w)
     b = SparseGPClassifier(**est).fit(X, y, sample_weight=w * np.where(y == 1, 2.0, 1.0))
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
@@ -236,7 +236,7 @@ def test_partitioned_fit_equals_in_memory_fit(n_classes, learning_rows):
     w = w.astype(float)
     if learning_rows == "auto":
         w[::7] = 0.0
-    params = dict(max_basis=10, max_iter=2, random_state=0, learning_rows=learning_rows)
+    params = {"max_basis": 10, "max_iter": 2, "random_state": 0, "learning_rows": learning_rows}
     in_memory = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
     on_partitions = _fit_on_partitions(params, X, y, w)
     np.testing.assert_allclose(on_partitions.predict_proba(X), in_memory.predict_proba(X),
@@ -248,7 +248,7 @@ def test_partitioned_fit_equals_in_memory_fit(n_classes, learning_rows):
 def test_partitioned_fit_refuses_what_it_cannot_weigh():
     X, y, w = _data(150)
     with pytest.raises(ValueError, match="optimizer=None on a partitioned array"):
-        _fit_on_partitions(dict(max_basis=5, optimizer=None, learning_rows=60), X, y,
+        _fit_on_partitions({"max_basis": 5, "optimizer": None, "learning_rows": 60}, X, y,
                            w.astype(float))
 
 
@@ -256,7 +256,7 @@ def test_dask_array_weights_equal_in_memory():
     distributed = pytest.importorskip("distributed")
     da = pytest.importorskip("dask.array")
     X, y, w = _data(120)
-    params = dict(max_basis=8, max_iter=2, random_state=0, learning_rows=50)
+    params = {"max_basis": 8, "max_iter": 2, "random_state": 0, "learning_rows": 50}
     in_memory = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                        dashboard_address=None)
@@ -344,7 +344,7 @@ def test_nlp_loss_weights_equal_repeated_rows(eval_gradient):
 
 def test_basis_posterior_takes_weights():
     X, y, w = _data(60)
-    params = dict(posterior="basis", max_basis=10, max_iter=2, random_state=0)
+    params = {"posterior": "basis", "max_basis": 10, "max_iter": 2, "random_state": 0}
     weighted = SparseGPClassifier(**params).fit(X, y, sample_weight=w)
     assert weighted.score(X, y) > 0.8
     # integer weights as repeated rows of the non-basis points: the fitted NLP (eq. (4), the
@@ -355,6 +355,6 @@ def test_basis_posterior_takes_weights():
     loss = -binary.likelihood.log_predictive(np.where(y[rest] == 1, 1.0, -1.0), mean, var)
     np.testing.assert_allclose(np.average(loss, weights=w[rest]), weighted.loss_curve_[
         int(np.argmin(weighted.loss_curve_))], rtol=1e-6)
-    for bad in (dict(hyperparameter_objective="evidence"), dict(n_restarts=1)):
+    for bad in ({"hyperparameter_objective": "evidence"}, {"n_restarts": 1}):
         with pytest.raises(ValueError, match="posterior='basis' with"):
             SparseGPClassifier(**params, **bad).fit(X, y, sample_weight=w)

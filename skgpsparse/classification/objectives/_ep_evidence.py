@@ -8,10 +8,10 @@ far (the sites belong to rows, not to the basis, so they carry over).
 
 import numpy as np
 
+from ..._row_weights import total_weight
 from ...inference._ep import _EP_TOL, negative_log_evidence_all_rows
 from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
-from ..._row_weights import total_weight
 
 __all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective"]
 
