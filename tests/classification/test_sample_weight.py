@@ -358,3 +358,22 @@ def test_basis_posterior_takes_weights():
     for bad in ({"hyperparameter_objective": "evidence"}, {"n_restarts": 1}):
         with pytest.raises(ValueError, match="posterior='basis' with"):
             SparseGPClassifier(**params, **bad).fit(X, y, sample_weight=w)
+
+
+def test_grid_search_routes_sample_weight():
+    import sklearn
+    from sklearn.model_selection import GridSearchCV
+
+    X, y, w = _data(60)
+    est = SparseGPClassifier(C(1.0) * RBF(1.0), optimizer=None, max_basis=5)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = est.set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+        search = GridSearchCV(est, {"max_basis": [5, 8]}, cv=3).fit(X, y, sample_weight=w)
+        direct = SparseGPClassifier(C(1.0) * RBF(1.0), optimizer=None,
+                                    **search.best_params_).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(search.best_estimator_.predict_proba(X),
+                                  direct.predict_proba(X))
+    # the weights reached the fits: the unweighted refit differs
+    unweighted = SparseGPClassifier(C(1.0) * RBF(1.0), optimizer=None,
+                                    **search.best_params_).fit(X, y)
+    assert np.max(np.abs(unweighted.predict_proba(X) - direct.predict_proba(X))) > 1e-3
