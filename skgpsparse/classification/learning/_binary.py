@@ -201,7 +201,8 @@ class _BinarySparseGPClassifier:
                 warnings.warn(
                     f"Basis selection stopped at {state.size} basis vectors (max_basis="
                     f"{self.max_basis}): every remaining point has zero posterior variance "
-                    "(duplicates of basis points or a degenerate kernel).",
+                    "(duplicates of basis points or a degenerate kernel) or, under the "
+                    "all-rows posterior, repeats a basis row's input.",
                     RuntimeWarning,
                     stacklevel=4,
                 )
