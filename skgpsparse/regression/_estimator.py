@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
@@ -18,6 +18,7 @@ from ..selection import BaseSelector
 from ._alternation import alternate
 from ._fitting import prepare_fit, store_fit
 from ._partitioned_fit import fit_partitioned, predict_partitioned
+from ._row_noise import make_row_noise, weighted_mean_std
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
 from ._targets import prior_prediction, target_scaling
@@ -27,10 +28,21 @@ from ._warm import warm_start_from
 
 __all__ = ["SparseGPRegressor"]
 
+
+def _weighted_scaling(y, weight, normalize):
+    """:func:`~._targets.target_scaling` of the rows repeated by their weights."""
+    if not normalize:
+        return target_scaling(y, False)
+    mean, std = weighted_mean_std(y, weight)
+    if y.ndim == 1:
+        return float(mean), (float(std) if std > 0 else 1.0)
+    return mean, np.where(std > 0, std, 1.0)
+
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream",
+    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
+    "_noise_scale",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -252,7 +264,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kernel": [None, Kernel],
-        "noise_variance": [Interval(numbers.Real, 0, None, closed="left")],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
@@ -323,7 +335,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Select the basis and learn the hyperparameters.
 
         Parameters
@@ -342,6 +354,13 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             Targets. Several targets are fitted together, as by scikit-learn's
             ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the
             sum of the targets' costs and log marginal likelihoods.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows (None: ones). Row ``i`` has the noise variance
+            ``noise_variance / w_i``, with the evidence's constant terms of ``w_i`` copies
+            of the row, so that an integer weight is the row repeated (to rounding, where
+            the fit is deterministic: see the user guide) and a zero weight removes it.
+            ``basis_indices_`` index ``X`` with its zero-weight rows. Not available on a
+            partitioned ``X``.
 
         Returns
         -------
@@ -351,10 +370,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self._warm = warm_start_from(self, X)  # taken by _alternation.alternate (warm_start)
         reset_fitted_state(self, _PRIVATE_STATE)
         with blas_thread_limit(_FIT_BLAS_THREADS):
-            return self._fit(X, y)
+            return self._fit(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Add rows: the first call fits, later ones update the posterior exactly (O(p^2)).
 
         Rows are not kept; below ``max_basis`` the basis grows from them; hyperparameters
@@ -364,19 +383,31 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the batch's rows, as in :meth:`fit` (the noise of row ``i`` is
+            ``noise_variance_ / w_i``). A model fitted with a ``noise_variance`` array
+            (per-row noise of the first batch) takes no later batch: refit instead.
 
         Returns
         -------
         self : SparseGPRegressor
         """
-        return partial_fit(self, X, y)
+        return partial_fit(self, X, y, sample_weight)
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
+            if sample_weight is not None or np.ndim(self.noise_variance) > 0:
+                raise ValueError(
+                    "sample_weight and a noise_variance array are not available for a fit on "
+                    "a partitioned array; fit an in-memory array, or give the weights by "
+                    "repeating rows."
+                )
             return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, self._fit)
+            return fit_indexed(
+                self, X, y, lambda rows, y_rows: self._fit(rows, y_rows, sample_weight)
+            )
         # float32 stays float32 (the state scores in float32 and keeps a float64 model).
         X, y = validate_data(
             self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
@@ -384,13 +415,53 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
         # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
         y = np.asarray(y, dtype=np.float64)
-        y, p, rng = prepare_fit(self, y, X.shape[0], target_scaling(y, self.normalize_y))
+        X, y, row_noise, kept = self._row_noise_of(X, y, sample_weight)
+        if row_noise is None:
+            scaling = target_scaling(y, self.normalize_y)
+        else:  # the repeated rows' mean and standard deviation
+            scaling = _weighted_scaling(y, row_noise.weight, self.normalize_y)
+        y, p, rng = prepare_fit(self, y, X.shape[0], scaling, row_noise)
         store_fit(self, alternate(self, X, y, p, rng), X.shape[0])
+        if kept is not None:  # indices of the X given, zero-weight rows included
+            self.basis_indices_ = kept[self.basis_indices_]
         # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
         # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
         # kept in memory but not pickled (see __getstate__).
         self._X_train, self._y_train = X, y
         return self
+
+    def _row_noise_of(self, X, y, sample_weight):
+        """``(X, y, row_noise, kept)``: the rows of positive weight, their
+        :class:`~._row_noise.RowNoise` (None for unit weights and a scalar noise) and the
+        indices of the rows kept (None when every row is)."""
+        n = X.shape[0]
+        relative = None
+        if np.ndim(self.noise_variance) > 0:
+            relative = np.asarray(self.noise_variance, dtype=np.float64)
+            if relative.shape != (n,):
+                raise ValueError(
+                    "noise_variance as an array must have one entry per training row: shape "
+                    f"({n},), got shape {relative.shape}."
+                )
+            if not np.all(np.isfinite(relative)) or not np.all(relative > 0):
+                raise ValueError(
+                    "noise_variance as an array must hold finite values > 0 (the rows' noise "
+                    f"variances); got min {np.min(relative)!r}."
+                )
+        weight = None
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                          ensure_non_negative=True)
+            if not np.sum(weight) > 0:
+                raise ValueError("sample_weight must have a positive sum, got all zeros.")
+            if np.all(weight == 1.0):
+                weight = None  # unit weights: the unweighted fit, bit for bit
+        kept = None
+        if weight is not None and not np.all(weight > 0):
+            kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
+            X, y, weight = X[kept], y[kept], weight[kept]
+            relative = None if relative is None else relative[kept]
+        return X, y, make_row_noise(relative, weight, X.shape[0]), kept
 
     def __getstate__(self):
         """Pickle without the training data: a fitted model stores what prediction needs.
