@@ -180,10 +180,10 @@ def _weight_sum(c):
     return None if c is None else float(np.sum(c * c))
 
 
-def _grow(model, stream, X, y, V_b, kdiag, c=None):
+def _grow(model, stream, X, y, V_b, kdiag, scale=None):
     """Append basis vectors from the batch while the basis is not full; True if any.
 
-    ``c``: the rows' scales (weights, whitened rows: ``y`` and ``V_b`` are whitened)."""
+    ``scale``: the rows' scales ``w^(1/2)`` (weighted rows: ``y`` and ``V_b`` are whitened)."""
     rng = None  # made on first use (a RandomState from an int costs ~0.1 ms)
     kernel, s2, jitter = model.kernel_, stream.s2, stream.jitter
     b = X.shape[0]
@@ -214,8 +214,8 @@ def _grow(model, stream, X, y, V_b, kdiag, c=None):
         J, l, lpp = J[ok], l[:, ok], np.sqrt(d2[ok])
         # v = (k_bj - V_b^T l) / l_pp for the batch's rows; earlier rows: 0 (projection)
         K_bJ = kernel(X, X[J])
-        if c is not None:
-            K_bJ *= c[:, None]
+        if scale is not None:
+            K_bJ *= scale[:, None]
         v = (K_bJ - V_b.T @ l) / lpp
         mu = y - V_b.T @ (stream.P_j @ stream.Vy)  # the batch's residual
         c = V_b @ v

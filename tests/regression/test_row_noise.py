@@ -143,17 +143,28 @@ def test_normalize_y_weights_equal_repeated_rows():
                                rtol=0, atol=1e-8)
 
 
-def test_partial_fit_weights_equal_repeated_rows():
+@pytest.mark.parametrize("n_first", [20, 4], ids=["basis-full", "basis-grows"])
+def test_partial_fit_weights_equal_repeated_rows(n_first):
     X, y, _ = _data(n=40, seed=7)
     w = np.random.RandomState(8).randint(0, 4, len(y))
+    if n_first < 8:
+        # unit weights in the first batch: its repeated rows' fit would put a repeated
+        # row twice in the basis (the jitter lets it), which the weighted fit cannot
+        w[:n_first] = 1
     model = SparseGPRegressor(C(1.0) * RBF(1.0), max_basis=8, optimizer=None,
                               noise_variance=0.05, **_DETERMINISTIC)
-    weighted = _fit(model, X[:20], y[:20], sample_weight=w[:20])
-    weighted.partial_fit(X[20:], y[20:], sample_weight=w[20:])
     Xr, yr = np.repeat(X, w, axis=0), np.repeat(y, w)
-    first = int(np.sum(w[:20]))
-    repeated = _fit(model, Xr[:first], yr[:first])
+    first = int(np.sum(w[:n_first]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = clone(model).partial_fit(X[:n_first], y[:n_first],
+                                            sample_weight=w[:n_first])
+        repeated = clone(model).partial_fit(Xr[:first], yr[:first])
+    weighted.partial_fit(X[n_first:], y[n_first:], sample_weight=w[n_first:])
     repeated.partial_fit(Xr[first:], yr[first:])
+    assert weighted.basis_vectors_.shape[0] == 8  # grown from the weighted batch
+    np.testing.assert_array_equal(np.sort(weighted.basis_vectors_[:, 0]),
+                                  np.sort(repeated.basis_vectors_[:, 0]))
     np.testing.assert_allclose(weighted.predict(X_TEST), repeated.predict(X_TEST),
                                rtol=0, atol=1e-8)
     assert weighted.log_marginal_likelihood_value_ == pytest.approx(
