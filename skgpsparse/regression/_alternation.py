@@ -202,7 +202,8 @@ def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds, row_noise=None)
     of ``K + s2 I``, not the sparse objective's solves).
     """
     exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
-    best = _learn(model, kernel, s2, X_sub, y_sub, X_sub, exact, row_noise)
+    learn = _learn if row_noise is None else partial(_learn, row_noise=row_noise)
+    best = learn(model, kernel, s2, X_sub, y_sub, X_sub, exact)
     if noise_bounds is None:
         return best[:2]
     if row_noise is None:
@@ -215,7 +216,7 @@ def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds, row_noise=None)
         if not np.isfinite(start) or any(0.5 < start / t < 2.0 for t in tried):
             continue
         tried.append(start)
-        found = _learn(model, kernel, start, X_sub, y_sub, X_sub, exact, row_noise)
+        found = learn(model, kernel, start, X_sub, y_sub, X_sub, exact)
         if found[2] > best[2]:
             best = found
     return best[:2]
@@ -319,6 +320,7 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
         seeds = () if isinstance(X, RowStore) else basis_rows(X, warm.basis_vectors)
     n = X.shape[0]
     learn = _learns(model, noise_bounds)
+    learn_step = _learn if row_noise is None else partial(_learn, row_noise=row_noise)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
     learn_on_basis = learn and model.max_iter > 0
     refine = refine_iterations(
@@ -375,7 +377,7 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
         # the exact GP likelihood), so the first selection does not use a poor kernel; the
         # default kernel's choice of one length scale per feature (._kernel_choice)
         exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
-        take, subset_noise = _take, lambda X_s: None
+        take, subset_noise, start_on = _take, lambda X_s: None, _subset_start
         if row_noise is not None:
             # the subsets' row noise, found by their X (subset_start takes, then learns)
             taken = {}
@@ -388,11 +390,12 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
             def subset_noise(X_s):
                 return taken[id(X_s)][1]
 
+            def start_on(model, k, s2, X_s, y_s, noise_bounds):
+                return _subset_start(model, k, s2, X_s, y_s, noise_bounds, subset_noise(X_s))
+
         kernel, s2 = subset_start(
             model, kernel, X, y, max(p, _INIT_SUBSET), rng, take,
-            lambda k, X_s, y_s: _subset_start(
-                model, k, s2, X_s, y_s, noise_bounds, subset_noise(X_s)
-            ),
+            lambda k, X_s, y_s: start_on(model, k, s2, X_s, y_s, noise_bounds),
             lambda k, s, X_s, y_s: exact(
                 k, X_s, y_s, X_s, s, jitter=jitter(k, X_s), row_noise=subset_noise(X_s)
             ),
@@ -401,7 +404,7 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(
             model, X, y, kernel, s2, seeds, learn_on_basis, jitter,
-            lambda *args: _learn(model, *args, row_noise=row_noise), row_noise,
+            lambda *args: learn_step(model, *args), row_noise,
         )
         if fields is not None:
             return FittedBasis(**fields)
@@ -425,9 +428,7 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
                 s2 = max(s2, state.mean_squared_residual())
-            kernel, s2, lml = _learn(
-                model, kernel, s2, X, y, _take(X, y, state.basis)[0], row_noise=row_noise
-            )
+            kernel, s2, lml = learn_step(model, kernel, s2, X, y, _take(X, y, state.basis)[0])
         else:
             lml = state_objective(state, model.hyperparameter_objective)
         n_iter = it + 1
