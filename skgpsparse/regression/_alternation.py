@@ -17,7 +17,6 @@ import numpy as np
 from scipy.linalg import cholesky
 
 from .._learning_rows import learning_subsample
-from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
@@ -25,6 +24,7 @@ from ._all_rows_posterior import factors_objective, posterior_on_all_rows, poste
 from ._basis import select_and_exchange
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
+from ._fit_memory import fit_memory
 from ._full_basis import full_basis_fit
 from ._hyperparameters import check_noise_bounds, learn_hyperparameters
 from ._kernel_choice import subset_start
@@ -39,7 +39,7 @@ from ._vfe import OBJECTIVES, state_objective
 from ._warm import basis_rows
 from ._white import warn_at_bounds
 
-__all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
+__all__ = ["FittedBasis", "alternate", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
@@ -50,46 +50,6 @@ def jitter(kernel, X):
     if isinstance(X, RowStore):
         return RELATIVE_JITTER * max(row_jitter_base(kernel, X), 0.0)
     return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
-
-
-def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32=False):
-    """:class:`~skgpsparse._memory.FitMemory` of a fit on ``n`` rows with a basis of ``p``.
-
-    The arrays held together at the fit's peak: the selection state (``n x p`` kernel
-    columns in :class:`~skgpsparse.kernels._columns.ColumnBlocks`, two ``p x p`` factors, a
-    working set's ``n x kappa`` columns, the scaled inputs and a few ``n``-vectors) and, when
-    the hyperparameters are learned on its basis, the objective's gradient
-    (:func:`~skgpsparse.regression._dtc.dtc_gradient`: ``V``, ``P`` and ``B^T``, three
-    ``n x p`` arrays, and about ``10 + n_theta`` ``p x p`` ones with ``dK_uu``); otherwise
-    the predictive factors' ``p x p`` matrices. A ``float32`` input adds its scaled copy in
-    single precision and, when learning, the likelihood's ``float64`` copy of ``X``.
-    """
-    block = 8.0 * (-(-n // 2048) * 2048 if n > 2048 else n) * p
-    rows = 8.0 * n * (n_features + 12 + 4 * n_targets + working_set)
-    if float32:
-        rows += 4.0 * n * (n_features + 2) + (8.0 * n * n_features if learn else 0.0)
-    # and a row block of the gradient's contraction (about 32 MB, kernels._gradients)
-    gradient = 24.0 * n * p + min(32 * 2**20, 8.0 * n * p) if learn else 0.0
-    square = 8.0 * p * p * ((12 + n_theta) if learn else 10)
-    lower_p = f"lower `max_basis` (now {p})"
-    parts = [
-        ("the n x max_basis kernel columns", block, lower_p),
-        ("the gradient's n x max_basis arrays", gradient, lower_p),
-        (
-            (
-                f"the max_basis x max_basis factors and gradient block ({n_theta} kernel "
-                "hyperparameters)"
-            ),
-            square,
-            (lower_p, "pass optimizer=None (fixed hyperparameters)") if learn else lower_p,
-        ),
-        ("the rows' inputs and working columns", rows, f"fit on fewer rows (now {n})"),
-    ]
-
-    def need(q):
-        return fit_memory(n, n_features, q, n_theta, n_targets, learn, working_set, float32).total
-
-    return FitMemory("SparseGPRegressor", parts, max_basis_advice(need, p))
 
 
 # The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
@@ -15,28 +15,17 @@ from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
 from ..rows import backend_for
 from ..selection import BaseSelector
-from ._alternation import alternate
-from ._fitting import prepare_fit, store_fit
+from ._fitting import fit_in_memory
 from ._partitioned_fit import fit_partitioned, predict_partitioned
-from ._row_noise import make_row_noise, weighted_mean_std
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
-from ._targets import prior_prediction, target_scaling
+from ._targets import prior_prediction
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
 from ._warm import warm_start_from
 
 __all__ = ["SparseGPRegressor"]
 
-
-def _weighted_scaling(y, weight, normalize):
-    """:func:`~._targets.target_scaling` of the rows repeated by their weights."""
-    if not normalize:
-        return target_scaling(y, False)
-    mean, std = weighted_mean_std(y, weight)
-    if y.ndim == 1:
-        return float(mean), (float(std) if std > 0 else 1.0)
-    return mean, np.where(std > 0, std, 1.0)
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
@@ -75,12 +64,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
-    noise_variance : float >= 0, default=1e-2
+    noise_variance : float >= 0 or array-like of shape (n_samples,), default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
         the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
-        ``WhiteKernel`` term (scikit-learn's ``alpha=0``).
+        ``WhiteKernel`` term (scikit-learn's ``alpha=0``). An array gives each training row
+        its own noise variance ``a_i > 0`` (scikit-learn's ``alpha`` array), fixed with
+        ``noise_variance_bounds="fixed"``, else ``s a_i`` with a common scale ``s`` learned
+        (from 1) as the scalar; with every row in the basis the model is
+        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term, a
+        partitioned ``X`` or a later :meth:`partial_fit` batch (see the user guide).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
-        Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
+        Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
+        learning; ``"fixed"`` keeps it.
     max_basis : int, default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
     selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
@@ -136,7 +131,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         whose value is not fixed; it moves within its bounds, and a kernel without one keeps
         its scale. ``"loo_noise"`` sets the noise variance alone. Two or three extra passes
         over the rows, O(n p^2) each. ``None`` keeps the objective's values. Not applied
-        when the noise is not learned or every training row is in the basis.
+        when the noise is not learned, every training row is in the basis, or with
+        ``sample_weight`` or a ``noise_variance`` array.
     refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training rows after
         selection and exchange (fewer once ten iterations together gain less than 1e-4 nats per
@@ -154,8 +150,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         training set, ``X`` is in memory and the kernel has those gradients, and keeps the selected
         rows otherwise (``"dtc"``, fixed hyperparameters, a callable optimizer, a partitioned ``X``
         with ``learning_rows=None`` (a warning says so; with the default ``learning_rows`` the
-        refinement runs on the rows gathered to the driver, as in memory), other kernels, or every
-        row in the basis, where the model is the full GP).
+        refinement runs on the rows gathered to the driver, as in memory), other kernels, every
+        row in the basis, where the model is the full GP, or per-row noise: ``sample_weight``
+        or a ``noise_variance`` array, with which an int ``refine_basis > 0`` raises).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that
@@ -207,10 +204,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     kernel_ : kernel instance
         The kernel with the learned hyperparameters (its amplitude set by leave-one-out
         with ``noise_calibration="loo"``).
-    noise_variance_ : float
+    noise_variance_ : float or ndarray of shape (n_samples,)
         The learned (or fixed) noise variance, in the units of the fitted targets (set by
         leave-one-out unless ``noise_calibration=None``); with a ``WhiteKernel`` term, the
-        fixed ``noise_variance`` (the learned noise is in ``kernel_``).
+        fixed ``noise_variance`` (the learned noise is in ``kernel_``). With a
+        ``noise_variance`` array, the rows' ``s a_i``; with weights, a unit weight's.
     basis_indices_ : ndarray of shape (n_basis,)
         Training-set indices of the basis vectors; with ``refine_basis``, of the rows they
         were selected from before they moved.
@@ -260,6 +258,15 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     (15, 1)
     >>> bool(model.score(X, y) > 0.95)
     True
+
+    Known noise per row (scikit-learn's ``alpha`` array), and weights as repeated rows:
+    >>> noise = np.full(200, 0.01); noise[:100] = 0.04  # the first half is noisier
+    >>> per_row = SparseGPRegressor(noise_variance=noise, noise_variance_bounds="fixed",
+    ...                             max_basis=15, random_state=0).fit(X, y)
+    >>> per_row.noise_variance_[[0, 199]]
+    array([0.04, 0.01])
+    >>> w = rng.randint(0, 3, 200)  # row i counts w[i] times; w[i] = 0 drops it
+    >>> weighted = SparseGPRegressor(max_basis=15, random_state=0).fit(X, y, sample_weight=w)
     """
 
     _parameter_constraints: dict = {
@@ -355,12 +362,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the
             sum of the targets' costs and log marginal likelihoods.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the rows (None: ones). Row ``i`` has the noise variance
-            ``noise_variance / w_i``, with the evidence's constant terms of ``w_i`` copies
-            of the row, so that an integer weight is the row repeated (to rounding, where
-            the fit is deterministic: see the user guide) and a zero weight removes it.
-            ``basis_indices_`` index ``X`` with its zero-weight rows. Not available on a
-            partitioned ``X``.
+            Non-negative row weights: row ``i`` has the noise ``noise_variance / w_i`` and
+            the evidence's terms of ``w_i`` copies, so an integer weight repeats the row
+            (exactly where the fit is deterministic: see the user guide) and a zero weight
+            removes it. Not on a partitioned ``X``.
 
         Returns
         -------
@@ -377,16 +382,15 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """Add rows: the first call fits, later ones update the posterior exactly (O(p^2)).
 
         Rows are not kept; below ``max_basis`` the basis grows from them; hyperparameters
-        and target scaling stay (see the user guide's "Streaming and incremental fits").
+        and target scaling stay (user guide: "Streaming and incremental fits").
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the batch's rows, as in :meth:`fit` (the noise of row ``i`` is
-            ``noise_variance_ / w_i``). A model fitted with a ``noise_variance`` array
-            (per-row noise of the first batch) takes no later batch: refit instead.
+            The batch's row weights, as in :meth:`fit`. After a fit with a
+            ``noise_variance`` array no later batch is taken (a ValueError): refit.
 
         Returns
         -------
@@ -397,71 +401,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     def _fit(self, X, y, sample_weight=None):
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
-            if sample_weight is not None or np.ndim(self.noise_variance) > 0:
-                raise ValueError(
-                    "sample_weight and a noise_variance array are not available for a fit on "
-                    "a partitioned array; fit an in-memory array, or give the weights by "
-                    "repeating rows."
-                )
-            return fit_partitioned(self, backend, X, y)
+            return fit_partitioned(self, backend, X, y, sample_weight)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(
                 self, X, y, lambda rows, y_rows: self._fit(rows, y_rows, sample_weight)
             )
-        # float32 stays float32 (the state scores in float32 and keeps a float64 model).
-        X, y = validate_data(
-            self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
-        )
-        # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
-        # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
-        y = np.asarray(y, dtype=np.float64)
-        X, y, row_noise, kept = self._row_noise_of(X, y, sample_weight)
-        if row_noise is None:
-            scaling = target_scaling(y, self.normalize_y)
-        else:  # the repeated rows' mean and standard deviation
-            scaling = _weighted_scaling(y, row_noise.weight, self.normalize_y)
-        y, p, rng = prepare_fit(self, y, X.shape[0], scaling, row_noise)
-        store_fit(self, alternate(self, X, y, p, rng), X.shape[0])
-        if kept is not None:  # indices of the X given, zero-weight rows included
-            self.basis_indices_ = kept[self.basis_indices_]
-        # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
-        # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
-        # kept in memory but not pickled (see __getstate__).
-        self._X_train, self._y_train = X, y
-        return self
-
-    def _row_noise_of(self, X, y, sample_weight):
-        """``(X, y, row_noise, kept)``: the rows of positive weight, their
-        :class:`~._row_noise.RowNoise` (None for unit weights and a scalar noise) and the
-        indices of the rows kept (None when every row is)."""
-        n = X.shape[0]
-        relative = None
-        if np.ndim(self.noise_variance) > 0:
-            relative = np.asarray(self.noise_variance, dtype=np.float64)
-            if relative.shape != (n,):
-                raise ValueError(
-                    "noise_variance as an array must have one entry per training row: shape "
-                    f"({n},), got shape {relative.shape}."
-                )
-            if not np.all(np.isfinite(relative)) or not np.all(relative > 0):
-                raise ValueError(
-                    "noise_variance as an array must hold finite values > 0 (the rows' noise "
-                    f"variances); got min {np.min(relative)!r}."
-                )
-        weight = None
-        if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                          ensure_non_negative=True)
-            if not np.sum(weight) > 0:
-                raise ValueError("sample_weight must have a positive sum, got all zeros.")
-            if np.all(weight == 1.0):
-                weight = None  # unit weights: the unweighted fit, bit for bit
-        kept = None
-        if weight is not None and not np.all(weight > 0):
-            kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
-            X, y, weight = X[kept], y[kept], weight[kept]
-            relative = None if relative is None else relative[kept]
-        return X, y, make_row_noise(relative, weight, X.shape[0]), kept
+        return fit_in_memory(self, X, y, sample_weight)
 
     def __getstate__(self):
         """Pickle without the training data: a fitted model stores what prediction needs.

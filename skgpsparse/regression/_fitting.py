@@ -13,16 +13,45 @@ from sklearn.base import clone
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from .._progress import Progress
+from ._alternation import alternate
 from ._basis import make_selector
 from ._hyperparameters import check_noise_bounds
 from ._prediction import RegressionPredictor, exact_factor, prediction_factors
 from ._refine import check_refinable
+from ._row_noise import rows_of_positive_weight, weighted_target_scaling
 from ._streaming_statistics import FitStatistics
+from ._targets import target_scaling
 from ._white import fold_white, unfold_white
 
-__all__ = ["prepare_fit", "store_fit"]
+__all__ = ["fit_in_memory", "prepare_fit", "store_fit"]
+
+
+def fit_in_memory(model, X, y, sample_weight=None):
+    """``SparseGPRegressor.fit`` on in-memory rows (``sample_weight``: the rows' weights)."""
+    # float32 stays float32 (the state scores in float32 and keeps a float64 model).
+    X, y = validate_data(
+        model, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
+    )
+    # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
+    # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
+    y = np.asarray(y, dtype=np.float64)
+    X, y, row_noise, kept = rows_of_positive_weight(model.noise_variance, X, y, sample_weight)
+    if row_noise is None:
+        scaling = target_scaling(y, model.normalize_y)
+    else:  # the repeated rows' mean and standard deviation
+        scaling = weighted_target_scaling(y, row_noise.weight, model.normalize_y)
+    y, p, rng = prepare_fit(model, y, X.shape[0], scaling, row_noise)
+    store_fit(model, alternate(model, X, y, p, rng), X.shape[0])
+    if kept is not None:  # indices of the X given, zero-weight rows included
+        model.basis_indices_ = kept[model.basis_indices_]
+    # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
+    # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
+    # kept in memory but not pickled (see __getstate__).
+    model._X_train, model._y_train = X, y
+    return model
 
 
 def prepare_fit(model, y, n, scaling, row_noise=None):

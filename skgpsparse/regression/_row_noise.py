@@ -1,4 +1,4 @@
-"""Per-row noise and sample weights of the regressor: the rows' noise scales and the evidence's constant.
+"""Per-row noise and sample weights of the regressor: row scales and the evidence's constant.
 
 Row ``i`` has the Gaussian noise variance ``s2 a_i / w_i``: ``s2`` the noise variance that the
 fit learns (or keeps), ``a_i`` a fixed relative noise (a ``noise_variance`` array, with ``s2``
@@ -25,8 +25,12 @@ whose derivative in ``log s2`` is ``-1/2 sum_i (w_i - 1)``.
 from typing import NamedTuple, Optional
 
 import numpy as np
+from sklearn.utils.validation import _check_sample_weight
 
-__all__ = ["RowNoise", "make_row_noise", "weighted_mean_std"]
+__all__ = [
+    "RowNoise", "make_row_noise", "rows_of_positive_weight", "weighted_mean_std",
+    "weighted_target_scaling",
+]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -93,6 +97,49 @@ def weighted_mean_std(y, weight):
     return mean, np.sqrt(var)
 
 
-def row_noise_optional(noise: Optional[RowNoise], rows):
-    """``noise.take(rows)``, or None without row noise."""
-    return None if noise is None else noise.take(rows)
+def weighted_target_scaling(y, weight, normalize):
+    """``target_scaling`` (``._targets``) of the rows repeated by their weights."""
+    if not normalize:
+        return (0.0, 1.0) if y.ndim == 1 else (np.zeros(y.shape[1]), np.ones(y.shape[1]))
+    mean, std = weighted_mean_std(y, weight)
+    if y.ndim == 1:
+        return float(mean), (float(std) if std > 0 else 1.0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def rows_of_positive_weight(noise_variance, X, y, sample_weight):
+    """``(X, y, row_noise, kept)``: the rows of positive weight, their :class:`RowNoise`
+    (None for unit weights and a scalar ``noise_variance``) and the indices of the rows
+    kept (None when every row is).
+
+    ``noise_variance`` is the estimator's parameter (a scalar, or the rows' relative noise
+    ``a``); ``sample_weight`` is checked by scikit-learn's ``_check_sample_weight``.
+    """
+    n = X.shape[0]
+    relative = None
+    if np.ndim(noise_variance) > 0:
+        relative = np.asarray(noise_variance, dtype=np.float64)
+        if relative.shape != (n,):
+            raise ValueError(
+                "noise_variance as an array must have one entry per training row: shape "
+                f"({n},), got shape {relative.shape}."
+            )
+        if not np.all(np.isfinite(relative)) or not np.all(relative > 0):
+            raise ValueError(
+                "noise_variance as an array must hold finite values > 0 (the rows' noise "
+                f"variances); got min {np.min(relative)!r}."
+            )
+    weight = None
+    if sample_weight is not None:
+        weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                      ensure_non_negative=True)
+        if not np.sum(weight) > 0:
+            raise ValueError("sample_weight must have a positive sum, got all zeros.")
+        if np.all(weight == 1.0):
+            weight = None  # unit weights: the unweighted fit, bit for bit
+    kept = None
+    if weight is not None and not np.all(weight > 0):
+        kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
+        X, y, weight = X[kept], y[kept], weight[kept]
+        relative = None if relative is None else relative[kept]
+    return X, y, make_row_noise(relative, weight, X.shape[0]), kept

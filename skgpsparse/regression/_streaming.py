@@ -168,8 +168,9 @@ def _partial_fit(model, X, y, sample_weight=None):
             V_r = stream.whiten(K_bu)
             if c is not None:
                 V_r *= c[rows]
-            stream.add_rows(V_r, wy[rows], kdiag[rows] if c is None else
-                            kdiag[rows] * c[rows] ** 2, _weight_sum(None if c is None else c[rows]))
+            c_r = None if c is None else c[rows]
+            kdiag_r = kdiag[rows] if c is None else kdiag[rows] * c_r**2
+            stream.add_rows(V_r, wy[rows], kdiag_r, _weight_sum(c_r))
     _store_prediction(model, stream)
     model._X_train = model._y_train = None
     return model
