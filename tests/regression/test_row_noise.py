@@ -89,14 +89,18 @@ _DETERMINISTIC = dict(selection="exact", working_set_size=500, noise_calibration
                       refine_basis=0, random_state=0)
 
 
-@pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
-@pytest.mark.parametrize("objective", ["vfe", "dtc"])
-def test_integer_weights_equal_repeated_rows(optimizer, objective):
+# (selection "vfe" with learned hyperparameters: theta, noise and evidence to 1e-8 as well,
+# the extrapolated predictions at +-3.5 to 3e-8, where the optimizer's stopping point shows)
+@pytest.mark.parametrize("optimizer,objective,selection", [
+    (None, "vfe", "exact"), (None, "dtc", "exact"), (None, "vfe", "vfe"),
+    ("fmin_l_bfgs_b", "vfe", "exact"), ("fmin_l_bfgs_b", "dtc", "exact"),
+])
+def test_integer_weights_equal_repeated_rows(optimizer, objective, selection):
     X, y, _ = _data(n=30, seed=2)
     w = np.random.RandomState(3).randint(0, 4, len(y))
     model = SparseGPRegressor(C(1.0) * RBF(1.0), max_basis=10, optimizer=optimizer,
                               hyperparameter_objective=objective, noise_variance=0.05,
-                              **_DETERMINISTIC)
+                              **_DETERMINISTIC).set_params(selection=selection)
     weighted = _fit(model, X, y, sample_weight=w)
     repeated = _fit(model, np.repeat(X, w, axis=0), np.repeat(y, w))
     np.testing.assert_allclose(weighted.kernel_.theta, repeated.kernel_.theta, rtol=1e-8)
