@@ -206,3 +206,15 @@ def test_grid_search_passes_sample_weight_to_the_regressor(routing):
     np.testing.assert_allclose(best.predict(X_TEST), direct.predict(X_TEST), atol=1e-12)
     assert np.max(np.abs(best.predict(X_TEST)
                          - plain.best_estimator_.predict(X_TEST))) > 1e-3
+
+
+def test_warm_start_after_a_noise_array_starts_from_its_scale():
+    X, y, a = _data(seed=10)
+    model = SparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=a, max_basis=8,
+                              warm_start=True, random_state=0)
+    first = _fit(model, X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = first.fit(X, y)  # warm: from the fitted kernel and the noise's scale
+    scale = again.noise_variance_ / a
+    np.testing.assert_allclose(scale, scale[0], rtol=1e-12)
