@@ -22,7 +22,7 @@ add to the log evidence, per target (:meth:`RowNoise.log_constant`)::
 whose derivative in ``log s2`` is ``-1/2 sum_i (w_i - 1)``.
 """
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight

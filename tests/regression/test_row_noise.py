@@ -85,8 +85,8 @@ def test_noise_array_errors():
 # Deterministic paths: every candidate scored ("exact" with a working set above n), the
 # exact GP start on every row, no leave-one-out calibration and no refinement (random or
 # per-row steps, which repeated rows change; see the user guide).
-_DETERMINISTIC = dict(selection="exact", working_set_size=500, noise_calibration=None,
-                      refine_basis=0, random_state=0)
+_DETERMINISTIC = {"selection": "exact", "working_set_size": 500, "noise_calibration": None,
+                  "refine_basis": 0, "random_state": 0}
 
 
 # (selection "vfe" with learned hyperparameters: theta, noise and evidence to 1e-8 as well,

@@ -72,7 +72,7 @@ def test_integer_weights_are_near_repeated_rows_and_far_from_no_weights(seed):
     y = np.sin(X[:, 0]) + 0.2 * rng.randn(n)
     w = rng.randint(1, 5, n)
     grid = np.linspace(-3, 3, 25).reshape(-1, 1)
-    params = dict(kernel=RBF(1.0), method="batch_em", random_state=0)
+    params = {"kernel": RBF(1.0), "method": "batch_em", "random_state": 0}
     weighted = RelevanceVectorRegressor(**params).fit(X, y, sample_weight=w)
     repeated = RelevanceVectorRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     plain = RelevanceVectorRegressor(**params).fit(X, y)
