@@ -218,3 +218,13 @@ def test_warm_start_after_a_noise_array_starts_from_its_scale():
         again = first.fit(X, y)  # warm: from the fitted kernel and the noise's scale
     scale = again.noise_variance_ / a
     np.testing.assert_allclose(scale, scale[0], rtol=1e-12)
+
+
+def test_partitioned_rows_refuse_weights_and_per_row_noise():
+    da = pytest.importorskip("dask.array")
+    X, y, a = _data(n=60)
+    X_d, y_d = da.from_array(X, chunks=(30, 1)), da.from_array(y, chunks=30)
+    with pytest.raises(ValueError, match="partitioned"):
+        SparseGPRegressor(max_basis=5, optimizer=None).fit(X_d, y_d, sample_weight=np.ones(60))
+    with pytest.raises(ValueError, match="partitioned"):
+        SparseGPRegressor(noise_variance=a, max_basis=5, optimizer=None).fit(X_d, y_d)
