@@ -42,7 +42,10 @@ def warm_start_from(model, X):
         return None
     # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
     kernel, white, _ = split_white(clone(model.kernel_))
-    noise = float(model.noise_variance_) + (0.0 if white is None else white.noise_level)
+    # a noise_variance array: the learned common scale of the rows' noise (_row_noise)
+    noise = getattr(model, "_noise_scale", None) if np.ndim(model.noise_variance_) else None
+    noise = float(model.noise_variance_ if noise is None else noise)
+    noise += 0.0 if white is None else white.noise_level
     return WarmStart(kernel, noise, model.basis_vectors_.copy())
 
 
