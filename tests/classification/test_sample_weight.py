@@ -382,3 +382,24 @@ def test_grid_search_routes_sample_weight():
     unweighted = SparseGPClassifier(C(1.0) * RBF(1.0), optimizer=None,
                                     **search.best_params_).fit(X, y)
     assert np.max(np.abs(unweighted.predict_proba(X) - direct.predict_proba(X))) > 1e-3
+
+
+def test_basis_posterior_evidence_counts_the_basis_copies():
+    # log_marginal_likelihood of a weighted basis-posterior fit: the EP evidence of the basis
+    # labels with each repeated its row's weight times (the dense EP of GPML on the repeated
+    # basis rows; the all-rows engine on the basis differs from it by the jitter, 1e-8)
+    from skgpsparse.classification.objectives._basis_evidence import negative_log_evidence
+
+    X, y, w = _data(60)
+    clf = SparseGPClassifier(posterior="basis", max_basis=10, max_iter=2,
+                             random_state=0).fit(X, y, sample_weight=w)
+    binary = clf._binary
+    c = w[binary.basis_indices_]
+    theta = binary.kernel_.theta + 0.1
+    dense = negative_log_evidence(binary.kernel_.clone_with_theta(theta),
+                                  np.repeat(binary.basis_vectors_, c, axis=0),
+                                  np.repeat(binary._basis_labels, c), binary.bias_,
+                                  likelihood=binary.likelihood, eval_gradient=True)
+    value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    np.testing.assert_allclose(value, -dense[0], rtol=1e-6)
+    np.testing.assert_allclose(grad, -dense[1][:-1], rtol=1e-5, atol=1e-6)

@@ -348,6 +348,8 @@ class _BinarySparseGPClassifier:
         """The basis, its labels, the predictive factors and the evidence of a finished fit."""
         self.basis_vectors_ = X[self.basis_indices_]
         self._basis_labels = y[self.basis_indices_]
+        weights = self._row_weights  # of the basis rows (their evidence counts the copies)
+        self._basis_weights = None if weights is None else weights[self.basis_indices_]
         self._set_predictive_factors()
         self.log_marginal_likelihood_value_ = float(self.log_marginal_likelihood())
 
@@ -381,6 +383,8 @@ class _BinarySparseGPClassifier:
             if not eval_gradient:
                 return -out * n
             return -out[0] * n, -out[1][:-1] * n
+        if getattr(self, "_basis_weights", None) is not None:
+            return self._weighted_basis_evidence(kernel, eval_gradient)
         out = negative_log_evidence(
             kernel,
             self.basis_vectors_,
@@ -394,6 +398,21 @@ class _BinarySparseGPClassifier:
         if not eval_gradient:
             return -out
         return -out[0], -out[1][:-1]
+
+    def _weighted_basis_evidence(self, kernel, eval_gradient):
+        """The basis labels' EP evidence when each counts as its row's weight ``c`` (the
+        basis posterior's sites hold ``c`` copies' precision): the all-rows EP on the basis
+        rows under the DTC prior of the basis itself (``Q_uu = K_uu`` to the jitter), whose
+        power-EP update and evidence count the copies (:mod:`skgpsparse.inference._ep`)."""
+        c, X_u = self._basis_weights, self.basis_vectors_
+        tau = self.site_precision_ / c  # one copy's site
+        objective = AllRowsObjective(
+            self.kernel_, X_u, self._basis_labels, X_u, (tau, tau * self.site_mean_),
+            prior="dtc", likelihood=self.likelihood, weights=c,
+        )
+        out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
+        n = float(np.sum(c))
+        return -out * n if not eval_gradient else (-out[0] * n, -out[1][:-1] * n)
 
     def latent_mean_and_variance(self, X):
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""
