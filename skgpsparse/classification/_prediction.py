@@ -21,8 +21,8 @@ from ..rows._blocks import block_rows, map_row_blocks
 
 __all__ = [
     "AllRowsPredictor", "BinaryPredictor", "PairPredictors", "by_row_blocks",
-    "check_binary_latent", "check_probabilities", "class_scores", "labels", "latent", "log_proba", "margins", "pair_votes",
-    "proba",
+    "check_binary_latent", "check_probabilities", "class_scores", "labels", "latent",
+    "log_proba", "margins", "pair_votes", "proba",
 ]
 
 

@@ -1,13 +1,14 @@
 """More than two classes: which multi-class fit runs (``multi_class``), and the one-vs-rest fits.
 
-``multi_class="one_vs_rest"`` (scikit-learn's name) is ``"independent"``; ``"one_vs_one"`` is
-:mod:`skgpsparse.classification.multiclass._one_vs_one`. ``multi_class="auto"`` (the default) is the shared fit
+``multi_class="auto"`` (the default) is the shared fit
 (:mod:`skgpsparse.classification.multiclass._shared_learning`: one kernel learned on the classes'
 summed evidence, a basis, bias and EP per class) wherever it exists, the all-rows posterior in
 memory; the independent fits (a whole binary fit per class,
 :func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On
 five PMLB sets the shared fit reached the independent fits' test NLP or better at a fraction of
 their CPU, except letter (+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
+``multi_class="one_vs_rest"`` (scikit-learn's name) is ``"independent"``; ``"one_vs_one"`` is
+:mod:`skgpsparse.classification.multiclass._one_vs_one`.
 """
 
 import copy
@@ -27,8 +28,9 @@ def multi_class_mode(clf, posterior, *, fixed_on_partitions=False):
     """``"shared"``, ``"independent"`` or ``"one_vs_one"``: the fit ``clf`` runs (``K > 2``).
 
     ``posterior`` is the binary models' (``"all_rows"`` or ``"basis"``). ``"auto"`` is the
-    shared fit under the all-rows posterior; ``"one_vs_rest"`` is ``"independent"``. ``fixed_on_partitions``: a partitioned fit with more
-    rows than ``learning_rows`` and fixed hyperparameters (``optimizer=None``), where the
+    shared fit under the all-rows posterior; ``"one_vs_rest"`` is ``"independent"``.
+    ``fixed_on_partitions``: a partitioned fit with more rows than ``learning_rows`` and
+    fixed hyperparameters (``optimizer=None``), where the
     shared fit would select each class's basis on every row in memory: it runs the
     independent fits on the partitions instead (with fixed hyperparameters the shared fit
     shares nothing; the same kernel, biases and selection rule, other random streams), with
