@@ -51,8 +51,9 @@ def check_kernel(kernel):
     touches the kernel: ``CompoundKernel(0)`` is not even iterable)."""
     if isinstance(kernel, CompoundKernel):
         raise ValueError(
-            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
-            "(the fitted ones are in `kernels_`)."
+            "kernel cannot be a CompoundKernel: each binary model has its own kernel (the "
+            "fitted ones are in `kernels_`, and a multi-class `kernel_` is their "
+            "CompoundKernel)."
         )
 
 
