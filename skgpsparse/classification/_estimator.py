@@ -497,4 +497,4 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             The class of highest :meth:`predict_proba` (one vs one: most votes).
         """
-        return by_row_blocks(partial(_prediction.labels, self.classes_), *self._validate_X(X))
+        return by_row_blocks(partial(_prediction.labels, self), *self._validate_X(X))

@@ -162,11 +162,11 @@ def class_scores(X, predictors):
     return pair_votes(X, predictors) if _pairwise(predictors) else proba(X, predictors)
 
 
-def labels(classes, X, predictors):
-    """``predict``: the class of highest probability (one vs one: of most votes). The argmax of
-    ``predict_proba``'s own arithmetic: margins within rounding of each other give equal
-    probabilities, and the tie goes to the first class."""
-    return classes[np.argmax(class_scores(X, predictors), axis=1)]
+def labels(clf, X, predictors):
+    """``clf.predict``: the class of ``clf.classes_`` of highest probability (one vs one: of
+    most votes). The argmax of ``predict_proba``'s own arithmetic: margins within rounding of
+    each other give equal probabilities, and the tie goes to the first class."""
+    return clf.classes_[np.argmax(class_scores(X, predictors), axis=1)]
 
 
 def check_probabilities(predictors):
