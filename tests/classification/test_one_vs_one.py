@@ -182,3 +182,14 @@ def test_one_vs_one_streams_from_the_first_batch():
     assert clf.n_samples_seen_ == 120 and len(clf.estimators_) == 3
     batch = _fit(X, y, max_basis=8, max_iter=2, multi_class="one_vs_one")
     assert clf.score(X, y) > batch.score(X, y) - 0.03  # 0.925 against 0.933
+
+
+def test_one_vs_one_in_parallel_is_the_same_model():
+    # the pairs fitted in worker processes come back without their rows: the evidence at
+    # another theta still reads them
+    X, y = _blobs(n=60, n_classes=3)
+    serial = _fit(X, y, multi_class="one_vs_one", max_iter=2)
+    parallel = _fit(X, y, multi_class="one_vs_one", max_iter=2, n_jobs=2)
+    np.testing.assert_array_equal(parallel.decision_function(X), serial.decision_function(X))
+    theta = serial.kernel_.theta + 0.1
+    assert parallel.log_marginal_likelihood(theta) == serial.log_marginal_likelihood(theta)
