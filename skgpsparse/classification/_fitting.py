@@ -15,9 +15,11 @@ from sklearn.utils import check_random_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._row_weights import refuse_weights
 from ..likelihoods import Probit
+from ._prediction import PairPredictors
 from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
-from .multiclass._one_vs_rest import one_vs_rest
+from .multiclass._one_vs_one import class_pairs, fit_one_vs_one
+from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
@@ -50,8 +52,9 @@ def check_kernel(kernel):
     touches the kernel: ``CompoundKernel(0)`` is not even iterable)."""
     if isinstance(kernel, CompoundKernel):
         raise ValueError(
-            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
-            "(the fitted ones are in `kernels_`)."
+            "kernel cannot be a CompoundKernel: each binary model has its own kernel (the "
+            "fitted ones are in `kernels_`, and a multi-class `kernel_` is their "
+            "CompoundKernel)."
         )
 
 
@@ -128,11 +131,14 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
 
     One model for two classes, one per class against the rest otherwise
-    (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous``
+    (:func:`~skgpsparse.classification.multiclass._one_vs_rest.one_vs_rest`), or one per pair
+    of classes (``multi_class="one_vs_one"``,
+    :func:`~skgpsparse.classification.multiclass._one_vs_one.fit_one_vs_one`); ``previous``
     (:func:`previous_models`) are the models a warm start starts from. ``weights``: the rows'
     positive weights (:mod:`skgpsparse._row_weights`; None: an unweighted fit).
     """
     n_classes = clf.classes_.size
+    pairwise = n_classes > 2 and clf.multi_class == "one_vs_one"
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
     if weights is not None:
         if params["posterior"] != "all_rows" and clf.hyperparameter_objective == "evidence":
@@ -153,10 +159,16 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     ).check()
     rng = check_random_state(clf.random_state)
     restarts = (clf.n_restarts, clf.validation_fraction)
-    per_model = _warm_params(params, previous, X, 1 if n_classes == 2 else n_classes)
+    n_models = len(class_pairs(n_classes)) if pairwise else 1 if n_classes == 2 else n_classes
+    per_model = _warm_params(params, previous, X, n_models)
     if n_classes == 2:
         y_pm = np.where(y_enc == 1, 1.0, -1.0)
         return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
+    if pairwise:
+        clf.multi_class_ = multi_class_mode(clf, params["posterior"])
+        return store_one_vs_rest(
+            clf, fit_one_vs_one(per_model, restarts, X, y_enc, rng, clf.n_jobs)
+        )
     models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
     return store_one_vs_rest(clf, models)
 
@@ -209,14 +221,22 @@ def store_binary(clf, model):
 
 
 def store_one_vs_rest(clf, models):
-    """The fitted attributes of ``clf`` from its one-vs-rest binary models."""
+    """The fitted attributes of ``clf`` from its binary models (one vs rest, or one per pair
+    with ``clf.multi_class_ == "one_vs_one"``)."""
     clf.estimators_ = models
     clf.kernels_ = [est.kernel_ for est in models]
+    # scikit-learn's kernel_: a CompoundKernel of the binary models' kernels (the same
+    # objects, so that log_marginal_likelihood's clone_kernel=False moves it too); the shared
+    # fit's one kernel, the first class's (every class's kernel has its theta)
+    shared = getattr(clf, "multi_class_", None) == "shared"
+    clf.kernel_ = clf.kernels_[0] if shared else CompoundKernel(clf.kernels_)
     clf.bias_ = np.array([est.bias_ for est in models])
     clf.n_iter_ = np.array([est.n_iter_ for est in models])
     for name in PER_MODEL_ATTRIBUTES:
         setattr(clf, name, [getattr(est, name) for est in models])
-    clf._predictors = [est._predictor for est in models]
+    predictors = [est._predictor for est in models]
+    pairwise = getattr(clf, "multi_class_", None) == "one_vs_one"
+    clf._predictors = PairPredictors(predictors, clf.classes_.size) if pairwise else predictors
     # as scikit-learn's one-vs-rest GPC: the mean over the binary models
     clf.log_marginal_likelihood_value_ = float(
         np.mean([est.log_marginal_likelihood_value_ for est in models])
