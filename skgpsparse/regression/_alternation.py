@@ -19,6 +19,7 @@ from scipy.linalg import cholesky
 from .._learning_rows import learning_subsample
 from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
+from ..kernels._bounds import describe_at_bounds
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
 from ._all_rows_posterior import factors_objective, posterior_on_all_rows, posterior_on_row_store
@@ -27,7 +28,7 @@ from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._full_basis import full_basis_fit
 from ._hyperparameters import check_noise_bounds, learn_hyperparameters
-from ._kernel_choice import subset_start
+from ._kernel_choice import DEFAULT_KERNEL_AT_BOUNDS, subset_start
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
@@ -283,7 +284,10 @@ def alternate(model, X, y, p, rng):
     if learn and calibrate and p < X.shape[0]:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
-        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance)
+        expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
+        quiet = warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected)
+        if quiet:
+            model._progress.line(f"default kernel: {describe_at_bounds(quiet)} (not warned)")
     return fit
 
 
