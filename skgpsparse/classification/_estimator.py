@@ -55,6 +55,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         standardised points. The latent amplitude is capped at a standard deviation of 10
         (``Phi(-10) < 1e-23``): the NLP objective with the sites held fixed can otherwise run
         it to its bound (overconfident). It is the optimiser's start; standardise the features.
+        The amplitude at its cap, or a per-feature length scale at its upper bound, does not
+        warn (``verbose=1`` prints it); a kernel you pass warns at every bound.
         With the all-rows posterior and an optimizer, the fit then tries the same kernel with
         one length scale per feature (ARD), started from the fitted one, and keeps it only if
         its log evidence is higher by more than the Bayesian information criterion's charge

@@ -287,7 +287,9 @@ def alternate(model, X, y, p, rng):
         expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
         quiet = warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected)
         if quiet:
-            model._progress.line(f"default kernel: {describe_at_bounds(quiet)} (not warned)")
+            model._progress.line(
+                f"default kernel: {describe_at_bounds(quiet)} (by design, not warned)"
+            )
     return fit
 
 

@@ -58,8 +58,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         standard deviation): the starting full GP on a random subset of ``m`` rows is
         learned with both, and the per-feature kernel is kept only if its log marginal
         likelihood there exceeds the single length scale's by the BIC charge
-        ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
-        learned as given. A
+        ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A per-feature length
+        scale of the default kernel at its upper bound (1e5) is a switched-off feature: no
+        ``ConvergenceWarning`` (``verbose=1`` names it). A kernel passed is learned as
+        given, and each of its values at a bound warns. A
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.

@@ -4,13 +4,16 @@ a package default names."""
 
 import warnings
 
-import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.kernels._bounds import describe_at_bounds, hyperparameters_at_bounds, warn_at_bounds
+from skgpsparse.kernels._bounds import (
+    describe_at_bounds,
+    hyperparameters_at_bounds,
+    warn_at_bounds,
+)
 
 KERNELS = [
     C(100.0, (1e-5, 100.0)) * RBF([1.0, 1e5, 1e-5]),  # upper, upper, lower
@@ -58,7 +61,8 @@ def test_expected_upper_bounds_are_silent_and_returned():
         ("k1__constant_value", 0, "upper"), ("k2__length_scale", 1, "upper")
     ]
     line = describe_at_bounds(quiet)
-    assert "features [1] switched off" in line and "k1__constant_value at its upper bound 100" in line
+    assert "features [1] switched off" in line
+    assert "k1__constant_value at its upper bound 100" in line
 
 
 def test_a_single_length_scale_at_its_upper_bound_still_warns():

@@ -20,7 +20,11 @@ from ._drawn_basis import DrawnBasis, draws_only
 from ._ep_rounds import fit_all_rows
 from ._evidence_rounds import fit_evidence
 from ._hyperparameters import (
-    BIAS_BOUNDS, PATIENCE, check_bounds, initial_bias, minimize_theta,
+    BIAS_BOUNDS,
+    PATIENCE,
+    check_bounds,
+    initial_bias,
+    minimize_theta,
 )
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n

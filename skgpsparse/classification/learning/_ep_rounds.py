@@ -28,7 +28,11 @@ from ..objectives._ep_evidence import AllRowsObjective
 from ..objectives._hyperprior import with_length_scale_prior
 from ._charge_bound import ChargeBound
 from ._hyperparameters import (
-    BIAS_BOUNDS, OPTIMIZER_MAXITER, check_bounds, initial_bias, minimize_theta,
+    BIAS_BOUNDS,
+    OPTIMIZER_MAXITER,
+    check_bounds,
+    initial_bias,
+    minimize_theta,
 )
 
 __all__ = ["bic_charge", "fit_all_rows", "round_bounds"]
