@@ -19,7 +19,6 @@ from scipy.linalg import cholesky
 from .._learning_rows import learning_subsample
 from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
-from ..kernels._bounds import describe_at_bounds
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
 from ._all_rows_posterior import factors_objective, posterior_on_all_rows, posterior_on_row_store
@@ -285,11 +284,7 @@ def alternate(model, X, y, p, rng):
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
         expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
-        quiet = warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected)
-        if quiet:
-            model._progress.line(
-                f"default kernel: {describe_at_bounds(quiet)} (by design, not warned)"
-            )
+        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected, model._progress)
     return fit
 
 
