@@ -53,16 +53,16 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : kernel instance, default=None
-        Covariance function. ``None`` is ``ConstantKernel(1.0) * RBF(1.0)`` or the same with one
-        length scale per feature (started at ``sqrt(d)`` times each feature's standard deviation):
-        the starting full GP on a random subset of ``m`` rows is learned with both, and the
-        per-feature kernel is kept only if its log marginal likelihood there exceeds the single
-        length scale's by the BIC charge ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision.
-        Its per-feature length scales at their upper bound (switched-off features) do not warn
-        (``verbose=1`` names them); a kernel passed is learned as given. A ``WhiteKernel`` term of
-        its top-level sum (``k + WhiteKernel()``) is noise, as in scikit-learn's GPR: its level is
-        learned within its bounds, ``noise_variance`` is then a fixed addition (scikit-learn's
-        ``alpha``) and ``noise_variance_bounds`` do not apply.
+        Covariance function. ``None`` is ``ConstantKernel(1.0) * RBF(1.0)`` or the same
+        with one length scale per feature (started at ``sqrt(d)`` times each feature's
+        standard deviation): the starting full GP on a random subset of ``m`` rows is
+        learned with both, and the per-feature kernel is kept only if its log marginal
+        likelihood there exceeds the single length scale's by the BIC charge
+        ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
+        learned as given. Default per-feature length scales at 1e5 (switched off) do not warn. A
+        ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
+        scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
+        a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
     noise_variance : float >= 0, default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
         the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
