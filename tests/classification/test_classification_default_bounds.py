@@ -41,7 +41,8 @@ def _fit(X, y, **kwargs):
 
 
 def _amplitudes(model):
-    kernels = [model.kernel_] if hasattr(model, "kernel_") else model.kernels_
+    # one kernel per binary model (a multi-class kernel_ may be their CompoundKernel)
+    kernels = getattr(model, "kernels_", None) or [model.kernel_]
     return np.array([k.k1.constant_value for k in kernels])
 
 
