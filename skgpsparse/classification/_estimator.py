@@ -65,11 +65,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         for the extra length scales, ``(n_features - 1) / 2 * log(n_samples)`` nats: features
         of unequal relevance get their own length scales where the data can tell them apart,
         while a few hundred rows keep one (fitted to so few, per-feature length scales make
-        the probabilities overconfident). A kernel you pass is used as it is. With the
-        all-rows posterior, per-feature length scales (the trial's, or an ARD kernel you pass)
-        carry a log-normal hyperprior around their geometric mean (one e-fold standard
-        deviation): a shared length scale is not affected, and features differ where the
-        evidence says so (``objectives._hyperprior``).
+        the probabilities overconfident). A kernel you pass is used as it is. With the all-rows
+        posterior, per-feature length scales (the trial's, or an ARD kernel you pass) carry a
+        log-normal hyperprior around their geometric mean (one e-fold standard deviation): a shared
+        length scale is not affected, and features differ where the evidence says so
+        (``objectives._hyperprior``). ``None``: no warning at its cap or per-feature upper bounds.
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With

@@ -27,7 +27,7 @@ from ._exact import FULL_BASIS_OBJECTIVES
 from ._fit_memory import fit_memory
 from ._full_basis import full_basis_fit
 from ._hyperparameters import check_noise_bounds, learn_hyperparameters
-from ._kernel_choice import subset_start
+from ._kernel_choice import DEFAULT_KERNEL_AT_BOUNDS, subset_start
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
@@ -263,7 +263,8 @@ def alternate(model, X, y, p, rng):
     if learn and calibrate and p < X.shape[0]:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
-        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance)
+        expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
+        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected, model._progress)
     return fit
 
 

@@ -60,7 +60,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         learned with both, and the per-feature kernel is kept only if its log marginal
         likelihood there exceeds the single length scale's by the BIC charge
         ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
-        learned as given. A
+        learned as given. Default per-feature length scales at 1e5 (switched off) do not warn. A
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
