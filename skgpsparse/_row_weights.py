@@ -11,17 +11,13 @@ the unweighted fit then runs its own code unchanged.
 """
 
 import numpy as np
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
-    "CLASS_WEIGHT_OPTIONS", "fit_weights", "refuse_weights", "total_weight", "weighted_mean",
-    "weighted_rows", "weighted_std",
+    "fit_weights", "refuse_weights", "total_weight", "weighted_mean", "weighted_rows",
+    "weighted_std",
 ]
-
-# The constraints of a classifier's ``class_weight`` parameter (scikit-learn's).
-CLASS_WEIGHT_OPTIONS = [dict, StrOptions({"balanced"}), None]
 
 
 def fit_weights(sample_weight, X, y=None, class_weight=None):

@@ -11,15 +11,13 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import reset_fitted_state
-from .._labels import encode_labels
-from .._row_weights import CLASS_WEIGHT_OPTIONS, weighted_rows
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
 from . import _prediction
-from ._fitting import LEARNING_ROWS_OPTIONS, check_kernel, fit_models, previous_models
+from ._fitting import LEARNING_ROWS_OPTIONS, check_kernel, fit_models, previous_models, train_rows
 from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._streaming import partial_fit as _partial_fit
@@ -303,7 +301,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "stream_buffer": [Interval(numbers.Integral, 0, None, closed="left")],
         "stream_ep_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
-        "class_weight": CLASS_WEIGHT_OPTIONS,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -354,7 +352,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.stream_buffer = stream_buffer
-        self.stream_ep_sweeps, self.class_weight = stream_ep_sweeps, class_weight
+        self.stream_ep_sweeps = stream_ep_sweeps
+        self.class_weight = class_weight
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -386,14 +385,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
             return fit_indexed(self, X, y, lambda rows, y: self.fit(rows, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64)
-        X, y, weights = weighted_rows(X, y, sample_weight, self.class_weight)  # user guide
-        self.classes_, y_enc = encode_labels(y)
-        n_classes = self.classes_.size
-        if n_classes == 1:
-            raise ValueError(
-                f"{type(self).__name__} requires 2 or more distinct classes; got 1 class "
-                f"(only class {self.classes_[0]} is present)"
-            )
+        X, y_enc, weights = train_rows(self, X, y, sample_weight)  # sets classes_
         return fit_models(self, X, y_enc, previous, weights)
 
     partial_fit = available_if(_streams)(_partial_fit)  # a stream's batch (all-rows posterior)

@@ -12,8 +12,9 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
+from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
-from .._row_weights import refuse_weights
+from .._row_weights import refuse_weights, weighted_rows
 from ..likelihoods import Probit
 from ._prediction import PairPredictors
 from .learning._binary import _make_selector, fit_memory
@@ -24,7 +25,7 @@ from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
     "LEARNING_ROWS_OPTIONS", "binary_params", "check_kernel", "default_kernel", "fit_models",
-    "previous_models", "store_binary", "store_one_vs_rest",
+    "previous_models", "store_binary", "store_one_vs_rest", "train_rows",
 ]
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
@@ -180,6 +181,21 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
         )
     models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
     return store_one_vs_rest(clf, models)
+
+
+def train_rows(clf, X, y, sample_weight=None):
+    """``(X, y_enc, weights)`` of an in-memory fit of ``clf`` on the validated ``X, y``: the
+    rows of positive weight (:func:`~skgpsparse._row_weights.weighted_rows`, ``sample_weight``
+    times ``clf.class_weight``; ``weights`` None when all one) and their class indices, with
+    ``clf.classes_`` set; a ValueError when one class is left."""
+    X, y, weights = weighted_rows(X, y, sample_weight, clf.class_weight)
+    clf.classes_, y_enc = encode_labels(y)
+    if clf.classes_.size == 1:
+        raise ValueError(
+            f"{type(clf).__name__} requires 2 or more distinct classes; got 1 class "
+            f"(only class {clf.classes_[0]} is present)"
+        )
+    return X, y_enc, weights
 
 
 def previous_models(clf):

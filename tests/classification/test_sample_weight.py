@@ -403,3 +403,14 @@ def test_basis_posterior_evidence_counts_the_basis_copies():
     value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
     np.testing.assert_allclose(value, -dense[0], rtol=1e-6)
     np.testing.assert_allclose(grad, -dense[1][:-1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("multi_class", ["one_vs_rest", "one_vs_one"])
+def test_scikit_learn_multi_class_fits_equal_repeated_rows(multi_class):
+    # scikit-learn's multi_class values: every pair's or class's fit carries its rows' weights;
+    # with every distinct row in the basis the repeated rows give the same models
+    X, y, w = _data(30, n_classes=3)
+    weighted, repeated = _weighted_and_repeated(X, y, w, max_basis=30, max_iter=2,
+                                                multi_class=multi_class)
+    np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), atol=1e-6)
+    np.testing.assert_allclose(_thetas(weighted), _thetas(repeated), atol=1e-5)
