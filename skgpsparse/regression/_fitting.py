@@ -21,7 +21,11 @@ from ._basis import make_selector
 from ._hyperparameters import check_noise_bounds
 from ._prediction import RegressionPredictor, exact_factor, prediction_factors
 from ._refine import check_refinable
-from ._row_noise import rows_of_positive_weight, weighted_target_scaling
+from ._row_noise import (
+    exact_fit_rows,
+    rows_of_positive_weight,
+    weighted_target_scaling,
+)
 from ._streaming_statistics import FitStatistics
 from ._targets import target_scaling
 from ._white import fold_white, unfold_white
@@ -39,13 +43,16 @@ def fit_in_memory(model, X, y, sample_weight=None):
     # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
     y = np.asarray(y, dtype=np.float64)
     X, y, row_noise, kept = rows_of_positive_weight(model.noise_variance, X, y, sample_weight)
+    X, y, row_noise, index = exact_fit_rows(X, y, row_noise, model.max_basis)
+    if index is not None:
+        kept = index if kept is None else kept[index]
     if row_noise is None:
         scaling = target_scaling(y, model.normalize_y)
     else:  # the repeated rows' mean and standard deviation
         scaling = weighted_target_scaling(y, row_noise.weight, model.normalize_y)
     y, p, rng = prepare_fit(model, y, X.shape[0], scaling, row_noise)
     store_fit(model, alternate(model, X, y, p, rng), X.shape[0])
-    if kept is not None:  # indices of the X given, zero-weight rows included
+    if kept is not None:  # indices of the X given (zero-weight and repeated rows included)
         model.basis_indices_ = kept[model.basis_indices_]
     # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
     # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are

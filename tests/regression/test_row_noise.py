@@ -228,3 +228,34 @@ def test_partitioned_rows_refuse_weights_and_per_row_noise():
         SparseGPRegressor(max_basis=5, optimizer=None).fit(X_d, y_d, sample_weight=np.ones(60))
     with pytest.raises(ValueError, match="partitioned"):
         SparseGPRegressor(noise_variance=a, max_basis=5, optimizer=None).fit(X_d, y_d)
+
+
+@pytest.mark.parametrize("optimizer", [None, "fmin_l_bfgs_b"])
+def test_repeated_rows_within_the_basis_are_the_weighted_exact_fit(optimizer):
+    # 8 distinct rows repeated to 40: with max_basis=10 the basis holds every distinct row,
+    # so the fit is the exact GP of the repeated rows (a repeated row is one row of weight k),
+    # whatever the order of the rows; a GP on the repeated rows is the reference
+    rng = np.random.RandomState(3)
+    X = rng.uniform(-3, 3, (8, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(8)
+    counts = np.array([1, 3, 5, 2, 7, 4, 6, 12])
+    Xr, yr = X.repeat(counts, axis=0), y.repeat(counts)
+    model = SparseGPRegressor(C(1.0) * RBF([1.0, 1.0]), max_basis=10, noise_variance=0.05,
+                              optimizer=optimizer, random_state=0)
+    repeated = _fit(model, Xr, yr)
+    order = rng.permutation(8)
+    weighted = _fit(model, X[order], y[order], sample_weight=counts[order])
+    np.testing.assert_array_equal(repeated.predict(X_TEST2), weighted.predict(X_TEST2))
+    assert repeated.noise_variance_ == weighted.noise_variance_
+    # every basis row is one of the distinct rows, indexed into the X given
+    np.testing.assert_array_equal(np.sort(Xr[repeated.basis_indices_], axis=0),
+                                  np.sort(X, axis=0))
+    gp = GaussianProcessRegressor(repeated.kernel_, alpha=repeated.noise_variance_,
+                                  optimizer=None).fit(Xr, yr)
+    mean, std = repeated.predict(X_TEST2, return_std=True)
+    want_mean, want_std = gp.predict(X_TEST2, return_std=True)
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(std, want_std, rtol=1e-6, atol=1e-8)
+
+
+X_TEST2 = np.column_stack([np.linspace(-3, 3, 7), np.linspace(2, -2, 7)])
