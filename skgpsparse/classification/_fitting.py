@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 
 from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
-from .._row_weights import refuse_weights, weighted_rows
+from .._row_weights import distinct_rows, refuse_weights, weighted_rows
 from ..likelihoods import Probit
 from ._prediction import PairPredictors
 from .learning._binary import _make_selector, fit_memory
@@ -187,9 +187,15 @@ def train_rows(clf, X, y, sample_weight=None):
     """``(X, y_enc, weights)`` of an in-memory fit of ``clf`` on the validated ``X, y``: the
     rows of positive weight (:func:`~skgpsparse._row_weights.weighted_rows`, ``sample_weight``
     times ``clf.class_weight``; ``weights`` None when all one) and their class indices, with
-    ``clf.classes_`` set; a ValueError when one class is left."""
+    ``clf.classes_`` set; a ValueError when one class is left. Under the basis posterior with
+    at most ``max_basis`` distinct rows, repeated rows come once with their summed weight
+    (:func:`~skgpsparse._row_weights.distinct_rows`)."""
     X, y, weights = weighted_rows(X, y, sample_weight, clf.class_weight)
     clf.classes_, y_enc = encode_labels(y)
+    if (clf.posterior == "basis" and clf.hyperparameter_objective == "nlp"
+            and not (clf.n_restarts and clf.optimizer is not None)):
+        # every distinct row fits in the basis: repeated rows as weights, in a fixed order
+        X, y_enc, weights = distinct_rows(X, y_enc, weights, clf.max_basis)[:3]
     if clf.classes_.size == 1:
         raise ValueError(
             f"{type(clf).__name__} requires 2 or more distinct classes; got 1 class "

@@ -27,6 +27,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight
 
+from .._row_weights import distinct_rows
+
 __all__ = [
     "RowNoise", "make_row_noise", "exact_fit_rows", "rows_of_positive_weight",
     "weighted_mean_std", "weighted_target_scaling",
@@ -147,28 +149,20 @@ def rows_of_positive_weight(noise_variance, X, y, sample_weight):
 
 def exact_fit_rows(X, y, row_noise, max_basis):
     """``(X, y, row_noise, index)``: the rows of an exact (full-basis) fit, as the rows
-    they stand for.
+    they stand for (:func:`~skgpsparse._row_weights.distinct_rows`).
 
-    With at most ``max_basis`` distinct rows (input and target) the basis can hold every one
-    and the fit is the exact GP, where a row repeated ``k`` times is one row of weight ``k``
-    (module docstring): repeated rows are fitted once with their summed weight (the selection
-    over repeated rows would take twins of its basis rows, whose gain is zero but for the
-    jitter). The rows of a weighted exact fit are put in lexicographic order, so that the same
-    rows, repeated or weighted, in any order give the same arithmetic (the learned noise of a
-    near-interpolating fit amplifies rounding). ``index`` gives each row's (first) position in
-    the arguments; None, and the arguments unchanged, when there is nothing to do: more
-    distinct rows than ``max_basis``, no repeated rows nor weights, rows with their own noise,
-    or ``X`` not a numeric array.
+    With at most ``max_basis`` distinct rows (input and target) the fit is the exact GP, where
+    a row repeated ``k`` times is one row of weight ``k`` (module docstring): repeated rows
+    are fitted once with their summed weight, and the rows of a weighted exact fit are taken in
+    lexicographic order, so that the same rows, repeated or weighted, in any order give the
+    same arithmetic (the learned noise of a near-interpolating fit amplifies rounding).
+    ``index`` gives each row's (first) position in the arguments; None, and the arguments
+    unchanged, when there is nothing to do, and when the rows have their own noise.
     """
-    n = X.shape[0]
-    if (not isinstance(X, np.ndarray) or X.dtype.kind != "f"
-            or (row_noise is not None and np.any(row_noise.relative != 1.0))
-            or (n <= max_basis and row_noise is None)):
+    if row_noise is not None and np.any(row_noise.relative != 1.0):
         return X, y, row_noise, None
-    rows = np.column_stack([X.astype(np.float64), y.reshape(n, -1)])
-    _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    if first.size > max_basis or (first.size == n and row_noise is None):
+    weights = None if row_noise is None else row_noise.weight
+    X, y, weights, index = distinct_rows(X, y, weights, max_basis)
+    if index is None:
         return X, y, row_noise, None
-    weight = np.ones(n) if row_noise is None else row_noise.weight
-    summed = np.bincount(group.ravel(), weights=weight, minlength=first.size)
-    return X[first], y[first], RowNoise(np.ones(first.size), summed), first
+    return X, y, RowNoise(np.ones(index.size), weights), index
