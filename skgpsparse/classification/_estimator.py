@@ -9,9 +9,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import keeps_previous_fit, reset_fitted_state
 from .._labels import encode_labels
 from .._validation import plain_float_rows
+from .._warm_start import fit_signature
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
@@ -26,7 +27,7 @@ from .partitioned._fit import fit_partitioned
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer")
+_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer", "_fit_signature")
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
@@ -200,7 +201,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
         many, when they have grown by a quarter and when they reach it; later rows leave the
-        basis and hyperparameters as they are. 0: learned on the first call's rows only.
+        basis and hyperparameters as they are. 0: learned on the first call's rows only. At
+        least ``max_basis`` rows are used: a smaller first batch is kept and refitted on with
+        the next whole batches until they are reached (with a warning).
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
 
@@ -339,9 +342,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.stream_buffer = stream_buffer
         self.stream_ep_sweeps = stream_ep_sweeps
 
+    @keeps_previous_fit(_PRIVATE_STATE)
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the sparse GP classifier.
+
+        A ``fit`` that raises (invalid input, an optimizer's error, a numerical failure)
+        leaves the estimator as it was: the previous model, intact and usable, or unfitted.
+        With ``warm_start``, the previous fit is reused only for the same kernel structure
+        (class, fixed parameters, bounds), kind of input and number of features; otherwise
+        the fit starts cold with a ``WarmStartWarning``.
 
         Parameters
         ----------
@@ -359,13 +369,20 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             The fitted classifier.
         """
         check_kernel(self.kernel)
-        previous = previous_models(self)
+        signature = fit_signature(self.kernel, X)
+        # None unless warm_start and the kernel and inputs match the previous fit's
+        previous = previous_models(self, signature)
         reset_fitted_state(self, _PRIVATE_STATE)
+        self._fit(X, y, previous)
+        self._fit_signature = signature
+        return self
+
+    def _fit(self, X, y, previous=None):
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, self.fit)
+            return fit_indexed(self, X, y, self._fit)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, y_enc = encode_labels(y)
         n_classes = self.classes_.size

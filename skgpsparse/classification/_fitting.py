@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
 from .._learning_rows import LEARNING_ROWS_OPTIONS
+from .._warm_start import WarmStartWarning, warm_start_allowed
 from ..likelihoods import Probit
 from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
@@ -151,9 +152,13 @@ def fit_models(clf, X, y_enc, previous=None):
     return store_one_vs_rest(clf, models)
 
 
-def previous_models(clf):
-    """The binary models of ``clf``'s last fit if ``warm_start`` is set, else None."""
+def previous_models(clf, signature):
+    """The binary models of ``clf``'s last fit if ``warm_start`` is set and the fit of
+    ``signature`` may start from it (:func:`~skgpsparse._warm_start.warm_start_allowed`:
+    the same kernel structure, kind of input and width, else a warning), else None."""
     if not getattr(clf, "warm_start", False) or not hasattr(clf, "classes_"):
+        return None
+    if not warm_start_allowed(clf, signature):
         return None
     return [clf._binary] if clf.classes_.size == 2 else list(clf.estimators_)
 
@@ -164,17 +169,17 @@ def _warm_params(params, previous, X, n_models):
     A warm start takes each previous model's kernel and bias as the start of the
     hyperparameters (no search for a better start), and its basis as the first round's
     start when every basis vector is still the row it was (the same ``X``, or rows appended
-    to it); it needs the same classes and features, and warns and starts cold otherwise.
+    to it); it needs the same classes (and :func:`previous_models` the same kernel structure,
+    inputs and features), and warns and starts cold otherwise.
     """
     if previous is None:
         return [params] * n_models
-    if len(previous) != n_models or previous[0].basis_vectors_.shape[1] != X.shape[1]:
+    if len(previous) != n_models:  # the kernel, inputs and width: previous_models
         warnings.warn(
-            f"warm_start=True needs the classes and the {previous[0].basis_vectors_.shape[1]} "
-            f"features of the previous fit; got {X.shape[1]} features and "
-            f"{'the same' if len(previous) == n_models else 'other'} classes: fitting from "
-            "scratch.",
-            UserWarning,
+            f"SparseGPClassifier: warm_start=True ignored because the previous fit had "
+            f"{len(previous)} binary model(s), this one has "
+            f"{n_models} (other classes); fitting from scratch.",
+            WarmStartWarning,
         )
         return [params] * n_models
     out = []

@@ -9,9 +9,10 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import keeps_previous_fit, reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
+from .._warm_start import fit_signature
 from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
 from ..rows import backend_for
 from ..selection import BaseSelector
@@ -24,13 +25,14 @@ from ._targets import prior_prediction, target_scaling
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
 from ._warm import warm_start_from
+from ._white import check_function_part
 
 __all__ = ["SparseGPRegressor"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream",
+    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_fit_signature",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -322,9 +324,16 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
 
     # ------------------------------------------------------------------ fit
+    @keeps_previous_fit(_PRIVATE_STATE)
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select the basis and learn the hyperparameters.
+
+        A ``fit`` that raises (invalid input, an optimizer's error, a numerical failure)
+        leaves the estimator as it was: the previous model, intact and usable, or unfitted.
+        With ``warm_start``, the previous fit is reused only for the same kernel structure
+        (class, fixed parameters, bounds), kind of input and number of features; otherwise
+        the fit starts cold with a ``WarmStartWarning``.
 
         Parameters
         ----------
@@ -348,10 +357,15 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
-        self._warm = warm_start_from(self, X)  # taken by _alternation.alternate (warm_start)
+        check_function_part(self.kernel)
+        signature = fit_signature(self.kernel, X)
+        # taken by _alternation.alternate; None unless the kernel and inputs match (_warm_start)
+        self._warm = warm_start_from(self, signature)
         reset_fitted_state(self, _PRIVATE_STATE)
         with blas_thread_limit(_FIT_BLAS_THREADS):
-            return self._fit(X, y)
+            self._fit(X, y)
+        self._fit_signature = signature
+        return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y):

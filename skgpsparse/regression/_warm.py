@@ -8,12 +8,12 @@ new ``X`` (the case after ``partial_fit`` batches, or on a data set that grew) e
 first selection first, and forward selection continues from them to ``max_basis``.
 """
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
 
+from .._warm_start import warm_start_allowed
 from ._white import split_white
 
 __all__ = ["WarmStart", "basis_rows", "warm_start_from"]
@@ -27,18 +27,13 @@ class WarmStart(NamedTuple):
     basis_vectors: np.ndarray
 
 
-def warm_start_from(model, X):
-    """The previous fit of ``model`` to start a fit on ``X`` from, or None (no warm start,
-    unfitted, or with a warning when ``X`` has another number of features)."""
+def warm_start_from(model, signature):
+    """The previous fit of ``model`` to start a fit of ``signature`` from, or None (no warm
+    start, unfitted, or with a warning when the kernel, the kind of input or the number of
+    features changed: :func:`~skgpsparse._warm_start.warm_start_allowed`)."""
     if not model.warm_start or not hasattr(model, "basis_vectors_"):
         return None
-    width, n_features = model.basis_vectors_.shape[1], np.shape(X)[-1]
-    if np.ndim(X) != 2 or n_features != width:
-        warnings.warn(
-            f"warm_start=True ignored: the previous fit had {width} features, X has "
-            f"shape {np.shape(X)}; fitting from scratch.",
-            UserWarning,
-        )
+    if not warm_start_allowed(model, signature):
         return None
     # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
     kernel, white, _ = split_white(clone(model.kernel_))
