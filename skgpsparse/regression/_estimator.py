@@ -33,6 +33,7 @@ __all__ = ["SparseGPRegressor"]
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_fit_signature",
+    "_warm",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -359,9 +360,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         """
         check_function_part(self.kernel)
         signature = fit_signature(self.kernel, X)
-        # taken by _alternation.alternate; None unless the kernel and inputs match (_warm_start)
-        self._warm = warm_start_from(self, signature)
+        # None unless the kernel and inputs match (_warm_start)
+        warm = warm_start_from(self, signature)
         reset_fitted_state(self, _PRIVATE_STATE)
+        self._warm = warm  # taken by _alternation.alternate
         with blas_thread_limit(_FIT_BLAS_THREADS):
             self._fit(X, y)
         self._fit_signature = signature
