@@ -22,8 +22,8 @@ from sklearn.base import _fit_context
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from ..inference._online import OnlinePosterior
 from .._warm_start import fit_signature
+from ..inference._online import OnlinePosterior
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest

@@ -19,8 +19,13 @@ from sklearn.utils.validation import validate_data
 from ._columns import CrossKernel
 
 __all__ = [
-    "IndexedKernel", "STRUCTURED_STREAM", "fit_indexed", "indexed_predictors", "is_structured",
-    "query_rows", "refuse_structured",
+    "STRUCTURED_STREAM",
+    "IndexedKernel",
+    "fit_indexed",
+    "indexed_predictors",
+    "is_structured",
+    "query_rows",
+    "refuse_structured",
 ]
 
 

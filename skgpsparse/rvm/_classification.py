@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import keeps_previous_fit, reset_fitted_state
 from .._labels import encode_labels
-from ..likelihoods import Probit
 from ..kernels._structured import refuse_structured
+from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
