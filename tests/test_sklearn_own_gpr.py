@@ -9,11 +9,10 @@ with the reason (and on the comparison page, docs/compared.rst); each is replace
 that the difference is the one described.
 """
 
-import sys
-
 import numpy as np
 import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import DotProduct, WhiteKernel
 from sklearn.gaussian_process.tests import test_gpr as _sklearn_tests
 from sklearn.utils.validation import _num_samples
 
@@ -29,7 +28,7 @@ class FullBasisGPR(SparseGPRegressor):
     random restarts of the regressor's hyperparameters).
     """
 
-    _parameter_constraints = dict(GaussianProcessRegressor._parameter_constraints)
+    _parameter_constraints: dict = {**GaussianProcessRegressor._parameter_constraints}
 
     def __init__(self, kernel=None, *, alpha=1e-10, optimizer="fmin_l_bfgs_b",
                  n_restarts_optimizer=0, normalize_y=False, copy_X_train=True,
@@ -64,15 +63,34 @@ class FullBasisGPR(SparseGPRegressor):
         return self.alpha
 
     def fit(self, X, y):
+        # scikit-learn's check of alpha's length (the shim's own parameter); an array of the
+        # right length is per-row noise, SparseGPRegressor's noise_variance as an array
+        alpha = self.alpha
+        if np.iterable(alpha) and np.shape(alpha)[0] not in (1, _num_samples(y)):
+            raise ValueError(
+                "alpha must be a scalar or an array with same number of entries as y. "
+                f"({np.shape(alpha)[0]} != {_num_samples(y)})"
+            )
         self.max_basis = max(1, _num_samples(X))  # every row in the basis
         return super().fit(X, y)
 
 
-# Where the models genuinely differ: test name -> reason (docs/compared.rst says the same).
-DIFFERENCES = {}
-
-# Tests that need noise_variance as an array (per-row noise, another branch).
-NEEDS_ARRAY_ALPHA = set()
+# Where the models genuinely differ: test (or parametrization) -> reason. Each is replaced
+# below by a test of the difference; docs/compared.rst lists them too.
+DIFFERENCES = {
+    "test_gpr_correct_error_message": (
+        "alpha=0 with a kernel without a WhiteKernel term: scikit-learn tries the Cholesky "
+        "factor of K (singular for DotProduct on these rows) and raises LinAlgError with "
+        "advice; SparseGPRegressor refuses noise_variance=0 up front with a ValueError "
+        "naming noise_variance (its basis needs a noise, or a WhiteKernel as the noise)"
+    ),
+    "test_gpr_fit_error[params1]": (
+        "a WhiteKernel alone with n_restarts_optimizer: scikit-learn fits the pure-noise GP "
+        "and refuses infinite bounds for its random restarts; SparseGPRegressor refuses a "
+        "kernel with no function part (ValueError naming kernel) and has no random restarts "
+        "of the regressor's hyperparameters (n_restarts_optimizer is ignored by the shim)"
+    ),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +98,36 @@ def _shim(monkeypatch):
     monkeypatch.setattr(_sklearn_tests, "GaussianProcessRegressor", FullBasisGPR)
 
 
-_names = [name for name in dir(_sklearn_tests) if name.startswith("test_")]
-for _name in _names:
-    if _name not in DIFFERENCES:
-        setattr(sys.modules[__name__], _name, getattr(_sklearn_tests, _name))
+for _name in dir(_sklearn_tests):
+    if _name.startswith("test_") and _name not in ("test_gpr_correct_error_message",
+                                                   "test_gpr_fit_error"):
+        globals()[_name] = getattr(_sklearn_tests, _name)
+
+
+def test_gpr_fit_error_alpha_length():
+    # scikit-learn's test_gpr_fit_error[params0]: an alpha array of another length than y
+    _sklearn_tests.test_gpr_fit_error(
+        {"alpha": np.zeros(100)}, ValueError,
+        "alpha must be a scalar or an array with same number of entries as y",
+    )
+
+
+def test_difference_alpha_zero_needs_a_white_kernel():
+    # DIFFERENCES["test_gpr_correct_error_message"]
+    X, y = np.arange(12.0).reshape(6, -1), np.ones(6)
+    with pytest.raises(ValueError, match=r"noise_variance=0 needs a WhiteKernel term.*"
+                                         r"got kernel=DotProduct"):
+        FullBasisGPR(kernel=DotProduct(), alpha=0.0).fit(X, y)
+    # with a WhiteKernel term as the noise, the same rows fit as scikit-learn's with alpha
+    ours = FullBasisGPR(kernel=DotProduct() + WhiteKernel(1e-2, "fixed"), alpha=0.0,
+                        optimizer=None).fit(X, y)
+    theirs = GaussianProcessRegressor(kernel=DotProduct(), alpha=1e-2, optimizer=None).fit(X, y)
+    np.testing.assert_allclose(ours.predict(X + 0.5), theirs.predict(X + 0.5), rtol=1e-6)
+
+
+def test_difference_white_kernel_alone_is_refused():
+    # DIFFERENCES["test_gpr_fit_error[params1]"]
+    kernel = WhiteKernel(noise_level_bounds=(-np.inf, np.inf))
+    with pytest.raises(ValueError, match=r"kernel=WhiteKernel.* has no function part"):
+        FullBasisGPR(kernel=kernel, n_restarts_optimizer=2).fit(_sklearn_tests.X,
+                                                                _sklearn_tests.y)

@@ -102,11 +102,11 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     n = X.shape[0]
     X64 = X.astype(np.float64, copy=False)
     Y = y.reshape(n, -1)
+    exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
     if learn:
         if model._noise.bounds is not None:
             # as after a selection: the noise no lower than the MAP fit's mean squared residual
             s2 = max(s2, _mean_squared_residual(kernel, X64, Y, s2))
-        exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
         kernel, s2, value = learn_hyperparameters(kernel, s2, X64, y, X64, exact)
         model._progress.line(
             f"every row in the basis: exact {model.hyperparameter_objective} {value:.6g}, "
@@ -125,6 +125,6 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     return dict(
         kernel=kernel, noise_variance=float(s2), basis=basis, basis_vectors=X64[basis],
         L=f.L, R=f.R, Vy=Vy[:, 0] if y.ndim == 1 else Vy, jitter=j,
-        objective=FULL_BASIS_OBJECTIVES[model.hyperparameter_objective](kernel, X64, y, X64, s2),
+        objective=exact(kernel, X64, y, X64, s2),
         cost_curve=curve, n_iter=1, n_refine=0,
     )
