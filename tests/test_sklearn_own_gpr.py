@@ -6,7 +6,9 @@ The module shipped with the installed scikit-learn is imported, its
 model is the exact GP), and its test functions are collected here with their
 parametrizations. Those where the models genuinely differ are listed in :data:`DIFFERENCES`
 with the reason (and on the comparison page, docs/compared.rst); each is replaced by a test
-that the difference is the one described.
+that the difference is the one described. No test of this ``test_gpr.py`` fits with an array
+``alpha`` (per-row noise); ``test_gpr_fit_error``'s array of the wrong length is refused by the
+shim's check of ``alpha``, scikit-learn's.
 """
 
 import numpy as np

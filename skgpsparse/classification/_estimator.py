@@ -9,15 +9,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import keeps_previous_fit, reset_fitted_state
+from .._fitted_state import keeps_previous_fit
 from .._labels import encode_labels
 from .._validation import plain_float_rows
-from .._warm_start import fit_signature
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
-from ._fitting import LEARNING_ROWS_OPTIONS, check_kernel, fit_models, previous_models
+from ._fitting import LEARNING_ROWS_OPTIONS, begin_fit, check_kernel, fit_models
 from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._streaming import partial_fit as _partial_fit
@@ -197,13 +196,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
         from its basis when the basis rows are rows of ``X`` at the same index (the shared
-        multi-class fit: the shared kernel, every class's bias and basis).
+        multi-class fit: the shared kernel, every class's bias and basis); with the same kernel
+        structure, kind of input and width only, else it warns and fits cold.
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
-        many, when they have grown by a quarter and when they reach it; later rows leave the
-        basis and hyperparameters as they are. 0: learned on the first call's rows only. At
-        least ``max_basis`` rows are used: a smaller first batch is kept and refitted on with
-        the next whole batches until they are reached (with a warning).
+        many (and at least ``max_basis``), when they have grown by a quarter and when they
+        reach it; later rows leave the basis and hyperparameters as they are.
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
 
@@ -345,13 +343,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     @keeps_previous_fit(_PRIVATE_STATE)
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit the sparse GP classifier.
-
-        A ``fit`` that raises (invalid input, an optimizer's error, a numerical failure)
-        leaves the estimator as it was: the previous model, intact and usable, or unfitted.
-        With ``warm_start``, the previous fit is reused only for the same kernel structure
-        (class, fixed parameters, bounds), kind of input and number of features; otherwise
-        the fit starts cold with a ``WarmStartWarning``.
+        """Fit the sparse GP classifier (a fit that raises leaves the previous model as it was).
 
         Parameters
         ----------
@@ -369,10 +361,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             The fitted classifier.
         """
         check_kernel(self.kernel)
-        signature = fit_signature(self.kernel, X)
-        # None unless warm_start and the kernel and inputs match the previous fit's
-        previous = previous_models(self, signature)
-        reset_fitted_state(self, _PRIVATE_STATE)
+        signature, previous = begin_fit(self, X, _PRIVATE_STATE)
         self._fit(X, y, previous)
         self._fit_signature = signature
         return self

@@ -12,8 +12,9 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
+from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
-from .._warm_start import WarmStartWarning, warm_start_allowed
+from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
 from ..likelihoods import Probit
 from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
@@ -21,8 +22,15 @@ from .multiclass._one_vs_rest import one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
-    "LEARNING_ROWS_OPTIONS", "binary_params", "check_kernel", "default_kernel", "fit_models",
-    "previous_models", "store_binary", "store_one_vs_rest",
+    "LEARNING_ROWS_OPTIONS",
+    "begin_fit",
+    "binary_params",
+    "check_kernel",
+    "default_kernel",
+    "fit_models",
+    "previous_models",
+    "store_binary",
+    "store_one_vs_rest",
 ]
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
@@ -150,6 +158,17 @@ def fit_models(clf, X, y_enc, previous=None):
         return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
     models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
     return store_one_vs_rest(clf, models)
+
+
+def begin_fit(clf, X, private):
+    """What ``clf.fit(X, ...)`` does first: the fit's :class:`~skgpsparse._warm_start.
+    FitSignature`, the previous models a warm start starts from (:func:`previous_models`),
+    then the previous fitted state cleared (``private``: the private names). Returns
+    ``(signature, previous)``."""
+    signature = fit_signature(clf.kernel, X)
+    previous = previous_models(clf, signature)
+    reset_fitted_state(clf, private)
+    return signature, previous
 
 
 def previous_models(clf, signature):

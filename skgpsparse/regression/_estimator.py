@@ -330,11 +330,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Select the basis and learn the hyperparameters.
 
-        A ``fit`` that raises (invalid input, an optimizer's error, a numerical failure)
-        leaves the estimator as it was: the previous model, intact and usable, or unfitted.
-        With ``warm_start``, the previous fit is reused only for the same kernel structure
-        (class, fixed parameters, bounds), kind of input and number of features; otherwise
-        the fit starts cold with a ``WarmStartWarning``.
+        A ``fit`` that raises leaves the previous model intact (or the estimator unfitted);
+        ``warm_start`` needs the same kernel structure, kind of input and width, else it
+        warns and fits cold (user guide, "Code written for scikit-learn's GPs").
 
         Parameters
         ----------
