@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.gaussian_process.kernels import Kernel
+from sklearn.utils.validation import _num_features
 
 __all__ = ["FitSignature", "WarmStartWarning", "fit_signature", "warm_start_allowed"]
 
@@ -69,11 +70,11 @@ def fit_signature(kernel, X):
     """The :class:`FitSignature` of a fit with the constructor's ``kernel`` on ``X``."""
     if kernel is not None and not getattr(kernel, "requires_vector_input", True):
         return FitSignature(kernel_structure(kernel), "structured", None)
-    shape = getattr(X, "shape", None)
-    shape = tuple(shape) if shape is not None else np.shape(X)
-    return FitSignature(
-        kernel_structure(kernel), "numeric", shape[1] if len(shape) == 2 else None
-    )
+    try:  # scikit-learn's reading (arrays, frames, lists; no array conversion)
+        width = _num_features(X)
+    except TypeError:  # not 2-D: validation refuses it, or a one-feature fit warns on it
+        width = None
+    return FitSignature(kernel_structure(kernel), "numeric", width)
 
 
 def warm_start_allowed(estimator, signature):
