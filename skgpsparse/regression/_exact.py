@@ -54,11 +54,15 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
         # T is zero for a kernel with no WhiteKernel term (k(x, x) is the limit of k(x, z));
         # computed, it is the round-off of two sums of k(x, x), and the gradient's part
         # (m / s2) I against dK cancels against d k(x, x) only to that round-off: divided by
-        # s2 (1e-10 in scikit-learn's tests), both were 1e-4 nats of noise
-        trace_term = _white_in(kernel) or np.max(np.abs(gap), initial=0.0) > 1e-12 * max(
-            np.max(np.abs(np.diagonal(K)), initial=0.0), np.finfo(float).tiny
+        # an s2 below 1e-8 of the prior variance (scikit-learn's tests: alpha=1e-10), both
+        # were 1e-4 nats of noise. There they are skipped; above, the round-off is below
+        # 1e-8 and the computation stays as it was.
+        scale = np.max(np.abs(np.diagonal(K)), initial=0.0)
+        trace_term = (
+            _white_in(kernel) or s2 >= 1e-8 * scale
+            or np.max(np.abs(gap), initial=0.0) > 1e-12 * scale
         )
-        trace = float(np.sum(gap)) if trace_term else 0.0
+        trace = float(np.sum(kernel.diag(X)) - np.trace(K)) if trace_term else 0.0
     C = K
     C[np.diag_indices(n)] += s2
     L = cholesky_lower(C)  # into a new (Fortran-ordered) array
