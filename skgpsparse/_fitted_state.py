@@ -12,7 +12,9 @@ every estimator of the package.
 
 import functools
 
-__all__ = ["keeps_previous_fit", "reset_fitted_state"]
+from sklearn.base import _fit_context
+
+__all__ = ["fit_method", "keeps_previous_fit", "reset_fitted_state"]
 
 
 def _fitted_names(estimator, private):
@@ -58,4 +60,12 @@ def keeps_previous_fit(private=()):
                 vars(self).update(saved)
                 raise
         return guarded
+    return decorate
+
+
+def fit_method(private=()):
+    """The decorator of the estimators' ``fit``: scikit-learn's ``_fit_context`` (parameter
+    validation, nested validation skipped) inside :func:`keeps_previous_fit`."""
+    def decorate(fit):
+        return keeps_previous_fit(private)(_fit_context(prefer_skip_nested_validation=True)(fit))
     return decorate

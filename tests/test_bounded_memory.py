@@ -26,7 +26,7 @@ from skgpsparse import (
     SparseGPRegressor,
 )
 from skgpsparse.classification.learning._binary import fit_memory as classifier_memory
-from skgpsparse.regression._alternation import fit_memory as regressor_memory
+from skgpsparse.regression._fit_memory import fit_memory as regressor_memory
 from skgpsparse.rvm._fit_memory import fit_memory as rvm_memory
 from skgpsparse.rvm._subspace_em import ActiveDesign
 

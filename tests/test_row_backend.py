@@ -210,3 +210,19 @@ def test_classifier_on_the_backend_names_it_in_its_messages(backend):
         SparseGPClassifier(site_update="optimize").fit(Xc, y)
     with pytest.raises(TypeError, match="partial_fit takes in-memory batches"):
         SparseGPClassifier(max_basis=5).partial_fit(Xc, y, classes=[0, 1])
+
+
+def test_one_vs_one_is_refused_on_the_backend_and_predicts_on_it(backend):
+    X, _, Xc = _data(n=90)
+    labels = np.digitize(X[:, 0], [-1.0, 1.0])
+    with pytest.raises(ValueError, match="multi_class='one_vs_one' is fitted in memory only"):
+        SparseGPClassifier(max_basis=5, multi_class="one_vs_one").fit(Xc, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = SparseGPClassifier(max_basis=5, max_iter=1, multi_class="one_vs_one")
+        clf.fit(X, labels)
+    for name in ("decision_function", "predict"):
+        np.testing.assert_array_equal(backend.gather(getattr(clf, name)(Xc)),
+                                      getattr(clf, name)(X))
+    with pytest.raises(ValueError, match="does not support predicting probability"):
+        backend.gather(clf.predict_proba(Xc))

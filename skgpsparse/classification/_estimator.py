@@ -1,21 +1,23 @@
 """SparseGPClassifier: probit GP classification on a greedily selected basis (EP or ADF)."""
 
 import numbers
+from functools import partial
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import keeps_previous_fit
+from .._fitted_state import fit_method
 from .._labels import encode_labels
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
+from . import _prediction
 from ._fitting import LEARNING_ROWS_OPTIONS, begin_fit, check_kernel, fit_models
 from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
@@ -44,7 +46,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     the points outside the basis (eq. (4)), two-loop design, keeping the best model by
     training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
     costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
-    classes are handled one vs rest (``multi_class``: by default one kernel shared by the classes).
+    classes are handled one vs rest (by default one kernel shared by the classes) or one vs
+    one (``multi_class``).
 
     Parameters
     ----------
@@ -61,11 +64,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         for the extra length scales, ``(n_features - 1) / 2 * log(n_samples)`` nats: features
         of unequal relevance get their own length scales where the data can tell them apart,
         while a few hundred rows keep one (fitted to so few, per-feature length scales make
-        the probabilities overconfident). A kernel you pass is used as it is. With the
-        all-rows posterior, per-feature length scales (the trial's, or an ARD kernel you pass)
-        carry a log-normal hyperprior around their geometric mean (one e-fold standard
-        deviation): a shared length scale is not affected, and features differ where the
-        evidence says so (``objectives._hyperprior``).
+        the probabilities overconfident). A kernel you pass is used as it is. With the all-rows
+        posterior, per-feature length scales (the trial's, or an ARD kernel you pass) carry a
+        log-normal hyperprior around their geometric mean (one e-fold standard deviation): a shared
+        length scale is not affected, and features differ where the evidence says so
+        (``objectives._hyperprior``). ``None``: no warning at its cap or per-feature upper bounds.
     max_basis : int, default=100
         Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
@@ -169,20 +172,25 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         the classes kept. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts (``"basis"``).
-    multi_class : {"auto", "shared", "independent"}, default="auto"
-        More than two classes, one vs rest (two classes: one binary fit, whatever this says).
-        ``"shared"`` (the all-rows posterior): one kernel and one-or-per-feature length-scale
-        decision learned on the classes' summed evidence over a stratified subsample of
-        rows, then a basis, bias and EP per class on all rows (``multiclass``); about twice
-        one binary fit on 26 classes, where ``"independent"``, a whole binary fit per class
-        (its own kernel, length-scale decision, bias, basis and EP), costs about ``K`` of
-        them. ``"auto"``: ``"shared"`` under the all-rows posterior, ``"independent"`` under
-        ``posterior="basis"`` and on a partitioned ``X`` (with a warning: the shared fit is not
-        distributed). Costs and accuracy in the user guide.
+    multi_class : {"auto", "shared", "independent", "one_vs_rest", "one_vs_one"}, \
+            default="auto"
+        More than two classes (two: one binary fit, whatever this says). ``"shared"`` (the
+        all-rows posterior), one vs rest: one kernel and length-scale decision learned on the
+        classes' summed evidence over a stratified subsample, then a basis, bias and EP per
+        class on all rows; about twice one binary fit on 26 classes. ``"independent"``, or
+        scikit-learn's name ``"one_vs_rest"`` (the same fit): a whole binary fit per class
+        against the rest (its own kernel, bias, basis and EP), about ``K`` fits.
+        ``"one_vs_one"`` (scikit-learn's): a whole binary fit per pair of classes on their
+        rows, ``K (K - 1) / 2`` fits on about ``2 n / K`` rows each; :meth:`predict` by their
+        votes, :meth:`decision_function` the votes (``OneVsOneClassifier``'s), and no
+        probabilities (:meth:`predict_proba` raises, as scikit-learn's); in memory only.
+        ``"auto"``: ``"shared"`` under the all-rows posterior, ``"independent"`` under
+        ``posterior="basis"`` and on a partitioned ``X`` (with a warning: the shared fit is
+        not distributed). Costs and accuracy in the user guide.
     n_jobs : int, default=None
         Parallel jobs (joblib's reading: ``None`` means 1 unless in a
         :func:`joblib.parallel_backend` context, ``-1`` means all processors). With more than
-        two classes, the one-vs-rest models are fitted in parallel (the shared fit: each
+        two classes, the binary models are fitted in parallel (the shared fit: each
         class's basis selection and EP on all rows; its shared learning runs in one
         process); with two, the row blocks of each scored working set are spread over
         threads (BLAS runs on one thread per block meanwhile). The fitted model does not
@@ -210,9 +218,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
         Class labels.
     kernel_ : kernel instance
-        Fitted kernel (binary problems).
+        Fitted kernel; more than two classes, scikit-learn's ``CompoundKernel`` of ``kernels_``
+        (the same objects), or the shared fit's one kernel (the first class's object).
     kernels_ : list of kernel instances
-        Fitted kernel of each one-vs-rest model (more than two classes).
+        The kernel of each of ``estimators_`` (more than two classes).
     bias_ : float or ndarray of shape (n_classes,)
         Fitted bias ``b`` (per class with more than two classes).
     basis_indices_, basis_vectors_, site_precision_, site_mean_ : ndarray or list of ndarray
@@ -234,9 +243,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         exchange step (just the first value when ``n_exchange=0``; NaN with the all-rows
         posterior and ``selection="random"``, which form no basis posterior).
     estimators_ : list
-        The binary one-vs-rest models (more than two classes).
-    multi_class_ : {"shared", "independent"}
-        The one-vs-rest fit that ran (more than two classes; ``multi_class`` resolved).
+        The binary models (more than two classes): per class, or per pair ``(i, j)``, ``i < j``,
+        ordered ``(0, 1), (0, 2), ...`` (``"one_vs_one"``: on the two classes' rows).
+    multi_class_ : {"shared", "independent", "one_vs_one"}
+        The fit that ran (more than two classes; ``multi_class`` resolved).
     n_samples_seen_ : int
         Rows seen by :meth:`partial_fit` (only after it).
     n_features_in_ : int
@@ -282,7 +292,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         "learning_rows": LEARNING_ROWS_OPTIONS,
         "n_restarts": [Interval(numbers.Integral, 0, 10, closed="both")],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "multi_class": [StrOptions({"auto", "shared", "independent"})],
+        "multi_class": [
+            StrOptions({"auto", "shared", "independent", "one_vs_rest", "one_vs_one"})
+        ],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -340,8 +352,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.stream_buffer = stream_buffer
         self.stream_ep_sweeps = stream_ep_sweeps
 
-    @keeps_previous_fit(_PRIVATE_STATE)
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method(_PRIVATE_STATE)
     def fit(self, X, y):
         """Fit the sparse GP classifier (a fit that raises leaves the previous model as it was).
 
@@ -361,17 +372,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             The fitted classifier.
         """
         check_kernel(self.kernel)
-        signature, previous = begin_fit(self, X, _PRIVATE_STATE)
-        self._fit(X, y, previous)
-        self._fit_signature = signature
-        return self
-
-    def _fit(self, X, y, previous=None):
+        previous = begin_fit(self, X, _PRIVATE_STATE)  # state cleared; warm-start models
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, self._fit)
+            return fit_indexed(self, X, y, self.fit)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, y_enc = encode_labels(y)
         n_classes = self.classes_.size
@@ -391,7 +397,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         return [self._binary] if self.classes_.size == 2 else self.estimators_
 
     def _validate_X(self, X):
-        """``X`` as float64 and the binary models' predictors (one per one-vs-rest class)."""
+        """``X`` as float64 and the binary models' predictors."""
         # A finite float ndarray skips validate_data's fixed cost (single rows, BO loops); the
         # array is the one validate_data would return, and every other input goes through it.
         predictors = getattr(self, "_predictors", None)
@@ -440,7 +446,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         -------
         margin : ndarray of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive means ``classes_[1]``; otherwise one column per
-            one-vs-rest model.
+            one-vs-rest model (``"one_vs_one"``: per class, ``OneVsOneClassifier``'s votes).
         """
         return by_row_blocks(margins, *self._validate_X(X))
 
@@ -462,7 +468,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities, ``P(y = +1 | x_*) = Phi((f_* + b) / sqrt(1 + s2_*))`` (eq. 2.7).
 
-        With more than two classes, the one-vs-rest probabilities normalised per row.
+        With more than two classes, the one-vs-rest probabilities normalised per row; with
+        ``multi_class="one_vs_one"`` a ValueError, as scikit-learn's GPC.
 
         Parameters
         ----------
@@ -488,11 +495,6 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The class of highest :meth:`predict_proba` (one vs one: most votes).
         """
-        def labels(X_block, predictors):
-            # predict_proba's argmax, from its own arithmetic: margins within rounding of
-            # each other give equal probabilities, and the tie goes to the first class
-            p = proba(X_block, predictors)
-            return self.classes_[np.argmax(p, axis=1)]
-
-        return by_row_blocks(labels, *self._validate_X(X))
+        return by_row_blocks(partial(_prediction.labels, self), *self._validate_X(X))

@@ -15,10 +15,13 @@ from sklearn.utils import check_random_state
 from .._fitted_state import reset_fitted_state
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
+from ..kernels._structured import IndexedKernel
 from ..likelihoods import Probit
+from ._prediction import PairPredictors
 from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
-from .multiclass._one_vs_rest import one_vs_rest
+from .multiclass._one_vs_one import class_pairs, fit_one_vs_one
+from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
@@ -35,6 +38,14 @@ __all__ = [
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
 _MAX_AMPLITUDE = 100.0
+# The default kernel's hyperparameters whose upper bound is reached by design, not warned
+# about (learning._hyperparameters.check_bounds): the amplitude's cap, where the evidence
+# runs along a ridge with the bias (an RBF approaches a linear kernel as amplitude and length
+# scale grow together), and a per-feature length scale's, a feature the fit switched off.
+# A cap of 1e4 instead was still reached by 11 of 68 benchmark fits (23 reach 100) and moved
+# the test NLP both ways (letter -0.017, twonorm +0.006;
+# benchmarks/studies/results/default_bounds.md).
+DEFAULT_KERNEL_AT_BOUNDS = ("k1__constant_value", "k2__length_scale")
 
 # Fitted attributes of each binary model, listed per class with more than two classes.
 PER_MODEL_ATTRIBUTES = (
@@ -58,8 +69,9 @@ def check_kernel(kernel):
     touches the kernel: ``CompoundKernel(0)`` is not even iterable)."""
     if isinstance(kernel, CompoundKernel):
         raise ValueError(
-            "kernel cannot be a CompoundKernel: each one-vs-rest model has its own kernel "
-            "(the fitted ones are in `kernels_`)."
+            "kernel cannot be a CompoundKernel: each binary model has its own kernel (the "
+            "fitted ones are in `kernels_`, and a multi-class `kernel_` is their "
+            "CompoundKernel)."
         )
 
 
@@ -119,6 +131,7 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
         # where the all-rows evidence learns the hyperparameters
         "per_feature_choice": (clf.kernel is None and posterior == "all_rows"
                                and clf.optimizer is not None),
+        "expected_at_bounds": DEFAULT_KERNEL_AT_BOUNDS if clf.kernel is None else (),
         "max_iter": clf.max_iter,
         "learning_rows": clf.learning_rows,
         "tol": clf.tol,
@@ -136,10 +149,13 @@ def fit_models(clf, X, y_enc, previous=None):
     """Fit and store the binary models of ``clf`` on ``X`` and labels ``y_enc`` (class indices).
 
     One model for two classes, one per class against the rest otherwise
-    (:func:`~skgpsparse.classification.multiclass._shared_learning.one_vs_rest`); ``previous``
+    (:func:`~skgpsparse.classification.multiclass._one_vs_rest.one_vs_rest`), or one per pair
+    of classes (``multi_class="one_vs_one"``,
+    :func:`~skgpsparse.classification.multiclass._one_vs_one.fit_one_vs_one`); ``previous``
     (:func:`previous_models`) are the models a warm start starts from.
     """
     n_classes = clf.classes_.size
+    pairwise = n_classes > 2 and clf.multi_class == "one_vs_one"
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
     # before the first n x max_basis allocation: one binary fit, or n_jobs of them at once
     n_parallel = min(effective_n_jobs(clf.n_jobs), n_classes) if n_classes > 2 else 1
@@ -152,23 +168,35 @@ def fit_models(clf, X, y_enc, previous=None):
     ).check()
     rng = check_random_state(clf.random_state)
     restarts = (clf.n_restarts, clf.validation_fraction)
-    per_model = _warm_params(params, previous, X, 1 if n_classes == 2 else n_classes)
+    n_models = len(class_pairs(n_classes)) if pairwise else 1 if n_classes == 2 else n_classes
+    per_model = _warm_params(params, previous, X, n_models)
     if n_classes == 2:
         y_pm = np.where(y_enc == 1, 1.0, -1.0)
         return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
+    if pairwise:
+        clf.multi_class_ = multi_class_mode(clf, params["posterior"])
+        return store_one_vs_rest(
+            clf, fit_one_vs_one(per_model, restarts, X, y_enc, rng, clf.n_jobs)
+        )
     models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
     return store_one_vs_rest(clf, models)
 
 
 def begin_fit(clf, X, private):
-    """What ``clf.fit(X, ...)`` does first: the fit's :class:`~skgpsparse._warm_start.
-    FitSignature`, the previous models a warm start starts from (:func:`previous_models`),
-    then the previous fitted state cleared (``private``: the private names). Returns
-    ``(signature, previous)``."""
+    """What ``clf.fit(X, ...)`` does first: take the previous models a warm start starts from
+    (:func:`previous_models`), clear the previous fitted state (``private``: the private
+    names) and note the fit's :class:`~skgpsparse._warm_start.FitSignature` (a fit that then
+    fails puts the previous one back: :func:`~skgpsparse._fitted_state.keeps_previous_fit`).
+    Returns the previous models or None. The inner fit of structured inputs (its kernel an
+    :class:`~skgpsparse.kernels._structured.IndexedKernel`, :func:`fit_indexed`) finds the
+    state cleared and keeps the outer fit's signature."""
+    if isinstance(clf.kernel, IndexedKernel):
+        return None
     signature = fit_signature(clf.kernel, X)
     previous = previous_models(clf, signature)
     reset_fitted_state(clf, private)
-    return signature, previous
+    clf._fit_signature = signature
+    return previous
 
 
 def previous_models(clf, signature):
@@ -223,14 +251,22 @@ def store_binary(clf, model):
 
 
 def store_one_vs_rest(clf, models):
-    """The fitted attributes of ``clf`` from its one-vs-rest binary models."""
+    """The fitted attributes of ``clf`` from its binary models (one vs rest, or one per pair
+    with ``clf.multi_class_ == "one_vs_one"``)."""
     clf.estimators_ = models
     clf.kernels_ = [est.kernel_ for est in models]
+    # scikit-learn's kernel_: a CompoundKernel of the binary models' kernels (the same
+    # objects, so that log_marginal_likelihood's clone_kernel=False moves it too); the shared
+    # fit's one kernel, the first class's (every class's kernel has its theta)
+    shared = getattr(clf, "multi_class_", None) == "shared"
+    clf.kernel_ = clf.kernels_[0] if shared else CompoundKernel(clf.kernels_)
     clf.bias_ = np.array([est.bias_ for est in models])
     clf.n_iter_ = np.array([est.n_iter_ for est in models])
     for name in PER_MODEL_ATTRIBUTES:
         setattr(clf, name, [getattr(est, name) for est in models])
-    clf._predictors = [est._predictor for est in models]
+    predictors = [est._predictor for est in models]
+    pairwise = getattr(clf, "multi_class_", None) == "one_vs_one"
+    clf._predictors = PairPredictors(predictors, clf.classes_.size) if pairwise else predictors
     # as scikit-learn's one-vs-rest GPC: the mean over the binary models
     clf.log_marginal_likelihood_value_ = float(
         np.mean([est.log_marginal_likelihood_value_ for est in models])

@@ -1,6 +1,6 @@
 """The estimator's ``log_marginal_likelihood``: the EP evidence of its binary models at a
 theta, with scikit-learn's ``GaussianProcessClassifier`` contract (one model, or the mean
-over the one-vs-rest models; ``clone_kernel``)."""
+over the one-vs-rest or one-vs-one models; ``clone_kernel``)."""
 
 import numpy as np
 
@@ -10,9 +10,9 @@ __all__ = ["log_marginal_likelihood", "models_log_marginal_likelihood"]
 def models_log_marginal_likelihood(models, theta, eval_gradient=False, clone_kernel=True):
     """The estimator's ``log_marginal_likelihood(theta)`` over its binary models.
 
-    One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest, as
-    scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all or every
-    model's stacked; no gradient. ``clone_kernel=False`` then sets each model's
+    One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest or one vs
+    one, as scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all
+    or every model's stacked (the ``CompoundKernel`` ``kernel_``'s); no gradient. ``clone_kernel=False`` then sets each model's
     ``kernel_.theta`` to its ``theta`` (scikit-learn's contract).
     """
     theta = np.asarray(theta, dtype=float)
@@ -48,8 +48,8 @@ def models_log_marginal_likelihood(models, theta, eval_gradient=False, clone_ker
 
 
 def _set_thetas(models, thetas, clone_kernel):
-    """scikit-learn's ``clone_kernel=False``: the fitted kernels (the estimator's ``kernel_``
-    and ``kernels_`` are the same objects) left at the evaluated ``theta``."""
+    """scikit-learn's ``clone_kernel=False``: the fitted kernels (the estimator's ``kernels_``
+    and its ``kernel_``'s parts are the same objects) left at the evaluated ``theta``."""
     if not clone_kernel:
         for model, theta in zip(models, thetas):
             model.kernel_.theta = theta
@@ -67,11 +67,12 @@ def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=
 
     Parameters
     ----------
-    theta : array-like of shape (n_kernel_params,) or (n_classes * n_kernel_params,), \
+    theta : array-like of shape (n_kernel_params,) or (n_models * n_kernel_params,), \
             default=None
         Log hyperparameters of the kernel; ``None`` returns
-        ``log_marginal_likelihood_value_``. With more than two classes (one vs rest),
-        either one kernel's theta, used for every binary model, or their thetas stacked.
+        ``log_marginal_likelihood_value_``. With more than two classes (``n_models`` binary
+        models, one per class or per pair), either one kernel's theta, used for every
+        binary model, or their thetas stacked (``kernel_.theta``).
     eval_gradient : bool, default=False
         Also return the gradient with respect to ``theta`` (two classes only, as in
         scikit-learn).

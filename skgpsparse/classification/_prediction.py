@@ -4,11 +4,14 @@ estimator's outputs from its binary models by blocks of rows.
 The class probabilities are the likelihood's predictive probabilities under each model's latent
 marginal ``N(f_* + b; mean, var)`` (:mod:`skgpsparse.likelihoods`; for the probit
 ``Phi(mean / sqrt(1 + var))``, validation paper eq. (2.7)), one-vs-rest normalised per row.
+One model per pair of classes (``multi_class="one_vs_one"``) gives votes, not probabilities
+(:func:`pair_votes`).
 """
 
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, eigh, solve_triangular
 from scipy.special import logsumexp
+from sklearn.utils.multiclass import _ovr_decision_function
 
 from ..inference._ep import weight_posterior_of
 from ..inference._sparse_prior import SparsePrior
@@ -17,9 +20,9 @@ from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 
 __all__ = [
-    "AllRowsPredictor", "BinaryPredictor", "by_row_blocks", "check_binary_latent", "latent",
-    "log_proba", "margins",
-    "proba",
+    "AllRowsPredictor", "BinaryPredictor", "PairPredictors", "by_row_blocks",
+    "check_binary_latent", "check_probabilities", "class_scores", "labels", "latent",
+    "log_proba", "margins", "pair_votes", "proba",
 ]
 
 
@@ -114,14 +117,70 @@ def latent(X, predictors):
     return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
 
 
+class PairPredictors(list):
+    """The predictors of the one-vs-one models, in the order of the pairs ``(i, j)``, ``i < j``
+    (:func:`~skgpsparse.classification.multiclass._one_vs_one.class_pairs`), and the number of
+    classes ``n_classes``."""
+
+    def __init__(self, predictors, n_classes):
+        super().__init__(predictors)
+        self.n_classes = n_classes
+
+
+def pair_votes(X, predictors):
+    """scikit-learn's ``OneVsOneClassifier.decision_function`` of the pairs' models.
+
+    Each pair ``(i, j)`` votes for ``j`` where its ``P(j | x, i or j)`` is above a half (its
+    predicted class) and for ``i`` otherwise; the class's votes plus its summed confidences
+    (``+P(j | ...)`` for ``j``, ``-P(j | ...)`` for ``i``) mapped into ``(-1/3, 1/3)``, which
+    break ties without turning a vote (``sklearn.utils.multiclass._ovr_decision_function``).
+    The confidences are the probabilities, as for scikit-learn's GPC (its binary models have
+    no ``decision_function``).
+    """
+    p = [proba(X, [predictor]) for predictor in predictors]
+    # each pair's binary predict: the argmax of its two probabilities, ties to class i
+    predictions = np.column_stack([np.argmax(p_k, axis=1) for p_k in p])
+    confidences = np.column_stack([p_k[:, 1] for p_k in p])
+    return _ovr_decision_function(predictions, confidences, predictors.n_classes)
+
+
+def _pairwise(predictors):
+    return isinstance(predictors, PairPredictors)
+
+
 def margins(X, predictors):
-    """The moderated margins ``Phi^-1(P(y = +1 | x_*))``: 1-D for one model, else a column each."""
+    """The moderated margins ``Phi^-1(P(y = +1 | x_*))``: 1-D for one model, else a column each
+    (one vs one: :func:`pair_votes`)."""
+    if _pairwise(predictors):
+        return pair_votes(X, predictors)
     out = [predictor.moderated_margin(X) for predictor in predictors]
     return out[0] if len(out) == 1 else np.column_stack(out)
 
 
+def class_scores(X, predictors):
+    """What ``predict`` takes the argmax of: the probabilities, or one vs one the votes."""
+    return pair_votes(X, predictors) if _pairwise(predictors) else proba(X, predictors)
+
+
+def labels(clf, X, predictors):
+    """``clf.predict``: the class of ``clf.classes_`` of highest probability (one vs one: of
+    most votes). The argmax of ``predict_proba``'s own arithmetic: margins within rounding of
+    each other give equal probabilities, and the tie goes to the first class."""
+    return clf.classes_[np.argmax(class_scores(X, predictors), axis=1)]
+
+
+def check_probabilities(predictors):
+    """scikit-learn's GPC has no probabilities with one model per pair of classes."""
+    if _pairwise(predictors):
+        raise ValueError(
+            "one_vs_one multi-class mode does not support predicting probability estimates. "
+            "Use one_vs_rest mode instead."
+        )
+
+
 def log_proba(X, predictors):
     """Log class probabilities, in log space; one-vs-rest normalised."""
+    check_probabilities(predictors)
     if len(predictors) == 1:
         predictor = predictors[0]
         mean, var = predictor.latent_mean_and_variance(X)
@@ -133,6 +192,7 @@ def log_proba(X, predictors):
 
 def proba(X, predictors):
     """Class probabilities; one-vs-rest normalised per row."""
+    check_probabilities(predictors)
     if len(predictors) == 1:
         predictor = predictors[0]
         mean, var = predictor.latent_mean_and_variance(X)

@@ -28,6 +28,7 @@ from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._prediction import AllRowsPredictor
+from .multiclass._one_vs_one import class_pairs, pair_rows
 
 __all__ = ["partial_fit", "streams"]
 
@@ -116,7 +117,10 @@ def _partial_fit(clf, X, y, classes):
         clf._fit_signature = fit_signature(clf.kernel, X)  # what a warm-started fit checks
         return clf
     if not hasattr(clf, "n_samples_seen_"):  # fitted by fit: its rows, one site each
-        clf.n_samples_seen_ = _models(clf)[0].site_precision_.size
+        sizes = [model.site_precision_.size for model in _models(clf)]
+        # one vs one: each row is in K - 1 of the pairs
+        share = clf.classes_.size - 1 if _pairwise(clf) else len(sizes)
+        clf.n_samples_seen_ = sum(sizes) // share
     buffer = getattr(clf, "_stream_buffer", None)
     if buffer is not None:
         X_buf, y_buf, n_fitted = buffer
@@ -153,10 +157,18 @@ def _models(clf):
     return [clf._binary] if clf.classes_.size == 2 else clf.estimators_
 
 
-def _labels(y_enc, k, n_models):
-    """Labels in {-1, +1} of binary model ``k`` (class 1 against 0, or class ``k`` vs rest)."""
-    positive = 1 if n_models == 1 else k
-    return np.where(y_enc == positive, 1.0, -1.0)
+def _pairwise(clf):
+    return clf.classes_.size > 2 and clf.multi_class_ == "one_vs_one"
+
+
+def _rows(clf, X, y_enc, k):
+    """The rows of binary model ``k`` and their labels in {-1, +1}: class 1 against 0, class
+    ``k`` against the rest, or (one vs one) the rows of pair ``k``'s two classes."""
+    if _pairwise(clf):
+        rows, labels = pair_rows(y_enc, class_pairs(clf.classes_.size)[k])
+        return X[rows], labels
+    positive = 1 if clf.classes_.size == 2 else k
+    return X, np.where(y_enc == positive, 1.0, -1.0)
 
 
 def _refit(clf, X, y_enc, previous):
@@ -223,9 +235,11 @@ def _stream(clf, X, y_enc):
     models = _models(clf)
     for k, model in enumerate(models):
         online = _online(model)
-        tau, nu = online.update(
-            X, _labels(y_enc, k, len(models)), ep_sweeps=clf.stream_ep_sweeps, tol=_EP_TOL
-        )
+        X_k, y_k = _rows(clf, X, y_enc, k)
+        if not y_k.size:  # a pair whose two classes are not in the batch
+            model.site_precision_ = model.site_mean_ = np.zeros(0)
+            continue
+        tau, nu = online.update(X_k, y_k, ep_sweeps=clf.stream_ep_sweeps, tol=_EP_TOL)
         # the sites of this batch's rows (the earlier rows' are folded into the posterior)
         model.site_precision_ = tau
         model.site_mean_ = np.divide(nu, tau, out=np.zeros_like(nu), where=tau > 0)

@@ -11,7 +11,10 @@ likelihood is one class here and no engine changes.
   :meth:`Likelihood.log_density`;
 - :class:`Probit`: ``p(y | f) = Phi(y f / sqrt(variance))``, ``y in {-1, +1}``, in closed
   form (the classifier's with ``variance=1``; the relevance vector classifier's with its
-  ``probit_variance``).
+  ``probit_variance``);
+- :class:`Poisson`: counts with the log link (moments by quadrature at the tilted mode);
+- :class:`StudentT`: real targets with heavy-tailed noise (moments by quadrature over its
+  Gaussian scale mixture).
 
 A likelihood of one's own is passed as ``SparseGPClassifier(likelihood=...)``.
 
@@ -28,5 +31,6 @@ Examples
 from ._base import Likelihood
 from ._poisson import Poisson
 from ._probit import Probit
+from ._student_t import StudentT
 
-__all__ = ["Likelihood", "Poisson", "Probit"]
+__all__ = ["Likelihood", "Poisson", "Probit", "StudentT"]

@@ -27,18 +27,20 @@ def factors_objective(objective, kernel, X, f):
     return float(dtc_value(f))
 
 
-def posterior_on_all_rows(fit, X, y, rows, jitter, objective):
+def posterior_on_all_rows(fit, X, y, rows, jitter, objective, row_noise=None):
     """The :class:`~._alternation.FittedBasis` ``fit`` learned on ``X[rows]``, on every row.
 
     The kernel, the noise variance and the basis inputs stay; ``L``, ``R`` and ``V y`` (the
     posterior on the basis) and the objective's value are those of all rows of ``X`` and
     ``y``, the basis indices are mapped from the subsample's to the training set's.
-    ``jitter`` is the fit's jitter on all rows (relative to the mean prior variance).
+    ``jitter`` is the fit's jitter on all rows (relative to the mean prior variance);
+    ``row_noise`` the rows' per-row noise and weights (:mod:`._row_noise`).
     """
     Y = y.reshape(len(y), -1)
     X64 = X.astype(np.float64, copy=False)
     f = sparse_factors(
-        fit.kernel, X64, Y, fit.basis_vectors, fit.noise_variance, jitter, False, None
+        fit.kernel, X64, Y, fit.basis_vectors, fit.noise_variance, jitter, False, None,
+        row_noise,
     )
     Vy = f.V @ f.Y
     return fit._replace(

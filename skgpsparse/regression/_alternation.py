@@ -17,7 +17,6 @@ import numpy as np
 from scipy.linalg import cholesky
 
 from .._learning_rows import learning_subsample
-from .._memory import FitMemory, max_basis_advice
 from .._scaling import power_of_two_scale
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
@@ -25,19 +24,22 @@ from ._all_rows_posterior import factors_objective, posterior_on_all_rows, poste
 from ._basis import select_and_exchange
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
+from ._fit_memory import fit_memory
 from ._full_basis import full_basis_fit
 from ._hyperparameters import check_noise_bounds, learn_hyperparameters
-from ._kernel_choice import subset_start
+from ._kernel_choice import DEFAULT_KERNEL_AT_BOUNDS, subset_start
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
+from ._row_noise import weighted_mean_std
+from ._row_scaled_state import RowScaledState
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
 from ._warm import basis_rows
 from ._white import warn_at_bounds
 
-__all__ = ["FittedBasis", "alternate", "fit_memory", "jitter"]
+__all__ = ["FittedBasis", "alternate", "jitter"]
 
 # Size of the random subset whose full-GP likelihood initialises the hyperparameters.
 _INIT_SUBSET = 100
@@ -50,49 +52,14 @@ def jitter(kernel, X):
     return RELATIVE_JITTER * max(float(np.mean(kernel_diag(kernel, X))), 0.0)
 
 
-def fit_memory(n, n_features, p, n_theta, n_targets, learn, working_set, float32=False):
-    """:class:`~skgpsparse._memory.FitMemory` of a fit on ``n`` rows with a basis of ``p``.
-
-    The arrays held together at the fit's peak: the selection state (``n x p`` kernel
-    columns in :class:`~skgpsparse.kernels._columns.ColumnBlocks`, two ``p x p`` factors, a
-    working set's ``n x kappa`` columns, the scaled inputs and a few ``n``-vectors) and, when
-    the hyperparameters are learned on its basis, the objective's gradient
-    (:func:`~skgpsparse.regression._dtc.dtc_gradient`: ``V``, ``P`` and ``B^T``, three
-    ``n x p`` arrays, and about ``10 + n_theta`` ``p x p`` ones with ``dK_uu``); otherwise
-    the predictive factors' ``p x p`` matrices. A ``float32`` input adds its scaled copy in
-    single precision and, when learning, the likelihood's ``float64`` copy of ``X``.
-    """
-    block = 8.0 * (-(-n // 2048) * 2048 if n > 2048 else n) * p
-    rows = 8.0 * n * (n_features + 12 + 4 * n_targets + working_set)
-    if float32:
-        rows += 4.0 * n * (n_features + 2) + (8.0 * n * n_features if learn else 0.0)
-    # and a row block of the gradient's contraction (about 32 MB, kernels._gradients)
-    gradient = 24.0 * n * p + min(32 * 2**20, 8.0 * n * p) if learn else 0.0
-    square = 8.0 * p * p * ((12 + n_theta) if learn else 10)
-    lower_p = f"lower `max_basis` (now {p})"
-    parts = [
-        ("the n x max_basis kernel columns", block, lower_p),
-        ("the gradient's n x max_basis arrays", gradient, lower_p),
-        (
-            (
-                f"the max_basis x max_basis factors and gradient block ({n_theta} kernel "
-                "hyperparameters)"
-            ),
-            square,
-            (lower_p, "pass optimizer=None (fixed hyperparameters)") if learn else lower_p,
-        ),
-        ("the rows' inputs and working columns", rows, f"fit on fewer rows (now {n})"),
-    ]
-
-    def need(q):
-        return fit_memory(n, n_features, q, n_theta, n_targets, learn, working_set, float32).total
-
-    return FitMemory("SparseGPRegressor", parts, max_basis_advice(need, p))
-
-
 # The training data are ``X, y`` (arrays) or a row store ``X`` (with ``y`` None) whose
 # partitions hold the rows and targets, e.g. on cluster workers (skgpsparse.rows._store).
-def _new_state(model, kernel, X, y, s2, p):
+def _new_state(model, kernel, X, y, s2, p, row_noise=None):
+    if row_noise is not None:  # per-row noise or weights: the whitened rows
+        return RowScaledState(
+            kernel, X, y, s2, p, row_noise=row_noise, jitter=jitter(kernel, X),
+            n_threads=model._n_threads,
+        )
     if isinstance(X, RowStore):
         if getattr(model, "_row_centre", None) is None:
             model._row_centre = row_centre(X)
@@ -110,10 +77,10 @@ def _take(X, y, indices):
     return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
 
 
-def _select(model, kernel, X, y, s2, p, rng, seeds=()):
+def _select(model, kernel, X, y, s2, p, rng, seeds=(), row_noise=None):
     """Forward selection to ``p`` basis vectors (after the rows ``seeds``, a warm start's
     basis), then ``n_exchange`` exchange steps."""
-    state = _new_state(model, kernel, X, y, s2, p)
+    state = _new_state(model, kernel, X, y, s2, p, row_noise)
     for j in seeds[:p]:
         state.append(j)
     if isinstance(X, RowStore):  # each append pass also fetches the next working set's rows
@@ -129,10 +96,11 @@ def _select(model, kernel, X, y, s2, p, rng, seeds=()):
     )
 
 
-def _learn(model, kernel, s2, X, y, X_basis, objective=None):
+def _learn(model, kernel, s2, X, y, X_basis, objective=None, row_noise=None):
     """Maximise the objective on the basis, warm-started at the current values.
 
-    ``objective`` overrides the one of ``model.hyperparameter_objective`` (same signature).
+    ``objective`` overrides the one of ``model.hyperparameter_objective`` (same signature);
+    ``row_noise`` is the rows' per-row noise and weights (:mod:`._row_noise`).
 
     Without ``normalize_y`` the kernel's amplitude and the noise bounds are in the targets'
     units; targets of extreme magnitude can put the objective out of floating-point range
@@ -141,6 +109,8 @@ def _learn(model, kernel, s2, X, y, X_basis, objective=None):
     objective = objective or (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
         model.hyperparameter_objective
     ]
+    if row_noise is not None:
+        objective = partial(objective, row_noise=row_noise)
     if model._progress is not None:
         objective = model._progress.counting("hyperparameters", objective)
     try:
@@ -177,7 +147,7 @@ def _noise_bounds(model):
     return check_noise_bounds(model.noise_variance_bounds) if noise is None else noise.bounds
 
 
-def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds):
+def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds, row_noise=None):
     """The full GP's hyperparameters on the subset, from several noise starts when it is
     learned.
 
@@ -192,17 +162,21 @@ def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds):
     of ``K + s2 I``, not the sparse objective's solves).
     """
     exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
-    best = _learn(model, kernel, s2, X_sub, y_sub, X_sub, exact)
+    learn = _learn if row_noise is None else partial(_learn, row_noise=row_noise)
+    best = learn(model, kernel, s2, X_sub, y_sub, X_sub, exact)
     if noise_bounds is None:
         return best[:2]
-    variance = float(np.mean(np.var(y_sub, axis=0)))
+    if row_noise is None:
+        variance = float(np.mean(np.var(y_sub, axis=0)))
+    else:  # the repeated rows' variance
+        variance = float(np.mean(weighted_mean_std(y_sub, row_noise.weight)[1] ** 2))
     tried = [s2]
     for fraction in _NOISE_STARTS:
         start = min(max(fraction * variance, noise_bounds[0]), noise_bounds[1])
         if not np.isfinite(start) or any(0.5 < start / t < 2.0 for t in tried):
             continue
         tried.append(start)
-        found = _learn(model, kernel, start, X_sub, y_sub, X_sub, exact)
+        found = learn(model, kernel, start, X_sub, y_sub, X_sub, exact)
         if found[2] > best[2]:
             best = found
     return best[:2]
@@ -243,6 +217,8 @@ def alternate(model, X, y, p, rng):
     """
     noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)
+    # per-row noise and weights of the rows (._row_noise; None: s2 on every row)
+    row_noise = getattr(model, "_row_noise", None)
     rows = None
     if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
         rows = learning_subsample(model.learning_rows, X.shape[0], p, rng)
@@ -263,7 +239,7 @@ def alternate(model, X, y, p, rng):
                 fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective
             )
     elif rows is None:
-        fit = _learn_basis(model, X, y, p, rng)
+        fit = _learn_basis(model, X, y, p, rng, row_noise)
     else:
         model._progress.line(
             f"learning on {rows.size} of {X.shape[0]} rows (learning_rows="
@@ -275,20 +251,26 @@ def alternate(model, X, y, p, rng):
             X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
             X.dtype == np.float32,
         ).check()
-        fit = _learn_basis(model, X[rows], y[rows], p, rng)
-        fit = posterior_on_all_rows(
-            fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective
+        fit = _learn_basis(
+            model, X[rows], y[rows], p, rng, None if row_noise is None else row_noise.take(rows)
         )
-    calibrate = noise_bounds is not None and model.noise_calibration is not None
+        fit = posterior_on_all_rows(
+            fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective, row_noise
+        )
+    # the leave-one-out calibration is of unit rows with the noise s2 (see the estimator)
+    calibrate = (noise_bounds is not None and model.noise_calibration is not None
+                 and row_noise is None)
     if learn and calibrate and p < X.shape[0]:
         fit = _calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
-        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance)
+        expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
+        warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected, model._progress)
     return fit
 
 
-def _learn_basis(model, X, y, p, rng):
-    """:func:`alternate` on the rows ``X, y``, without the noise calibration."""
+def _learn_basis(model, X, y, p, rng, row_noise=None):
+    """:func:`alternate` on the rows ``X, y`` (per-row noise and weights ``row_noise``),
+    without the noise calibration."""
     noise_bounds = model._noise.bounds
     kernel, s2 = model.kernel_, float(model._noise.noise_variance)
     warm = model.__dict__.pop("_warm", None)  # warm_start: the previous fit's solution
@@ -299,12 +281,21 @@ def _learn_basis(model, X, y, p, rng):
         seeds = () if isinstance(X, RowStore) else basis_rows(X, warm.basis_vectors)
     n = X.shape[0]
     learn = _learns(model, noise_bounds)
+    learn_step = _learn if row_noise is None else partial(_learn, row_noise=row_noise)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
     learn_on_basis = learn and model.max_iter > 0
     refine = refine_iterations(
         model.refine_basis, model.hyperparameter_objective, model.optimizer, kernel,
         learn_on_basis, p, n, not isinstance(X, RowStore),
     )
+    if row_noise is not None and refine:
+        if model.refine_basis != "auto":
+            raise ValueError(
+                f"refine_basis={model.refine_basis!r} is not available with sample_weight or "
+                "a per-row noise_variance array (the refinement does not take per-row "
+                "noise); pass refine_basis=0 or 'auto' (which then keeps the selected rows)."
+            )
+        refine = 0  # "auto": the selected rows stay (documented in the estimator)
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. cluster workers), not here
         # (reached with fixed hyperparameters, or learning on every row: learning_rows=None)
@@ -347,16 +338,34 @@ def _learn_basis(model, X, y, p, rng):
         # the exact GP likelihood), so the first selection does not use a poor kernel; the
         # default kernel's choice of one length scale per feature (._kernel_choice)
         exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+        take, subset_noise, start_on = _take, lambda X_s: None, _subset_start
+        if row_noise is not None:
+            # the subsets' row noise, found by their X (subset_start takes, then learns)
+            taken = {}
+
+            def take(X_all, y_all, indices):
+                X_s, y_s = _take(X_all, y_all, indices)
+                taken[id(X_s)] = (X_s, row_noise.take(indices))
+                return X_s, y_s
+
+            def subset_noise(X_s):
+                return taken[id(X_s)][1]
+
+            def start_on(model, k, s2, X_s, y_s, noise_bounds):
+                return _subset_start(model, k, s2, X_s, y_s, noise_bounds, subset_noise(X_s))
+
         kernel, s2 = subset_start(
-            model, kernel, X, y, max(p, _INIT_SUBSET), rng, _take,
-            lambda k, X_s, y_s: _subset_start(model, k, s2, X_s, y_s, noise_bounds),
-            lambda k, s, X_s, y_s: exact(k, X_s, y_s, X_s, s, jitter=jitter(k, X_s)),
+            model, kernel, X, y, max(p, _INIT_SUBSET), rng, take,
+            lambda k, X_s, y_s: start_on(model, k, s2, X_s, y_s, noise_bounds),
+            lambda k, s, X_s, y_s: exact(
+                k, X_s, y_s, X_s, s, jitter=jitter(k, X_s), row_noise=subset_noise(X_s)
+            ),
         )
     if p >= n and not refine and not isinstance(X, RowStore):
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(
             model, X, y, kernel, s2, seeds, learn_on_basis, jitter,
-            lambda *args: _learn(model, *args),
+            lambda *args: learn_step(model, *args), row_noise,
         )
         if fields is not None:
             return FittedBasis(**fields)
@@ -364,7 +373,9 @@ def _learn_basis(model, X, y, p, rng):
     previous = None
     n_iter = 0
     for it in range(model.max_iter if learn_on_basis else 1):
-        state, curve = _select(model, kernel, X, y, s2, p, rng, seeds if it == 0 else ())
+        state, curve = _select(
+            model, kernel, X, y, s2, p, rng, seeds if it == 0 else (), row_noise
+        )
         if learn_on_basis and refine:
             # The refinement learns the hyperparameters with the basis inputs, from the
             # starting ones: learning them first on the fixed basis can end in the noise-only
@@ -378,7 +389,7 @@ def _learn_basis(model, X, y, p, rng):
             # (a subset-GP start can put it far below what the sparse model can reach).
             if noise_bounds is not None:
                 s2 = max(s2, state.mean_squared_residual())
-            kernel, s2, lml = _learn(model, kernel, s2, X, y, _take(X, y, state.basis)[0])
+            kernel, s2, lml = learn_step(model, kernel, s2, X, y, _take(X, y, state.basis)[0])
         else:
             lml = state_objective(state, model.hyperparameter_objective)
         n_iter = it + 1
@@ -406,7 +417,7 @@ def _learn_basis(model, X, y, p, rng):
         if learn_on_basis:
             # The final state: the best basis with the hyperparameters learned on it.
             basis = state
-            state = _new_state(model, kernel, X, y, s2, len(basis))
+            state = _new_state(model, kernel, X, y, s2, len(basis), row_noise)
             if isinstance(X, RowStore):
                 state.prefetch(basis)  # the rows of every append, in one round trip
             for j in basis:

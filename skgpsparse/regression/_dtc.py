@@ -47,6 +47,14 @@ times.
 Cross-covariances ``kernel(X, X_u)`` and ``kernel(X_u, X_u)`` are used throughout, so a
 ``WhiteKernel`` term contributes nothing: give the noise as ``noise_variance``.
 
+Per-row noise and sample weights
+--------------------------------
+With a :class:`~skgpsparse.regression._row_noise.RowNoise` (``row_noise``: row ``i``'s noise
+``s2 a_i / w_i``) the factors are those of the whitened rows: ``V``'s columns and ``y``'s rows
+times ``c_i = (w_i / a_i)^(1/2)``, the noise ``s2`` on each; the value gains the row noise's
+constant and the noise derivative its derivative, and the weights of ``dK_uf`` are ``c_i``
+times those of the whitened ``K_uf`` (see :mod:`skgpsparse.regression._row_noise`).
+
 Shared factors
 --------------
 :func:`sparse_factors` computes ``L``, ``V``, ``V V^T``, ``R``, ``a`` and ``log|C|`` once per
@@ -126,7 +134,8 @@ def _cholesky(matrix, name, advice):
 
 
 def dtc_log_marginal_likelihood(
-    kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None, chunk_size=None
+    kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None, chunk_size=None,
+    row_noise=None,
 ):
     """Approximate log marginal likelihood of the sparse (DTC / PP) GP, GPML eq. (8.17).
 
@@ -155,6 +164,9 @@ def dtc_log_marginal_likelihood(
     chunk_size : int, default=None
         Rows of ``X`` per kernel block (see :func:`skgpsparse.kernels.iter_kernel_gradient`);
         it changes memory use, not the result.
+    row_noise : RowNoise, default=None
+        Per-row noise ``s2 a_i / w_i`` (:mod:`skgpsparse.regression._row_noise`); None is
+        ``s2`` on every row.
 
     Returns
     -------
@@ -187,7 +199,9 @@ def dtc_log_marginal_likelihood(
     True
     """
     X, Y, X_basis = _check_arguments(kernel, X, y, X_basis, noise_variance, jitter)
-    f = sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size)
+    f = sparse_factors(
+        kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size, row_noise
+    )
     lml = dtc_value(f)
     if not eval_gradient:
         return lml
@@ -210,6 +224,7 @@ class SparseFactors(NamedTuple):
     a: np.ndarray  # (n, m) C^-1 y
     log_det: float  # log|C| = log|Q_ff + s2 I|
     contract_uu: object  # with eval_gradient, W -> <W, dK_uu> over theta (basis_factor)
+    row_noise: object = None  # RowNoise: Y and V are the whitened rows' (._row_noise)
 
 
 def basis_kernel(kernel, X_basis, eval_gradient):
@@ -248,8 +263,12 @@ def basis_factor(kernel, X_basis, jitter, eval_gradient):
     return L, contract_uu
 
 
-def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size):
-    """:class:`SparseFactors` for checked arguments (``Y`` of shape ``(n, m)``); O(n p^2)."""
+def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size,
+                   row_noise=None):
+    """:class:`SparseFactors` for checked arguments (``Y`` of shape ``(n, m)``); O(n p^2).
+
+    With ``row_noise``, those of the whitened rows (``V`` and ``Y`` scaled row by row).
+    """
     s2 = float(noise_variance)
     n = X.shape[0]
     p = X_basis.shape[0]
@@ -260,12 +279,15 @@ def sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient,
     V = np.empty((p, n))
     for rows, K_block in iter_kernel(kernel, X, X_basis, chunk_size=chunk_size):
         V[:, rows] = solve_triangular(L, K_block.T, lower=True, check_finite=False)
-    return factors_from_V(Y, s2, L, V, contract_uu)
+    if row_noise is not None:  # the whitened rows (._row_noise)
+        V *= row_noise.scale
+        Y = row_noise.whiten(Y)
+    return factors_from_V(Y, s2, L, V, contract_uu, row_noise)
 
 
-def factors_from_V(Y, s2, L, V, contract_uu):
+def factors_from_V(Y, s2, L, V, contract_uu, row_noise=None):
     """:class:`SparseFactors` from ``L`` (the factor of ``K_uu + jitter I``) and
-    ``V = L^-1 K_uf``; O(n p^2)."""
+    ``V = L^-1 K_uf``; O(n p^2). With ``row_noise``, ``Y`` and ``V`` are the whitened rows'."""
     n, p = V.shape[1], V.shape[0]
     # A = s2 I + V V^T = R R^T (matrix inversion lemma, GPML eq. A.9)
     VVt = V @ V.T
@@ -276,13 +298,16 @@ def factors_from_V(Y, s2, L, V, contract_uu):
     a = (Y - V.T @ cho_solve((R, True), V @ Y, check_finite=False)) / s2
     # determinant lemma (GPML eq. A.10): log|C| = (n - p) log s2 + log|A|
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    return SparseFactors(Y, s2, L, V, VVt, R, a, log_det, contract_uu)
+    return SparseFactors(Y, s2, L, V, VVt, R, a, log_det, contract_uu, row_noise)
 
 
 def dtc_value(f):
     """GPML eq. (8.17) from the factors, summed over the ``m`` outputs."""
     n, m = f.Y.shape
-    return float(-0.5 * np.sum(f.Y * f.a) - 0.5 * m * f.log_det - 0.5 * m * n * _LOG_2PI)
+    value = float(-0.5 * np.sum(f.Y * f.a) - 0.5 * m * f.log_det - 0.5 * m * n * _LOG_2PI)
+    if f.row_noise is not None:  # the whitening's and the weights' constant (._row_noise)
+        value += f.row_noise.log_constant(f.s2, m)
+    return value
 
 
 def dtc_gradient(kernel, X, X_basis, f, *, chunk_size=None, trace_weight=0.0):
@@ -297,6 +322,8 @@ def dtc_gradient(kernel, X, X_basis, f, *, chunk_size=None, trace_weight=0.0):
     gradient[-1] = noise_gradient(f)
     if kernel.n_dims:
         B_t, BW_t = gradient_weights(f, trace_weight)
+        if f.row_noise is not None:  # d(c K_fu) = c dK_fu: the weights of dK_fu
+            B_t *= f.row_noise.scale[:, None]
         gradient[:-1] = kernel_gradient_from_weights(kernel, X, X_basis, f, B_t, BW_t, chunk_size)
     return gradient
 
@@ -307,7 +334,10 @@ def noise_gradient(f):
     p = f.R.shape[0]
     R_inv = solve_triangular(f.R, np.eye(p), lower=True, check_finite=False)
     trace_C_inv = (n - p) / f.s2 + np.sum(R_inv**2)
-    return 0.5 * f.s2 * (np.sum(f.a * f.a) - m * trace_C_inv)
+    gradient = 0.5 * f.s2 * (np.sum(f.a * f.a) - m * trace_C_inv)
+    if f.row_noise is not None:
+        gradient += f.row_noise.log_constant_gradient(m)
+    return gradient
 
 
 def gradient_weights(f, trace_weight=0.0):

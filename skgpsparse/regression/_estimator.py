@@ -9,31 +9,29 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from .._fitted_state import keeps_previous_fit, reset_fitted_state
+from .._fitted_state import fit_method
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
-from .._warm_start import fit_signature
 from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
 from ..rows import backend_for
 from ..selection import BaseSelector
-from ._alternation import alternate
-from ._fitting import prepare_fit, store_fit
+from ._fitting import fit_in_memory
 from ._partitioned_fit import fit_partitioned, predict_partitioned
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
-from ._targets import prior_prediction, target_scaling
+from ._targets import prior_prediction
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
-from ._warm import warm_start_from
-from ._white import check_function_part
+from ._warm import begin_fit
 
 __all__ = ["SparseGPRegressor"]
+
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
-    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_fit_signature",
-    "_warm",
+    "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
+    "_noise_scale", "_fit_signature", "_warm",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -62,16 +60,22 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         learned with both, and the per-feature kernel is kept only if its log marginal
         likelihood there exceeds the single length scale's by the BIC charge
         ``(d - 1) / 2 log m``; ``verbose=1`` prints the decision. A kernel passed is
-        learned as given. A
+        learned as given. Default per-feature length scales at 1e5 (switched off) do not warn. A
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
-    noise_variance : float >= 0, default=1e-2
+    noise_variance : float >= 0 or array-like of shape (n_samples,), default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
         the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
-        ``WhiteKernel`` term (scikit-learn's ``alpha=0``).
+        ``WhiteKernel`` term (scikit-learn's ``alpha=0``). An array gives each training row
+        its own noise variance ``a_i > 0`` (scikit-learn's ``alpha`` array), fixed with
+        ``noise_variance_bounds="fixed"``, else ``s a_i`` with a common scale ``s`` learned
+        (from 1) as the scalar; with every row in the basis the model is
+        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term, a
+        partitioned ``X`` or a later :meth:`partial_fit` batch (see the user guide).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
-        Bounds of ``noise_variance`` for hyperparameter learning; ``"fixed"`` keeps it.
+        Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
+        learning; ``"fixed"`` keeps it.
     max_basis : int, default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
     selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
@@ -127,7 +131,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         whose value is not fixed; it moves within its bounds, and a kernel without one keeps
         its scale. ``"loo_noise"`` sets the noise variance alone. Two or three extra passes
         over the rows, O(n p^2) each. ``None`` keeps the objective's values. Not applied
-        when the noise is not learned or every training row is in the basis.
+        when the noise is not learned, every training row is in the basis, or with
+        ``sample_weight`` or a ``noise_variance`` array.
     refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training rows after
         selection and exchange (fewer once ten iterations together gain less than 1e-4 nats per
@@ -145,8 +150,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         training set, ``X`` is in memory and the kernel has those gradients, and keeps the selected
         rows otherwise (``"dtc"``, fixed hyperparameters, a callable optimizer, a partitioned ``X``
         with ``learning_rows=None`` (a warning says so; with the default ``learning_rows`` the
-        refinement runs on the rows gathered to the driver, as in memory), other kernels, or every
-        row in the basis, where the model is the full GP).
+        refinement runs on the rows gathered to the driver, as in memory), other kernels, every
+        row in the basis, where the model is the full GP, or per-row noise: ``sample_weight``
+        or a ``noise_variance`` array, with which an int ``refine_basis > 0`` raises).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that
@@ -198,10 +204,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     kernel_ : kernel instance
         The kernel with the learned hyperparameters (its amplitude set by leave-one-out
         with ``noise_calibration="loo"``).
-    noise_variance_ : float
+    noise_variance_ : float or ndarray of shape (n_samples,)
         The learned (or fixed) noise variance, in the units of the fitted targets (set by
         leave-one-out unless ``noise_calibration=None``); with a ``WhiteKernel`` term, the
-        fixed ``noise_variance`` (the learned noise is in ``kernel_``).
+        fixed ``noise_variance`` (the learned noise is in ``kernel_``). With a
+        ``noise_variance`` array, the rows' ``s a_i``; with weights, a unit weight's.
     basis_indices_ : ndarray of shape (n_basis,)
         Training-set indices of the basis vectors; with ``refine_basis``, of the rows they
         were selected from before they moved.
@@ -251,11 +258,20 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     (15, 1)
     >>> bool(model.score(X, y) > 0.95)
     True
+
+    Known noise per row (scikit-learn's ``alpha`` array), and weights as repeated rows:
+    >>> noise = np.full(200, 0.01); noise[:100] = 0.04  # the first half is noisier
+    >>> per_row = SparseGPRegressor(noise_variance=noise, noise_variance_bounds="fixed",
+    ...                             max_basis=15, random_state=0).fit(X, y)
+    >>> per_row.noise_variance_[[0, 199]]
+    array([0.04, 0.01])
+    >>> w = rng.randint(0, 3, 200)  # row i counts w[i] times; w[i] = 0 drops it
+    >>> weighted = SparseGPRegressor(max_basis=15, random_state=0).fit(X, y, sample_weight=w)
     """
 
     _parameter_constraints: dict = {
         "kernel": [None, Kernel],
-        "noise_variance": [Interval(numbers.Real, 0, None, closed="left")],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
         "selection": [
@@ -325,14 +341,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
 
     # ------------------------------------------------------------------ fit
-    @keeps_previous_fit(_PRIVATE_STATE)
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Select the basis and learn the hyperparameters.
-
-        A ``fit`` that raises leaves the previous model intact (or the estimator unfitted);
-        ``warm_start`` needs the same kernel structure, kind of input and width, else it
-        warns and fits cold (user guide, "Code written for scikit-learn's GPs").
+    @fit_method(_PRIVATE_STATE)
+    def fit(self, X, y, sample_weight=None):
+        """Select the basis and learn the hyperparameters (a fit that raises changes nothing).
 
         Parameters
         ----------
@@ -350,61 +361,51 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             Targets. Several targets are fitted together, as by scikit-learn's
             ``GaussianProcessRegressor``: one basis, kernel and noise variance, chosen for the
             sum of the targets' costs and log marginal likelihoods.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: row ``i`` has the noise ``noise_variance / w_i`` and
+            the evidence's terms of ``w_i`` copies, so an integer weight repeats the row
+            (exactly where the fit is deterministic: see the user guide) and a zero weight
+            removes it. Not on a partitioned ``X``.
 
         Returns
         -------
         self : SparseGPRegressor
             The fitted model.
         """
-        check_function_part(self.kernel)
-        signature = fit_signature(self.kernel, X)
-        # None unless the kernel and inputs match (_warm_start)
-        warm = warm_start_from(self, signature)
-        reset_fitted_state(self, _PRIVATE_STATE)
-        self._warm = warm  # taken by _alternation.alternate
+        begin_fit(self, X, _PRIVATE_STATE)  # checks, warm start, state cleared (_warm)
         with blas_thread_limit(_FIT_BLAS_THREADS):
-            self._fit(X, y)
-        self._fit_signature = signature
-        return self
+            return self._fit(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Add rows: the first call fits, later ones update the posterior exactly (O(p^2)).
 
         Rows are not kept; below ``max_basis`` the basis grows from them; hyperparameters
-        and target scaling stay (see the user guide's "Streaming and incremental fits").
+        and target scaling stay (user guide: "Streaming and incremental fits").
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), default=None
+            The batch's row weights, as in :meth:`fit`. After a fit with a
+            ``noise_variance`` array no later batch is taken (a ValueError): refit.
 
         Returns
         -------
         self : SparseGPRegressor
         """
-        return partial_fit(self, X, y)
+        return partial_fit(self, X, y, sample_weight)
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
-            return fit_partitioned(self, backend, X, y)
+            return fit_partitioned(self, backend, X, y, sample_weight)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, self._fit)
-        # float32 stays float32 (the state scores in float32 and keeps a float64 model).
-        X, y = validate_data(
-            self, X, y, y_numeric=True, multi_output=True, dtype=[np.float64, np.float32]
-        )
-        # Several targets (y of shape (n, m)) share the basis, the kernel and the noise, as
-        # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
-        y = np.asarray(y, dtype=np.float64)
-        y, p, rng = prepare_fit(self, y, X.shape[0], target_scaling(y, self.normalize_y))
-        store_fit(self, alternate(self, X, y, p, rng), X.shape[0])
-        # Only log_marginal_likelihood(theta) needs the training data (eq. (8.17) sums over
-        # all of it); prediction uses the basis, alpha_ and the two p x p matrices. The data are
-        # kept in memory but not pickled (see __getstate__).
-        self._X_train, self._y_train = X, y
-        return self
+            return fit_indexed(
+                self, X, y, lambda rows, y_rows: self._fit(rows, y_rows, sample_weight)
+            )
+        return fit_in_memory(self, X, y, sample_weight)
 
     def __getstate__(self):
         """Pickle without the training data: a fitted model stores what prediction needs.

@@ -14,6 +14,11 @@ charges it as the sparse objectives do). The gradient is GPML eq. 5.9,
 ``1/2 tr((a a^T - C^-1) dC)`` with ``a = C^-1 y``, contracted against ``dK`` block by block
 (:func:`skgpsparse.kernels._contraction.iter_kernel_contractions`).
 
+With a :class:`~skgpsparse.regression._row_noise.RowNoise` (row ``i``'s noise ``s2 a_i /
+w_i``) both are computed on the whitened rows, ``C = D K D + s2 I`` with ``D = diag(c)`` and
+``y`` times ``c``, plus the row noise's constant; the gradient's weights of ``dK`` are then
+``D W D``.
+
 The sparse objectives on this basis factor ``K_uu + jitter I`` and form ``V = L^-1 K_uf`` and
 ``V V^T``: several ``n^3`` solves where one factor of ``C`` and one inverse suffice. The values
 differ from theirs by the jitter's effect, ``O(n jitter / s2)`` nats.
@@ -33,8 +38,11 @@ from ._vfe import _diag_gradient_sum
 __all__ = ["FULL_BASIS_OBJECTIVES", "exact_dtc", "exact_vfe"]
 
 
-def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
+def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term, row_noise=None):
     X, Y, _ = _check_arguments(kernel, X, y, X, noise_variance, None)
+    c = None if row_noise is None else row_noise.scale
+    if c is not None:
+        Y = row_noise.whiten(Y)
     s2 = float(noise_variance)
     n, m = Y.shape
     blocks = list(iter_kernel_contractions(kernel, X, X)) if eval_gradient else None
@@ -48,9 +56,12 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
         K = np.empty((n, n))  # a copy: the contractions hold the blocks, without the noise
         for rows, K_block, _ in blocks:
             K[rows] = K_block
+    if c is not None:  # the whitened rows: D K D, a new array (the blocks stay)
+        K, held = K * c[:, None] * c[None, :], None
     trace = 0.0
     if trace_term:
-        gap = np.asarray(kernel.diag(X), dtype=np.float64) - np.diagonal(K)
+        gap = np.asarray(kernel.diag(X), dtype=np.float64) * (1.0 if c is None else c * c)
+        gap -= np.diagonal(K)
         # T is zero for a kernel with no WhiteKernel term (k(x, x) is the limit of k(x, z));
         # computed, it is the round-off of two sums of k(x, x), and the gradient's part
         # (m / s2) I against dK cancels against d k(x, x) only to that round-off: divided by
@@ -62,7 +73,8 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
             _white_in(kernel) or s2 >= 1e-8 * scale
             or np.max(np.abs(gap), initial=0.0) > 1e-12 * scale
         )
-        trace = float(np.sum(kernel.diag(X)) - np.trace(K)) if trace_term else 0.0
+        trace = float(np.sum(kernel.diag(X) * (1.0 if c is None else c * c)) - np.trace(K)) \
+            if trace_term else 0.0
     C = K
     C[np.diag_indices(n)] += s2
     L = cholesky_lower(C)  # into a new (Fortran-ordered) array
@@ -73,6 +85,8 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
         -0.5 * float(np.sum(Y * A)) - m * float(np.sum(np.log(np.diag(L))))
         - 0.5 * m * n * np.log(2.0 * np.pi) - 0.5 * m * trace / s2
     )
+    if row_noise is not None:
+        value += row_noise.log_constant(s2, m)
     if not eval_gradient:
         return value
     # GPML eq. 5.9: 1/2 <a a^T - m C^-1, dC>, summed over the m targets
@@ -80,6 +94,8 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
     W *= -m
     W += np.matmul(A, A.T, out=L)  # L's memory holds potri's triangle, no longer needed
     noise_grad = 0.5 * s2 * float(np.trace(W))
+    if row_noise is not None:
+        noise_grad += row_noise.log_constant_gradient(m)
     diag_grad = 0.0
     if trace_term:
         # -m T / (2 s2) with dT = d sum_i k(x_i, x_i) - tr(dK)
@@ -88,8 +104,13 @@ def _exact(kernel, X, y, noise_variance, eval_gradient, trace_term):
             # the diagonal's part here; tr(dK) = <I, dK> joins the contraction as (m / s2) I
             # added to W. For c * RBF and c * Matern, K's diagonal is k(x, x) = c, so the
             # two parts cancel: both are skipped (and scikit-learn's slow theta not read).
-            diag_grad = 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
+            diag_grad = 0.5 * m / s2 * _diag_gradient_sum(
+                kernel, X, None if c is None else c * c
+            )
             W[np.diag_indices(n)] += m / s2
+    if c is not None:  # d(D K D) = D dK D: the weights of dK
+        W *= c[:, None]
+        W *= c[None, :]
     kernel_grad = 0.5 * sum(contract(W[rows]) for rows, _, contract in blocks) - diag_grad
     return value, np.append(kernel_grad, noise_grad)
 
@@ -117,20 +138,21 @@ def _inverse_from_factor(L, overwrite=False):
 
 
 def exact_dtc(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,
-              chunk_size=None):
+              chunk_size=None, row_noise=None):
     """The DTC evidence with every row of ``X`` in the basis: the exact log marginal likelihood.
 
     The signature of :func:`~skgpsparse.regression._dtc.dtc_log_marginal_likelihood`;
     ``X_basis`` must be ``X`` itself, ``jitter`` and ``chunk_size`` are not used. Returns the
     value, and with ``eval_gradient`` its gradient in ``(kernel.theta, log s2)``.
+    ``row_noise``: per-row noise (:mod:`skgpsparse.regression._row_noise`).
     """
-    return _exact(kernel, X, y, noise_variance, eval_gradient, trace_term=False)
+    return _exact(kernel, X, y, noise_variance, eval_gradient, False, row_noise)
 
 
 def exact_vfe(kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None,
-              chunk_size=None):
+              chunk_size=None, row_noise=None):
     """Titsias' bound with every row of ``X`` in the basis, as :func:`exact_dtc`."""
-    return _exact(kernel, X, y, noise_variance, eval_gradient, trace_term=True)
+    return _exact(kernel, X, y, noise_variance, eval_gradient, True, row_noise)
 
 
 #: The ``hyperparameter_objective`` values and their full-basis forms.

@@ -22,6 +22,8 @@ selection's basis short of ``n``; when a pivot of the factors formed here fails 
 tests, :func:`full_basis_fit` returns None and the fit selects as before.
 """
 
+from functools import partial
+
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
@@ -61,15 +63,26 @@ def _pivots_clear(f, jitter):
     return bool(np.all(added > 1e-10 * np.diag(f.VVt)))
 
 
-def _mean_squared_residual(kernel, X, Y, s2):
-    """``mean(mu^2)`` of the MAP fit with every row in the basis: ``mu = s2 (K + s2 I)^-1 y``."""
+def _mean_squared_residual(kernel, X, Y, s2, row_noise=None):
+    """``mean(mu^2)`` of the MAP fit with every row in the basis: ``mu = s2 (K + s2 I)^-1 y``.
+
+    With ``row_noise``, of the whitened rows (``D K D + s2 I``, ``c y``) and weighted as the
+    repeated rows: ``sum mu^2 / sum w``.
+    """
     K = kernel(X)
+    if row_noise is not None:
+        c = row_noise.scale
+        K *= c[:, None] * c[None, :]
+        Y = row_noise.whiten(Y)
     K[np.diag_indices_from(K)] += s2
     a = cho_solve((cholesky(K, lower=True, check_finite=False), True), Y, check_finite=False)
+    if row_noise is not None:
+        return float(np.sum((s2 * a) ** 2)) / (Y.shape[1] * row_noise.total_weight)
     return float(np.mean((s2 * a) ** 2))
 
 
-def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperparameters):
+def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperparameters,
+                   row_noise=None):
     """The fields of a :class:`~._alternation.FittedBasis` with every row of ``X`` in the basis.
 
     Parameters
@@ -93,6 +106,8 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     learn_hyperparameters : callable
         ``learn_hyperparameters(kernel, s2, X, y, X_basis, objective)`` returning
         ``(kernel, s2, objective value)`` (the design's learning step).
+    row_noise : RowNoise, default=None
+        Per-row noise and weights of the rows (:mod:`._row_noise`).
 
     Returns
     -------
@@ -103,10 +118,12 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     X64 = X.astype(np.float64, copy=False)
     Y = y.reshape(n, -1)
     exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+    if row_noise is not None:
+        exact = partial(exact, row_noise=row_noise)
     if learn:
         if model._noise.bounds is not None:
             # as after a selection: the noise no lower than the MAP fit's mean squared residual
-            s2 = max(s2, _mean_squared_residual(kernel, X64, Y, s2))
+            s2 = max(s2, _mean_squared_residual(kernel, X64, Y, s2, row_noise))
         kernel, s2, value = learn_hyperparameters(kernel, s2, X64, y, X64, exact)
         model._progress.line(
             f"every row in the basis: exact {model.hyperparameter_objective} {value:.6g}, "
@@ -114,14 +131,14 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
         )
     basis = _order(n, seeds)
     j = jitter(kernel, X)
-    f = sparse_factors(kernel, X64, Y, X64[basis], s2, j, False, None)
+    f = sparse_factors(kernel, X64, Y, X64[basis], s2, j, False, None, row_noise)
     if not _pivots_clear(f, j):
         return None
     Vy = f.V @ f.Y
     # cost (2) after each basis vector: (|y|^2 - |beta_k|^2) / 2, beta = R^-1 V y, whose
     # first k entries are those of the first k basis vectors (L, V and R are triangular in them)
     beta = solve_triangular(f.R, Vy, lower=True, check_finite=False)
-    curve = 0.5 * (float(np.sum(Y * Y)) - np.cumsum(np.sum(beta * beta, axis=1)))
+    curve = 0.5 * (float(np.sum(f.Y * f.Y)) - np.cumsum(np.sum(beta * beta, axis=1)))
     return dict(
         kernel=kernel, noise_variance=float(s2), basis=basis, basis_vectors=X64[basis],
         L=f.L, R=f.R, Vy=Vy[:, 0] if y.ndim == 1 else Vy, jitter=j,

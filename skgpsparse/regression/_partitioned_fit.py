@@ -51,12 +51,19 @@ def _partitioned_scaling(backend, y, normalize, small):
     return mean, np.where(std > 0, std, 1.0)
 
 
-def fit_partitioned(model, backend, X, y):
+def fit_partitioned(model, backend, X, y, sample_weight=None):
     """Fit ``model`` (a SparseGPRegressor) on ``X`` and ``y`` held by the row ``backend``.
 
     ``X`` of shape ``(n, d)``, ``y`` of shape ``(n,)`` or ``(n, m)`` (an in-memory ``y`` is
-    partitioned as ``X``'s rows).
+    partitioned as ``X``'s rows). Per-row noise is not carried by the partitions' passes:
+    ``sample_weight`` or a ``noise_variance`` array raise a ValueError.
     """
+    if sample_weight is not None or np.ndim(model.noise_variance) > 0:
+        raise ValueError(
+            "sample_weight and a noise_variance array are not available for a fit on a "
+            "partitioned array; fit an in-memory array, or give the weights by repeating "
+            "rows."
+        )
     X, y, _ = backend.validate(X, y, min_rows=1, dtypes=(np.float64, np.float32), labels=False)
     model.n_features_in_ = X.shape[1]
     m = learning_size(model.learning_rows, min(model.max_basis, X.shape[0]))

@@ -170,6 +170,7 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     tiny noise, as in Bayesian optimisation) still gives ``K + s2 I`` to that accuracy: None
     only when a pivot is at the level of rounding (``pivot^2 <= p eps`` times the largest
     diagonal entry, as :func:`prediction_factors` asks) or the factor fails.
+    ``noise_variance`` may be an array of the basis rows' noise variances (per-row noise).
     ``previous``: this factor for the leading basis vectors of ``L`` (a basis grown by
     ``partial_fit``), extended by one ``cholesky_append`` per new vector, O(p^2) each, instead
     of factored anew in O(p^3).
@@ -185,8 +186,10 @@ def exact_factor(L, jitter, noise_variance, previous=None):
     >>> bool(np.allclose(W @ W.T, K + 0.01 * np.eye(6)))
     True
     """
-    s2, j = float(noise_variance), max(float(jitter), 0.0)
-    if not s2 > 0:
+    # an array: each basis row's own noise (per-row noise or weights, ._row_noise)
+    s2 = noise_variance if np.ndim(noise_variance) else float(noise_variance)
+    j = max(float(jitter), 0.0)
+    if not np.all(s2 > 0):
         return None
     p = L.shape[0]
     if previous is not None and previous.shape[0] < p:

@@ -53,6 +53,14 @@ class _CandidateScoring:
     pass forms on its way in the state's ``_residual``.
     """
 
+    # Whitened rows (per-row noise, weights): ``J -> c_J^2``, the scale of a candidate's own
+    # entry of its row of V (._row_scaled_state); None when the rows are not scaled.
+    _own_entry_scale = None
+
+    def _basis_rows(self, K_J):
+        """``K_uJ``: the basis rows of the training rows' columns ``K_J``."""
+        return K_J[self._idx[: self.p]]
+
     def _blocks(self, J):
         size = max(1, _BLOCK_ENTRIES // max(self.n, 1))
         for start in range(0, len(J), size):
@@ -130,7 +138,7 @@ class _CandidateScoring:
         KpK = self._K.transpose_times(K_J, p) if criterion in _NEED_KPK and p else None
         mu = self.residual
         Kmu = mu @ K_J if mu.ndim == 1 else mu.T @ K_J  # (kappa,) or (n_targets, kappa)
-        return self._decrease_from(criterion, J, Kmu, sq, K_J[self._idx[:p]], KpK)
+        return self._decrease_from(criterion, J, Kmu, sq, self._basis_rows(K_J), KpK)
 
     def _decrease_streaming(self, criterion, J):
         """``decrease`` in one pass over the rows (``K_J`` in chunks, never stored whole).
@@ -197,6 +205,8 @@ class _CandidateScoring:
         lpp2 = np.maximum(self.kdiag[J] + self.jitter - ll, 0.5 * self.jitter)
         # |v|^2 is at least the candidate's own entry's square and at most T (q stays >= 0)
         own = (lpp2 - self.jitter) ** 2 / lpp2
+        if self._own_entry_scale is not None:  # whitened rows (._row_scaled_state)
+            own = own * self._own_entry_scale(J)
         v2 = np.clip(v2 / lpp2, own, max(float(np.sum(self.q)), 0.0) + own)
         fit = 0.5 * gg / (s2 * np.maximum(D, tiny))
         return fit - 0.5 * m * np.log(np.maximum(D, tiny) / (s2 * lpp2)) + 0.5 * m * v2 / s2

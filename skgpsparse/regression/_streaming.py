@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._validation import plain_float_rows
@@ -97,7 +97,7 @@ def blas_thread_limit(limits=1):
     return _CONTROLLER.limit(limits=limits, user_api="blas")
 
 
-def partial_fit(model, X, y):
+def partial_fit(model, X, y, sample_weight=None):
     """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring).
 
     Examples
@@ -113,10 +113,28 @@ def partial_fit(model, X, y):
     ((15, 1), True)
     """
     with blas_thread_limit():
-        return _partial_fit(model, X, y)
+        return _partial_fit(model, X, y, sample_weight)
 
 
-def _partial_fit(model, X, y):
+def _batch_weights(model, X, y, sample_weight):
+    """``(X, y, c)``: the batch's rows of positive weight and their scales ``w^(1/2)`` (None
+    for unit weights); the rows enter whitened, as in ``fit`` (``_row_noise``)."""
+    if np.ndim(model.noise_variance) > 0:
+        raise ValueError(
+            "partial_fit cannot add rows to a model fitted with a noise_variance array (the "
+            "per-row noise of the first batch): fit on every row, or use a scalar "
+            "noise_variance with sample_weight (row noise noise_variance_ / w)."
+        )
+    if sample_weight is None:
+        return X, y, None
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if np.all(w == 1.0):
+        return X, y, None
+    kept = w > 0
+    return X[kept], y[kept], np.sqrt(w[kept])
+
+
+def _partial_fit(model, X, y, sample_weight=None):
     in_memory_only(X, y, "partial_fit")
     refuse_structured(model, "partial_fit", STRUCTURED_STREAM)
     if getattr(model, "_stream", None) is None:
@@ -124,32 +142,51 @@ def _partial_fit(model, X, y):
         # the basis grows from the next batches.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="max_basis=.* exceeds the number")
-            model.fit(X, y)
+            model.fit(X, y, sample_weight=sample_weight)
         model._X_train = model._y_train = None  # the rows are not kept
         return model
     X, y = _validated(model, X, y)
+    X, y, c = _batch_weights(model, X, y, sample_weight)
+    if X.shape[0] == 0:  # every row of weight zero
+        return model
     stream = _posterior(model)
     y = _batch_targets(model, y, stream.Vy.shape[1:])
     predictor = model._predictor
     kernel = model.kernel_
     kdiag = kernel_diag(kernel, X)
+    # weighted rows enter whitened: V's columns, y and k(x, x) times c, c and c^2 (_row_noise)
+    wy = y if c is None else y * (c if y.ndim == 1 else c[:, None])
     if model.basis_vectors_.shape[0] < model.max_basis:
         # growth needs the batch's V_b whole (b x p): while the basis is not full
         V_b = stream.whiten(predictor.cross.block(X))
-        stream.add_rows(V_b, y, kdiag)
-        _grow(model, stream, X, y, V_b, kdiag)
+        if c is not None:
+            V_b *= c
+        stream.add_rows(V_b, wy, kdiag if c is None else kdiag * c * c, _weight_sum(c))
+        _grow(model, stream, X, wy, V_b, kdiag, c)
         stream.refresh_if_due()
     else:
         # row blocks of the kernel (about 32 MB each); the statistics are exact sums
         for rows, K_bu in predictor.cross.blocks(X):
-            stream.add_rows(stream.whiten(K_bu), y[rows], kdiag[rows])
+            V_r = stream.whiten(K_bu)
+            if c is not None:
+                V_r *= c[rows]
+            c_r = None if c is None else c[rows]
+            kdiag_r = kdiag[rows] if c is None else kdiag[rows] * c_r**2
+            stream.add_rows(V_r, wy[rows], kdiag_r, _weight_sum(c_r))
     _store_prediction(model, stream)
     model._X_train = model._y_train = None
     return model
 
 
-def _grow(model, stream, X, y, V_b, kdiag):
-    """Append basis vectors from the batch while the basis is not full; True if any."""
+def _weight_sum(c):
+    """``sum w`` of a batch's rows from their scales ``c = w^(1/2)`` (None: unit weights)."""
+    return None if c is None else float(np.sum(c * c))
+
+
+def _grow(model, stream, X, y, V_b, kdiag, scale=None):
+    """Append basis vectors from the batch while the basis is not full; True if any.
+
+    ``scale``: the rows' scales ``w^(1/2)`` (weighted rows: ``y`` and ``V_b`` are whitened)."""
     rng = None  # made on first use (a RandomState from an int costs ~0.1 ms)
     kernel, s2, jitter = model.kernel_, stream.s2, stream.jitter
     b = X.shape[0]
@@ -179,7 +216,10 @@ def _grow(model, stream, X, y, V_b, kdiag):
             continue
         J, l, lpp = J[ok], l[:, ok], np.sqrt(d2[ok])
         # v = (k_bj - V_b^T l) / l_pp for the batch's rows; earlier rows: 0 (projection)
-        v = (kernel(X, X[J]) - V_b.T @ l) / lpp
+        K_bJ = kernel(X, X[J])
+        if scale is not None:
+            K_bJ *= scale[:, None]
+        v = (K_bJ - V_b.T @ l) / lpp
         mu = y - V_b.T @ (stream.P_j @ stream.Vy)  # the batch's residual
         c = V_b @ v
         schur = np.sum(v * v, axis=0) + s2 - np.sum(c * (stream.P_j @ c), axis=0)

@@ -167,9 +167,12 @@ class StreamingPosterior:
         """``V_b = L^-1 K_ub`` for a batch's kernel block ``K_bu`` (``b x p``)."""
         return solve_lower(self.L, K_ub.T)
 
-    def add_rows(self, V_b, y_b, kdiag_b):
+    def add_rows(self, V_b, y_b, kdiag_b, weight_sum=None):
         """Add a batch's likelihood terms: ``V_b`` (``p x b``), normalised ``y_b``, and
-        ``k(x, x)`` of its rows (the VFE trace). Woodbury updates, or a refresh."""
+        ``k(x, x)`` of its rows (the VFE trace). Woodbury updates, or a refresh.
+
+        Weighted rows come whitened (``_row_noise``) with ``weight_sum = sum w``: the
+        evidence's ``log(2 pi s2)`` term then counts ``sum w`` rows, as the repeated rows."""
         b = V_b.shape[1]
         _add_outer(self.VVt, V_b, 1.0)
         self.Vy += V_b @ y_b
@@ -177,7 +180,8 @@ class StreamingPosterior:
         s2, m = self.s2, self.m
         trace = float(np.sum(kdiag_b)) - _sqnorm(V_b) if self.objective == "vfe" else 0.0
         self.rows_part -= (
-            _sqnorm(y_b) / (2 * s2) + 0.5 * m * b * (np.log(s2) + _LOG_2PI)
+            _sqnorm(y_b) / (2 * s2)
+            + 0.5 * m * (b if weight_sum is None else weight_sum) * (np.log(s2) + _LOG_2PI)
             + 0.5 * m * trace / s2
         )
         woodbury = b * _WOODBURY_FRACTION <= self.p

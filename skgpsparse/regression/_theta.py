@@ -59,7 +59,10 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
     else:  # scikit-learn's GPR: `kernel = self.kernel_; kernel.theta = theta`
         kernel = model.kernel_
         kernel.theta = theta[:n_dims]
-    s2 = float(np.exp(theta[-1])) if with_noise else model.noise_variance_
+    # with per-row noise or weights (._row_noise) s2 is their common scale, not noise_variance_
+    row_noise = getattr(model, "_row_noise", None)
+    s2 = float(np.exp(theta[-1])) if with_noise else (
+        model.noise_variance_ if row_noise is None else model._noise_scale)
     rest, white, _ = split_white(kernel) if model._noise.white is not None else (kernel, None, 0)
     if white is not None:  # the WhiteKernel term is noise beside noise_variance_ (_white)
         s2 += white.noise_level
@@ -69,6 +72,8 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
         objective = partial(objective_partitioned, backend, model.hyperparameter_objective)
     elif every_row_in_basis(model):  # the exact GP: the objective it learned on (_full_basis)
         objective = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+    if row_noise is not None:
+        objective = partial(objective, row_noise=row_noise)
     out = objective(
         rest,
         model._X_train,

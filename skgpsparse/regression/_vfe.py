@@ -62,7 +62,8 @@ _DIAG_BLOCK_ENTRIES = 1 << 20
 
 
 def vfe_log_marginal_likelihood(
-    kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None, chunk_size=None
+    kernel, X, y, X_basis, noise_variance, *, eval_gradient=False, jitter=None, chunk_size=None,
+    row_noise=None,
 ):
     """Titsias' collapsed variational lower bound (VFE) on the log marginal likelihood.
 
@@ -74,7 +75,7 @@ def vfe_log_marginal_likelihood(
 
     Parameters
     ----------
-    kernel, X, y, X_basis, noise_variance, eval_gradient, jitter, chunk_size
+    kernel, X, y, X_basis, noise_variance, eval_gradient, jitter, chunk_size, row_noise
         As for :func:`~skgpsparse.regression._dtc.dtc_log_marginal_likelihood` (the two
         objectives take the same arguments); with several outputs the bounds are summed.
         Cross-covariances ignore a ``WhiteKernel`` term of ``kernel``, but ``k(x, x)``
@@ -111,7 +112,9 @@ def vfe_log_marginal_likelihood(
     True
     """
     X, Y, X_basis = _check_arguments(kernel, X, y, X_basis, noise_variance, jitter)
-    f = sparse_factors(kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size)
+    f = sparse_factors(
+        kernel, X, Y, X_basis, noise_variance, jitter, eval_gradient, chunk_size, row_noise
+    )
     trace = unexplained_variance(kernel, X, f)
     bound = vfe_value(f, trace)
     if not eval_gradient:
@@ -124,8 +127,12 @@ def vfe_log_marginal_likelihood(
 
 
 def unexplained_variance(kernel, X, f):
-    """``T = tr(K_ff - Q_ff) = sum_i k(x_i, x_i) - tr(V V^T)``."""
-    return float(np.sum(kernel.diag(X))) - float(np.trace(f.VVt))
+    """``T = tr(K_ff - Q_ff) = sum_i k(x_i, x_i) - tr(V V^T)`` (of the whitened rows with
+    row noise: ``k(x_i, x_i)`` times ``c_i^2``)."""
+    diag = kernel.diag(X)
+    if f.row_noise is not None:
+        diag = diag * f.row_noise.scale**2
+    return float(np.sum(diag)) - float(np.trace(f.VVt))
 
 
 def vfe_value(f, trace):
@@ -143,15 +150,21 @@ def add_trace_gradient(gradient, kernel, X, f, trace):
     gradient[-1] += 0.5 * m * trace / s2
     # kernel: -m / (2 s2) sum_i d k(x_i, x_i) / dtheta
     if kernel.n_dims:
-        gradient[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X)
+        weight = None if f.row_noise is None else f.row_noise.scale**2
+        gradient[:-1] -= 0.5 * m / s2 * _diag_gradient_sum(kernel, X, weight)
 
 
-def _diag_gradient_sum(kernel, X):
-    """``sum_i d k(x_i, x_i) / d theta``, block by block over the rows of ``X``."""
+def _diag_gradient_sum(kernel, X, weight=None):
+    """``sum_i weight_i d k(x_i, x_i) / d theta`` (``weight`` None: ones), block by block
+    over the rows of ``X``."""
     step = max(1, _DIAG_BLOCK_ENTRIES // max(kernel.n_dims, 1))
     total = np.zeros(kernel.n_dims)
     for start in range(0, X.shape[0], step):
-        total += kernel_diag_gradient(kernel, X[start : start + step])[1].sum(axis=0)
+        block = kernel_diag_gradient(kernel, X[start : start + step])[1]
+        if weight is None:
+            total += block.sum(axis=0)
+        else:
+            total += weight[start : start + step] @ block
     return total
 
 

@@ -13,10 +13,11 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from .._warm_start import warm_start_allowed
-from ._white import split_white
+from .._fitted_state import reset_fitted_state
+from .._warm_start import fit_signature, warm_start_allowed
+from ._white import check_function_part, split_white
 
-__all__ = ["WarmStart", "basis_rows", "warm_start_from"]
+__all__ = ["WarmStart", "basis_rows", "begin_fit", "warm_start_from"]
 
 
 class WarmStart(NamedTuple):
@@ -25,6 +26,20 @@ class WarmStart(NamedTuple):
     kernel: object
     noise_variance: float
     basis_vectors: np.ndarray
+
+
+def begin_fit(model, X, private):
+    """What ``model.fit(X, ...)`` does first: refuse a kernel with no function part
+    (:func:`~._white.check_function_part`), take the previous fit to warm-start from
+    (:func:`warm_start_from`, kept as ``model._warm`` for :func:`~._alternation.alternate`),
+    then clear the previous fitted state (``private``: the private names) and note the fit's
+    :class:`~skgpsparse._warm_start.FitSignature` (``_fit_signature``: a fit that then fails
+    puts the previous one back, :func:`~skgpsparse._fitted_state.keeps_previous_fit`)."""
+    check_function_part(model.kernel)
+    signature = fit_signature(model.kernel, X)
+    warm = warm_start_from(model, signature)  # None unless the kernel and inputs match
+    reset_fitted_state(model, private)
+    model._warm, model._fit_signature = warm, signature
 
 
 def warm_start_from(model, signature):
@@ -37,7 +52,10 @@ def warm_start_from(model, signature):
         return None
     # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
     kernel, white, _ = split_white(clone(model.kernel_))
-    noise = float(model.noise_variance_) + (0.0 if white is None else white.noise_level)
+    # a noise_variance array: the learned common scale of the rows' noise (_row_noise)
+    noise = getattr(model, "_noise_scale", None) if np.ndim(model.noise_variance_) else None
+    noise = float(model.noise_variance_ if noise is None else noise)
+    noise += 0.0 if white is None else white.noise_level
     return WarmStart(kernel, noise, model.basis_vectors_.copy())
 
 

@@ -18,6 +18,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 from sklearn.gaussian_process.kernels import Sum, WhiteKernel
 
+from ..kernels._bounds import describe_at_bounds
+from ..kernels._bounds import warn_at_bounds as warn_kernel_at_bounds
 from ._hyperparameters import check_noise_bounds, warn_at_noise_bound
 
 __all__ = [
@@ -104,13 +106,19 @@ def unfold_white(spec, kernel, s2):
     return (white + kernel if spec.white_first else kernel + white), spec.alpha
 
 
-def warn_at_bounds(spec, kernel, s2):
+def warn_at_bounds(spec, kernel, s2, expected=(), progress=None):
     """scikit-learn's ``ConvergenceWarning`` for each learned value at a bound: the fitted
     kernel's (a folded ``WhiteKernel``'s level as ``k1__noise_level`` or ``k2__...``), and the
-    noise variance's when it is learned apart from the kernel."""
-    unfold_white(spec, kernel, s2)[0]._check_bounds_params()
+    noise variance's when it is learned apart from the kernel. ``expected``: the names whose
+    upper bound the package's default kernel reaches by design
+    (:func:`~skgpsparse.kernels._bounds.warn_at_bounds`), which go to ``progress`` (the
+    estimator's verbose output) instead; returns those reached."""
+    quiet = warn_kernel_at_bounds(unfold_white(spec, kernel, s2)[0], expected)
+    if quiet and progress is not None:
+        progress.line(f"default kernel: {describe_at_bounds(quiet)} (by design, not warned)")
     if spec.white is None:
         warn_at_noise_bound(s2, spec.bounds)
+    return quiet
 
 
 def white_gradient(kernel, grad, level, s2):

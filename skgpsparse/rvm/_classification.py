@@ -4,12 +4,12 @@ import numbers
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import keeps_previous_fit, reset_fitted_state
+from .._fitted_state import fit_method, reset_fitted_state
 from .._labels import encode_labels
 from ..kernels._structured import refuse_structured
 from ..likelihoods import Probit
@@ -224,8 +224,7 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @keeps_previous_fit()
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method()
     def fit(self, X, y):
         """Fit one binary RVM (two classes) or one per class (one-vs-rest).
 

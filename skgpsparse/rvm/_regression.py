@@ -5,13 +5,13 @@ import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .._fitted_state import keeps_previous_fit, reset_fitted_state
+from .._fitted_state import fit_method, reset_fitted_state
 from .._scaling import target_scale
 from ..kernels._structured import refuse_structured
 from ..rows._blocks import block_rows, map_row_blocks
@@ -19,6 +19,7 @@ from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._regression_em import _RegressionEM
 from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_estimator_em
+from ._weighted_rows import WeightedRegressionEM
 
 __all__ = ["RelevanceVectorRegressor"]
 
@@ -227,9 +228,8 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @keeps_previous_fit(_PRIVATE_STATE)
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    @fit_method(_PRIVATE_STATE)
+    def fit(self, X, y, sample_weight=None):
         """Fit the RVM by Subspace EM (or batch EM).
 
         A ``fit`` that raises (invalid input, a numerical failure) leaves the estimator as it
@@ -241,6 +241,14 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             Training inputs.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: row ``i`` has the noise variance ``s2 / w_i`` and the
+            evidence's terms of ``w_i`` copies (``_weighted_rows``), a zero weight removes
+            the row (and its basis function; ``relevance_indices_`` index ``X`` with it).
+            The rows repeated ``w_i`` times give the same evidence and EM updates on the
+            same basis functions, but their library has a basis function per copy (and
+            SSEM visits it in a random order), so the two fits agree to the EM's optimum,
+            which can differ by the evidence's local optima, not to rounding.
 
         Returns
         -------
@@ -254,6 +262,17 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             y = np.asarray(y, dtype=np.float64)
         except ValueError as exc:
             raise ValueError(f"y must be numeric for regression; got {y.dtype} values.") from exc
+        weight, kept = None, None
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                          ensure_non_negative=True)
+            if not np.sum(weight) > 0:
+                raise ValueError("sample_weight must have a positive sum, got all zeros.")
+            if np.all(weight == 1.0):
+                weight = None  # unit weights: the unweighted fit, bit for bit
+            elif not np.all(weight > 0):
+                kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
+                X, y, weight = X[kept], y[kept], weight[kept]
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         n = X.shape[0]
@@ -262,7 +281,13 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         # mean the same in every unit of y.
         self._y_scale = c = target_scale(y)
         y = y / c if c != 1.0 else y
-        scale = np.var(y) if np.var(y) > 0 else max(np.mean(y**2), 1.0)
+        if weight is None:
+            var, mean_square = np.var(y), np.mean(y**2)
+        else:  # the repeated rows'
+            mean = np.average(y, weights=weight)
+            var = np.average((y - mean) ** 2, weights=weight)
+            mean_square = np.average(y**2, weights=weight)
+        scale = var if var > 0 else max(mean_square, 1.0)
         s2 = 0.1 * scale if self.noise_variance is None else self.noise_variance / c / c
         if s2 < _NOISE_FLOOR * scale:  # 1 / s2 would overflow the add test's sums
             warnings.warn(
@@ -278,17 +303,11 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             "RelevanceVectorRegressor", n, X.shape[1], len(candidates.library), self.method,
             self.n_basis_functions,
         ).check()
-        model = _RegressionEM(
-            self.kernel_,
-            X,
-            y,
-            candidates.centers,
-            candidates.bias_mask,
-            s2,
-            self.learn_noise,
-            self.alpha_max,
-            _NOISE_FLOOR * scale,
-        )
+        args = (self.kernel_, X, y, candidates.centers, candidates.bias_mask, s2,
+                self.learn_noise, self.alpha_max, _NOISE_FLOOR * scale)
+        # weights: the EM on whitened rows (_weighted_rows)
+        model = _RegressionEM(*args) if weight is None else WeightedRegressionEM(
+            *args, weight=weight)
         hist = run_estimator_em(model, candidates, self, rng, add_test=self.add_test)
         if model.noise_clipped:
             warnings.warn(
@@ -298,6 +317,8 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
                 UserWarning,
             )
         self._store(model, hist, X, n)
+        if kept is not None:  # indices of the X given, zero-weight rows included
+            self.relevance_indices_ = kept[self.relevance_indices_]
         return self
 
     def _store(self, model, hist, X, n):

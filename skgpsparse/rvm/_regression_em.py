@@ -98,16 +98,14 @@ class _RegressionEM:
         # "refactor" (LAPACK), "cost" (the cheaper of the two by _factor_cost's model)
         self.factor_update = factor_update
         self.kernel, self.X, self.t = kernel, X, t
+        self.n_eff, self.t_var = n, None  # rows counted, var(t): weighted (_weighted_rows)
         self.centers, self.bias_mask = centers, bias_mask
         self.s2, self.learn_noise = float(noise_variance), learn_noise
         self.alpha_max, self.noise_floor = alpha_max, noise_floor
         self.design = ActiveDesign(n, owner="RelevanceVectorRegressor")
         self._plan, self._plan_pos = None, 0  # the sweep's order of visits (plan_visits)
-        self._G = np.empty((16, 16))
-        self._h = np.empty(16)
-        self._L = np.zeros((16, 16))
-        self.noise_clipped = False
-        self.n_fallback = 0
+        self._G, self._h, self._L = np.empty((16, 16)), np.empty(16), np.zeros((16, 16))
+        self.noise_clipped, self.n_fallback = False, 0
         # how the factor changed: refactorisations, appends, rank-one updates, deletions
         self.visits = self._noise_visit = 0  # basis functions visited by the sweep
         self._post = None  # (mu, resid) of the current factor, kept from the last M-step
@@ -159,14 +157,12 @@ class _RegressionEM:
         """Design rows ``phi_j(X)`` of ``entries``, from the planned block when they are next."""
         plan, pos, k = self._plan, self._plan_pos, len(entries)
         if plan is None or not np.array_equal(plan[pos : pos + k], entries):
-            return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+            return self._design_rows(entries)
         self._plan_pos += k
         if self._block is None or pos + k > self._block_start + len(self._block):
             size = int(np.clip(VISIT_BLOCK_ELEMENTS // len(self.t), k, max(k, VISIT_BLOCK)))
             block = plan[pos : pos + size]
-            self._block = basis_rows(
-                self.kernel, self.X, self.centers[block], self.bias_mask[block]
-            )
+            self._block = self._design_rows(block)
             self._block_start = pos
         return self._block[pos - self._block_start : pos - self._block_start + k]
 
@@ -179,7 +175,8 @@ class _RegressionEM:
             alpha = self.alpha_max
         elif isinstance(alpha, str):  # "auto"
             # prior variance of y(x_i) sum_j phi_j(x_i)^2 / alpha ~ var(t) on average
-            alpha = np.einsum("ij,ij->", rows, rows) / (len(self.t) * max(np.var(self.t), self.s2))
+            t_var = np.var(self.t) if self.t_var is None else self.t_var
+            alpha = np.einsum("ij,ij->", rows, rows) / (self.n_eff * max(t_var, self.s2))
         if from_sweep:
             self.visits += len(entries)
         self._append(rows, entries, alpha, from_sweep)
@@ -295,13 +292,17 @@ class _RegressionEM:
         floats (16 MB) its rows are computed once and kept: later revisits need no kernel
         call."""
         if self._kept is None and len(library) * len(self.t) <= VISIT_BLOCK_ELEMENTS:
-            rows = basis_rows(self.kernel, self.X, self.centers[library], self.bias_mask[library])
+            rows = self._design_rows(library)
             where = np.full(len(self.centers), -1, dtype=np.intp)
             where[library] = np.arange(len(library))
             self._kept = (rows, where)
         if self._kept is None:
-            return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
+            return self._design_rows(entries)
         return self._kept[0][self._kept[1][entries]]
+
+    def _design_rows(self, entries):
+        """Design rows ``phi_j(X)`` of library ``entries`` (one kernel call)."""
+        return basis_rows(self.kernel, self.X, self.centers[entries], self.bias_mask[entries])
 
     def _factor(self, order, alpha, s2, count="refactor"):
         """Lower Cholesky factor of ``S = A + G / s2`` over positions ``order`` (new array)."""
@@ -346,7 +347,7 @@ class _RegressionEM:
         L = self.L if L is None else L
         alpha = self.design.alpha if alpha is None else alpha
         s2 = self.s2 if s2 is None else s2
-        n = len(self.t)
+        n = self.n_eff
         logdet = 2.0 * np.sum(np.log(np.diag(L))) - np.sum(np.log(alpha))
         data = resid @ resid / s2 + np.sum(alpha * mu * mu)
         return -0.5 * (n * np.log(2 * np.pi * s2) + logdet + data)
@@ -367,7 +368,7 @@ class _RegressionEM:
 
     def _m_step(self, rule, mu, gamma, sigma_diag, resid, noise=True):
         """``(alpha, s2)`` by MacKay's update (eq. 12) or by the EM update (§2)."""
-        M, n = self.design.size, len(self.t)
+        M, n = self.design.size, self.n_eff
         s2 = self.s2
         if self.learn_noise and noise:
             if rule == "mackay":  # eq. (12): s2 = |t - Phi mu|^2 / (N - sum gamma)

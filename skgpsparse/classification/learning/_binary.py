@@ -19,7 +19,13 @@ from ..objectives._nlp_loss import nlp_loss
 from ._drawn_basis import DrawnBasis, draws_only
 from ._ep_rounds import fit_all_rows
 from ._evidence_rounds import fit_evidence
-from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
+from ._hyperparameters import (
+    BIAS_BOUNDS,
+    PATIENCE,
+    check_bounds,
+    initial_bias,
+    minimize_theta,
+)
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
@@ -124,8 +130,12 @@ class _BinarySparseGPClassifier:
         learning_rows=None,
         warm=None,
         likelihood=None,
+        expected_at_bounds=(),
     ):
         self.kernel = kernel
+        # hyperparameters of the package's default kernel whose upper bound is not warned
+        # about (_fitting.default_kernel, learning._hyperparameters.check_bounds)
+        self.expected_at_bounds = expected_at_bounds
         # p(y | f + b): every engine, objective and predictor asks it (skgpsparse.likelihoods)
         self.likelihood = Probit() if likelihood is None else likelihood
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
@@ -255,7 +265,7 @@ class _BinarySparseGPClassifier:
         if self.optimizer is not None:
             # Tell the user when a learned hyperparameter sits at a bound (sklearn's warning:
             # e.g. the amplitude at its upper bound makes the predictions overconfident).
-            self.kernel_._check_bounds_params()
+            check_bounds(self, self.kernel_)
         self.exchange_loss_curve_ = [float(v) for v in curve]
         self.site_precision_, self.site_mean_ = prec, mean
         self._set_fitted_basis(X, y)

@@ -27,7 +27,13 @@ from ...kernels._scales import bic_charge, data_scaled_start, per_feature_length
 from ..objectives._ep_evidence import AllRowsObjective
 from ..objectives._hyperprior import with_length_scale_prior
 from ._charge_bound import ChargeBound
-from ._hyperparameters import BIAS_BOUNDS, OPTIMIZER_MAXITER, initial_bias, minimize_theta
+from ._hyperparameters import (
+    BIAS_BOUNDS,
+    OPTIMIZER_MAXITER,
+    check_bounds,
+    initial_bias,
+    minimize_theta,
+)
 
 __all__ = ["bic_charge", "fit_all_rows", "round_bounds"]
 
@@ -398,7 +404,7 @@ def fit_all_rows(model, X, y, rng):
             "other initial hyperparameters or bounds."
         )
     if model.optimizer is not None:
-        model.kernel_._check_bounds_params()
+        check_bounds(model, model.kernel_)
     model.exchange_loss_curve_ = [float(v) for v in curve]
     model.site_precision_ = sites[0]
     model.site_mean_ = np.divide(sites[1], sites[0], out=np.zeros(n), where=sites[0] > 0)

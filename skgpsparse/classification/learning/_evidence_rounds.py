@@ -20,7 +20,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from ..objectives._basis_evidence import EvidenceObjective
-from ._hyperparameters import BIAS_BOUNDS, PATIENCE, initial_bias, minimize_theta
+from ._hyperparameters import BIAS_BOUNDS, PATIENCE, check_bounds, initial_bias, minimize_theta
 
 __all__ = ["fit_evidence"]
 
@@ -78,7 +78,7 @@ def fit_evidence(model, X, y, rng):
     model.n_iter_ = max(rounds, 1)
     _, model.kernel_, model.bias_, model.basis_indices_, prec, mean, curve = best
     if model.optimizer is not None:
-        model.kernel_._check_bounds_params()
+        check_bounds(model, model.kernel_)
         if abs(model.bias_) >= BIAS_BOUNDS[1]:
             warnings.warn(
                 f"The learned bias b = {model.bias_:+g} is at its bound {BIAS_BOUNDS}: the "

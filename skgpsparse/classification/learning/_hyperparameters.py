@@ -8,9 +8,13 @@ their hyperparameter step through :func:`minimize_theta`, which follows scikit-l
 import numpy as np
 
 from ..._optimize import StepResolution, call_optimizer, check_optimizer_result
+from ...kernels._bounds import describe_at_bounds, warn_at_bounds
 from ...likelihoods import Probit
 
-__all__ = ["BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "initial_bias", "minimize_theta"]
+__all__ = [
+    "BIAS_BOUNDS", "OPTIMIZER_MAXITER", "PATIENCE", "check_bounds", "initial_bias",
+    "minimize_theta",
+]
 
 # L-BFGS iterations per outer iteration: the validation paper does "one or two line searches"
 # with the basis fixed, then re-selects the basis (§2.5).
@@ -69,3 +73,15 @@ def minimize_theta(optimizer, obj_func, theta0, bounds, callback=None, resolutio
     if not np.isfinite(loss):  # a callable optimiser gone wrong: keep the start
         theta, loss = theta0, float(obj_func(theta0, eval_gradient=False))
     return theta, loss
+
+
+def check_bounds(model, kernel):
+    """scikit-learn's ``ConvergenceWarning`` for each learned hyperparameter of ``kernel`` at
+    a bound, but those ``model.expected_at_bounds`` names (the package's default kernel:
+    :func:`~skgpsparse.classification._fitting.default_kernel`), which reach their upper
+    bound by design and go to the verbose output instead
+    (:func:`~skgpsparse.kernels._bounds.warn_at_bounds`)."""
+    quiet = warn_at_bounds(kernel, model.expected_at_bounds)
+    if quiet:
+        model._progress.line(f"default kernel: {describe_at_bounds(quiet)} (by design, "
+                             "not warned)")

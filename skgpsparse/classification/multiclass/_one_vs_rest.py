@@ -1,4 +1,4 @@
-"""More than two classes: which one-vs-rest fit runs (``multi_class``), and running it.
+"""More than two classes: which multi-class fit runs (``multi_class``), and the one-vs-rest fits.
 
 ``multi_class="auto"`` (the default) is the shared fit
 (:mod:`skgpsparse.classification.multiclass._shared_learning`: one kernel learned on the classes'
@@ -7,6 +7,8 @@ memory; the independent fits (a whole binary fit per class,
 :func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On
 five PMLB sets the shared fit reached the independent fits' test NLP or better at a fraction of
 their CPU, except letter (+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
+``multi_class="one_vs_rest"`` (scikit-learn's name) is ``"independent"``; ``"one_vs_one"`` is
+:mod:`skgpsparse.classification.multiclass._one_vs_one`.
 """
 
 import copy
@@ -23,17 +25,18 @@ __all__ = ["multi_class_mode", "one_vs_rest"]
 
 
 def multi_class_mode(clf, posterior, *, fixed_on_partitions=False):
-    """``"shared"`` or ``"independent"``: the one-vs-rest fit ``clf`` runs (``K > 2``).
+    """``"shared"``, ``"independent"`` or ``"one_vs_one"``: the fit ``clf`` runs (``K > 2``).
 
     ``posterior`` is the binary models' (``"all_rows"`` or ``"basis"``). ``"auto"`` is the
-    shared fit under the all-rows posterior. ``fixed_on_partitions``: a partitioned fit with more
-    rows than ``learning_rows`` and fixed hyperparameters (``optimizer=None``), where the
+    shared fit under the all-rows posterior; ``"one_vs_rest"`` is ``"independent"``.
+    ``fixed_on_partitions``: a partitioned fit with more rows than ``learning_rows`` and
+    fixed hyperparameters (``optimizer=None``), where the
     shared fit would select each class's basis on every row in memory: it runs the
     independent fits on the partitions instead (with fixed hyperparameters the shared fit
     shares nothing; the same kernel, biases and selection rule, other random streams), with
     a warning when that is not what was asked for.
     """
-    mode = clf.multi_class
+    mode = {"one_vs_rest": "independent"}.get(clf.multi_class, clf.multi_class)
     if mode == "shared" and posterior != "all_rows":
         raise ValueError(
             "multi_class='shared' needs the all-rows posterior (posterior='auto' or "

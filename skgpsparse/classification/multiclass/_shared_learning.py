@@ -55,7 +55,7 @@ from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
 from ..learning._binary import _BinarySparseGPClassifier
 from ..learning._ep_rounds import _per_feature_choice, _rounds
-from ..learning._hyperparameters import BIAS_BOUNDS, initial_bias, minimize_theta
+from ..learning._hyperparameters import BIAS_BOUNDS, check_bounds, initial_bias, minimize_theta
 from ..objectives._ep_evidence import PRIOR
 from ..objectives._hyperprior import with_length_scale_prior
 
@@ -327,5 +327,5 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
         n_iter += more
     _, kernel, biases, _, _, _ = best
     if model.optimizer is not None:
-        kernel._check_bounds_params()
+        check_bounds(model, kernel)
     return kernel, biases, n_iter, model

@@ -22,6 +22,7 @@ from ...inference._ep_partitioned import partitioned_ep
 from .._prediction import AllRowsPredictor
 from ..learning._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
 from ..learning._ep_rounds import _learn_rounds
+from ..learning._hyperparameters import check_bounds
 from ..objectives._hyperprior import with_length_scale_prior
 
 __all__ = ["driver_subsample", "fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
@@ -95,7 +96,7 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
     if model.optimizer is None:
         model.loss_curve_ = [loss]
     else:
-        kernel._check_bounds_params()
+        check_bounds(model, kernel)
     model.n_iter_ = n_iter
     return model
 

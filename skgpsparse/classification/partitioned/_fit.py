@@ -127,6 +127,11 @@ def fit_partitioned(clf, backend, X, y):
             f"{type(clf).__name__} requires 2 or more distinct classes; got {classes.size} "
             "class."
         )
+    if clf.multi_class == "one_vs_one" and classes.size > 2:
+        raise ValueError(
+            "multi_class='one_vs_one' is fitted in memory only (each pair on the rows of its "
+            "two classes); on a partitioned array use multi_class='auto' or 'one_vs_rest'."
+        )
     clf.classes_, clf.n_features_in_ = classes, X.shape[1]
     with backend.open(X, y) as rows:
         return fit_rows(clf, rows, classes)
