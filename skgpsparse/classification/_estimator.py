@@ -4,20 +4,20 @@ import numbers
 from functools import partial
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import fit_method
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, is_structured, query_rows
 from ..likelihoods import Likelihood
 from ..rows import backend_for, predicts_by_partition
 from ..selection import BaseSelector
 from . import _prediction
-from ._fitting import LEARNING_ROWS_OPTIONS, check_kernel, fit_models, previous_models, train_rows
+from ._fitting import LEARNING_ROWS_OPTIONS, begin_fit, check_kernel, fit_models, train_rows
 from ._marginal_likelihood import log_marginal_likelihood
 from ._prediction import by_row_blocks, check_binary_latent, latent, log_proba, margins, proba
 from ._streaming import partial_fit as _partial_fit
@@ -27,7 +27,7 @@ from .partitioned._fit import fit_partitioned
 __all__ = ["SparseGPClassifier"]
 
 # Private fitted state, cleared by fit with the public attributes (see _fitted_state).
-_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer")
+_PRIVATE_STATE = ("_binary", "_predictors", "_stream_buffer", "_fit_signature")
 
 
 class SparseGPClassifier(ClassifierMixin, BaseEstimator):
@@ -203,11 +203,12 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
         from its basis when the basis rows are rows of ``X`` at the same index (the shared
-        multi-class fit: the shared kernel, every class's bias and basis).
+        multi-class fit: the shared kernel, every class's bias and basis); with the same kernel
+        structure, kind of input and width only, else it warns and fits cold.
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
-        many, when they have grown by a quarter and when they reach it; later rows leave the
-        basis and hyperparameters as they are. 0: learned on the first call's rows only.
+        many (and at least ``max_basis``), when they have grown by a quarter and when they
+        reach it; later rows leave the basis and hyperparameters as they are.
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
     class_weight : dict, "balanced" or None, default=None
@@ -355,9 +356,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self.stream_ep_sweeps = stream_ep_sweeps
         self.class_weight = class_weight
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method(_PRIVATE_STATE)
     def fit(self, X, y, sample_weight=None):
-        """Fit the sparse GP classifier.
+        """Fit the sparse GP classifier (a fit that raises leaves the previous model as it was).
 
         Parameters
         ----------
@@ -377,8 +378,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
             The fitted classifier.
         """
         check_kernel(self.kernel)
-        previous = previous_models(self)
-        reset_fitted_state(self, _PRIVATE_STATE)
+        previous = begin_fit(self, X, _PRIVATE_STATE)  # state cleared; warm-start models
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y, sample_weight)

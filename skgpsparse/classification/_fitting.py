@@ -12,9 +12,12 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
+from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._row_weights import distinct_rows, refuse_weights, weighted_rows
+from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
+from ..kernels._structured import IndexedKernel
 from ..likelihoods import Probit
 from ._prediction import PairPredictors
 from .learning._binary import _make_selector, fit_memory
@@ -24,8 +27,8 @@ from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 
 # LEARNING_ROWS_OPTIONS is re-exported for the estimator's parameter constraints
 __all__ = [
-    "LEARNING_ROWS_OPTIONS", "binary_params", "check_kernel", "default_kernel", "fit_models",
-    "previous_models", "store_binary", "store_one_vs_rest", "train_rows",
+    "LEARNING_ROWS_OPTIONS", "begin_fit", "binary_params", "check_kernel", "default_kernel",
+    "fit_models", "previous_models", "store_binary", "store_one_vs_rest", "train_rows",
 ]
 
 # Upper bound of the default kernel's amplitude (a variance): latent standard deviation 10.
@@ -204,9 +207,30 @@ def train_rows(clf, X, y, sample_weight=None):
     return X, y_enc, weights
 
 
-def previous_models(clf):
-    """The binary models of ``clf``'s last fit if ``warm_start`` is set, else None."""
+def begin_fit(clf, X, private):
+    """What ``clf.fit(X, ...)`` does first: take the previous models a warm start starts from
+    (:func:`previous_models`), clear the previous fitted state (``private``: the private
+    names) and note the fit's :class:`~skgpsparse._warm_start.FitSignature` (a fit that then
+    fails puts the previous one back: :func:`~skgpsparse._fitted_state.keeps_previous_fit`).
+    Returns the previous models or None. The inner fit of structured inputs (its kernel an
+    :class:`~skgpsparse.kernels._structured.IndexedKernel`, :func:`fit_indexed`) finds the
+    state cleared and keeps the outer fit's signature."""
+    if isinstance(clf.kernel, IndexedKernel):
+        return None
+    signature = fit_signature(clf.kernel, X)
+    previous = previous_models(clf, signature)
+    reset_fitted_state(clf, private)
+    clf._fit_signature = signature
+    return previous
+
+
+def previous_models(clf, signature):
+    """The binary models of ``clf``'s last fit if ``warm_start`` is set and the fit of
+    ``signature`` may start from it (:func:`~skgpsparse._warm_start.warm_start_allowed`:
+    the same kernel structure, kind of input and width, else a warning), else None."""
     if not getattr(clf, "warm_start", False) or not hasattr(clf, "classes_"):
+        return None
+    if not warm_start_allowed(clf, signature):
         return None
     return [clf._binary] if clf.classes_.size == 2 else list(clf.estimators_)
 
@@ -217,17 +241,17 @@ def _warm_params(params, previous, X, n_models):
     A warm start takes each previous model's kernel and bias as the start of the
     hyperparameters (no search for a better start), and its basis as the first round's
     start when every basis vector is still the row it was (the same ``X``, or rows appended
-    to it); it needs the same classes and features, and warns and starts cold otherwise.
+    to it); it needs the same classes (and :func:`previous_models` the same kernel structure,
+    inputs and features), and warns and starts cold otherwise.
     """
     if previous is None:
         return [params] * n_models
-    if len(previous) != n_models or previous[0].basis_vectors_.shape[1] != X.shape[1]:
+    if len(previous) != n_models:  # the kernel, inputs and width: previous_models
         warnings.warn(
-            f"warm_start=True needs the classes and the {previous[0].basis_vectors_.shape[1]} "
-            f"features of the previous fit; got {X.shape[1]} features and "
-            f"{'the same' if len(previous) == n_models else 'other'} classes: fitting from "
-            "scratch.",
-            UserWarning,
+            f"SparseGPClassifier: warm_start=True ignored because the previous fit had "
+            f"{len(previous)} binary model(s), this one has "
+            f"{n_models} (other classes); fitting from scratch.",
+            WarmStartWarning,
         )
         return [params] * n_models
     out = []

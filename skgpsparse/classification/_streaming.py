@@ -15,13 +15,17 @@ them, until ``stream_buffer`` rows, whatever the batch size, at the cost of a fe
 ``O(max_basis^2 + stream_buffer + batch)`` rows' worth, whatever the number of rows streamed.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._row_weights import refuse_weights
+from .._warm_start import fit_signature
 from ..inference._online import OnlinePosterior
+from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from ._prediction import AllRowsPredictor
@@ -100,6 +104,7 @@ def streams(clf):
 def _partial_fit(clf, X, y, classes):
     """:func:`partial_fit` (module docstring)."""
     in_memory_only(X, y, "partial_fit")
+    refuse_structured(clf, "partial_fit", STRUCTURED_STREAM)
     streams(clf)
     first = _check_partial_fit_first_call(clf, classes)
     X, y = validate_data(clf, X, y, reset=first, dtype=np.float64)
@@ -115,6 +120,7 @@ def _partial_fit(clf, X, y, classes):
         _refit(clf, X, y_enc, previous=None)
         _open_buffer(clf, X, y_enc)
         clf.n_samples_seen_ = X.shape[0]
+        clf._fit_signature = fit_signature(clf.kernel, X)  # what a warm-started fit checks
         return clf
     if getattr(_models(clf)[0], "sample_weight", None) is not None:
         raise ValueError(
@@ -130,10 +136,13 @@ def _partial_fit(clf, X, y, classes):
     buffer = getattr(clf, "_stream_buffer", None)
     if buffer is not None:
         X_buf, y_buf, n_fitted = buffer
-        take = min(clf.stream_buffer - y_buf.size, y_enc.size)
+        # a buffer kept only for max_basis rows (stream_buffer below it) takes whole batches
+        take = y_enc.size if clf.stream_buffer < clf.max_basis else min(
+            clf.stream_buffer - y_buf.size, y_enc.size
+        )
         X_buf = np.concatenate([X_buf, X[:take]])
         y_buf = np.concatenate([y_buf, y_enc[:take]])
-        full = y_buf.size >= clf.stream_buffer
+        full = y_buf.size >= _buffer_rows(clf)
         if full or y_buf.size >= _REFIT_GROWTH * n_fitted:
             _refit(clf, X_buf, y_buf, previous=_models(clf))
             X, y_enc = X[take:], y_enc[take:]
@@ -181,9 +190,35 @@ def _refit(clf, X, y_enc, previous):
         _online(model)
 
 
+def _buffer_rows(clf):
+    """The rows the buffer holds before the basis and hyperparameters are left as they are:
+    ``stream_buffer``, and at least ``max_basis`` (the rows a full basis needs; then the
+    batch that reaches them enters whole)."""
+    return max(clf.stream_buffer, clf.max_basis)
+
+
 def _open_buffer(clf, X, y_enc):
-    """Keep the first call's rows while they are fewer than ``stream_buffer``."""
+    """Keep the first call's rows while they are fewer than :func:`_buffer_rows`.
+
+    A first batch smaller than ``max_basis`` (a single row, say) cannot learn the model that
+    later batches are then fixed to: one basis vector, and a bias at its bound when the batch
+    has one class (a +5 bias and a test NLP of ~4 on a stream whose first batch was one
+    row, with ``stream_buffer=0``). Its rows are kept, whatever ``stream_buffer``, and the
+    model refitted on them with whole later batches until there are ``max_basis`` of them
+    (with a warning).
+    """
     if X.shape[0] < clf.stream_buffer:
+        clf._stream_buffer = (X, y_enc, X.shape[0])
+    elif X.shape[0] < clf.max_basis:
+        warnings.warn(
+            f"partial_fit: the first batch has {X.shape[0]} row(s), fewer than max_basis="
+            f"{clf.max_basis}; its rows are kept and the model refitted on them and the next "
+            f"batches until {clf.max_basis} rows are seen (stream_buffer={clf.stream_buffer} "
+            "is fewer), "
+            "as a basis and hyperparameters learned on so few rows would stay for good.",
+            UserWarning,
+            stacklevel=4,
+        )
         clf._stream_buffer = (X, y_enc, X.shape[0])
 
 

@@ -19,7 +19,12 @@ from sklearn.utils.validation import validate_data
 from ._columns import CrossKernel
 
 __all__ = [
-    "IndexedKernel", "fit_indexed", "indexed_predictors", "is_structured", "query_rows",
+    "STRUCTURED_STREAM",
+    "IndexedKernel",
+    "fit_indexed",
+    "indexed_predictors",
+    "is_structured",
+    "query_rows",
     "refuse_structured",
 ]
 
@@ -161,11 +166,22 @@ def query_rows(estimator, X, predictors):
     return validate_data(estimator, X, reset=False, dtype=np.float64), predictors
 
 
-def refuse_structured(estimator, what):
-    """A ``ValueError`` naming ``what`` is not available with a kernel on structured inputs."""
+# partial_fit's refusal: a stream forgets its rows, and such a model's basis is row numbers
+# of the data it was fitted on, which a later batch cannot look up.
+STRUCTURED_STREAM = (
+    "fit on all the rows is (a stream forgets its rows, and the basis of such a kernel is "
+    "row numbers of the data it was fitted on)"
+)
+
+
+def refuse_structured(estimator, what, available="fit, predict and log_marginal_likelihood are"):
+    """A ``ValueError`` naming ``what`` is not available with a kernel on structured inputs.
+
+    ``available`` says what the estimator does take with such a kernel (a sentence's end).
+    """
     if is_structured(estimator):
         raise ValueError(
             f"{type(estimator).__name__}: {what} is not available with a kernel on structured "
-            f"inputs (`kernel` {estimator.kernel} has requires_vector_input=False); fit, "
-            "predict and log_marginal_likelihood are."
+            f"inputs (`kernel` {estimator.kernel} has requires_vector_input=False); "
+            f"{available}."
         )

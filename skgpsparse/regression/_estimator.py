@@ -9,7 +9,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import fit_method
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._validation import plain_float_rows
 from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
@@ -22,7 +22,7 @@ from ._streaming import blas_thread_limit, partial_fit
 from ._targets import prior_prediction
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
-from ._warm import warm_start_from
+from ._warm import begin_fit
 
 __all__ = ["SparseGPRegressor"]
 
@@ -31,7 +31,7 @@ __all__ = ["SparseGPRegressor"]
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
-    "_noise_scale",
+    "_noise_scale", "_fit_signature", "_warm",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -341,9 +341,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
 
     # ------------------------------------------------------------------ fit
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method(_PRIVATE_STATE)
     def fit(self, X, y, sample_weight=None):
-        """Select the basis and learn the hyperparameters.
+        """Select the basis and learn the hyperparameters (a fit that raises changes nothing).
 
         Parameters
         ----------
@@ -372,8 +372,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self : SparseGPRegressor
             The fitted model.
         """
-        self._warm = warm_start_from(self, X)  # taken by _alternation.alternate (warm_start)
-        reset_fitted_state(self, _PRIVATE_STATE)
+        begin_fit(self, X, _PRIVATE_STATE)  # checks, warm start, state cleared (_warm)
         with blas_thread_limit(_FIT_BLAS_THREADS):
             return self._fit(X, y, sample_weight)
 

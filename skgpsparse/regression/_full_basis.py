@@ -9,8 +9,12 @@ selection scores, the hyperparameters learned on the exact log marginal likeliho
 where the sparse objective on the same basis also forms ``V = L^-1 K_uf`` and ``V V^T``), and
 the posterior's factors formed once (:func:`~._dtc.sparse_factors`) instead of by
 ``n`` appends to a selection state. The exact objective differs from the sparse one on this
-basis by the jitter's effect only (``O(n jitter / s2)`` nats, :mod:`._exact`); the value
-stored is the sparse one, as in every fit.
+basis by the jitter's effect only (``O(n jitter / s2)`` nats, :mod:`._exact`). The value
+stored, and what ``log_marginal_likelihood(theta)`` evaluates on such a fit
+(:func:`~._theta.objective_at`), is the exact one: the objective the hyperparameters were
+learned on (so its gradient vanishes at them, scikit-learn's test), of the model that
+predicts (the exact GP). The sparse objective with its jitter moved that gradient to 2e-4
+with scikit-learn's ``alpha=1e-10``, where the jitter is a thousand times the noise.
 
 A row that :meth:`~._state.RegressionState.append` refuses as numerically redundant (its
 pivot in ``L`` or in ``R`` at rounding level: repeated or nearly repeated rows) leaves the
@@ -23,7 +27,6 @@ from functools import partial
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
-from ._all_rows_posterior import factors_objective
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
 
@@ -114,13 +117,13 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     n = X.shape[0]
     X64 = X.astype(np.float64, copy=False)
     Y = y.reshape(n, -1)
+    exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
+    if row_noise is not None:
+        exact = partial(exact, row_noise=row_noise)
     if learn:
         if model._noise.bounds is not None:
             # as after a selection: the noise no lower than the MAP fit's mean squared residual
             s2 = max(s2, _mean_squared_residual(kernel, X64, Y, s2, row_noise))
-        exact = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
-        if row_noise is not None:
-            exact = partial(exact, row_noise=row_noise)
         kernel, s2, value = learn_hyperparameters(kernel, s2, X64, y, X64, exact)
         model._progress.line(
             f"every row in the basis: exact {model.hyperparameter_objective} {value:.6g}, "
@@ -139,6 +142,6 @@ def full_basis_fit(model, X, y, kernel, s2, seeds, learn, jitter, learn_hyperpar
     return dict(
         kernel=kernel, noise_variance=float(s2), basis=basis, basis_vectors=X64[basis],
         L=f.L, R=f.R, Vy=Vy[:, 0] if y.ndim == 1 else Vy, jitter=j,
-        objective=factors_objective(model.hyperparameter_objective, kernel, X64, f),
+        objective=exact(kernel, X64, y, X64, s2),
         cost_curve=curve, n_iter=1, n_refine=0,
     )

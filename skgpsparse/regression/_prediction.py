@@ -339,7 +339,12 @@ class RegressionPredictor:
         by_inverse = m >= len(alpha)
         for rows, K in self.cross.blocks(X):
             mean[rows] = K @ alpha
-            if return_std and not return_cov and self.exact is not None:
+            if return_cov and self.exact is not None:
+                # GPML eq. (2.24): K** - A^T A with A = W^-1 k_u, as the variances below (the
+                # jittered L's formula drifts where the jitter exceeds the noise: scikit-learn's
+                # test_gpr_consistency_std_cov_non_invertible_kernel, std 25 % off)
+                A_all[:, rows] = self._whiten_exact(K, by_inverse)
+            elif return_std and not return_cov and self.exact is not None:
                 # GPML eq. (2.26): k** - k_u^T (K + s2 I)^-1 k_u, one triangular solve
                 A = self._whiten_exact(K, by_inverse)
                 A *= A
@@ -358,7 +363,10 @@ class RegressionPredictor:
         if return_std:
             var = _clip_variance(var, prior)
         if return_cov:
-            cov = self.kernel(X) - A_all.T @ (S @ A_all)
+            if self.exact is not None:
+                cov = self.kernel(X) - A_all.T @ A_all
+            else:
+                cov = self.kernel(X) - A_all.T @ (S @ A_all)
             np.fill_diagonal(cov, _clip_variance(np.diag(cov).copy(), prior))
         return mean, var, cov
 

@@ -34,6 +34,7 @@ from threadpoolctl import ThreadpoolController
 
 from .._validation import plain_float_rows
 from ..kernels._columns import kernel_diag
+from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..linalg import solve_lower
 from ..rows import in_memory_only
 from ._prediction import RegressionPredictor, exact_factor
@@ -135,6 +136,7 @@ def _batch_weights(model, X, y, sample_weight):
 
 def _partial_fit(model, X, y, sample_weight=None):
     in_memory_only(X, y, "partial_fit")
+    refuse_structured(model, "partial_fit", STRUCTURED_STREAM)
     if getattr(model, "_stream", None) is None:
         # The first call is fit; max_basis above the batch's rows is not clipped for good:
         # the basis grows from the next batches.

@@ -12,11 +12,22 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..rows import backend_for
+from ._exact import FULL_BASIS_OBJECTIVES
 from ._partitioned_fit import objective_partitioned
 from ._vfe import OBJECTIVES
 from ._white import split_white, white_gradient
 
-__all__ = ["log_marginal_likelihood", "objective_at"]
+__all__ = ["every_row_in_basis", "log_marginal_likelihood", "objective_at"]
+
+
+def every_row_in_basis(model):
+    """Whether the fitted basis of ``model`` is every training row (the exact GP's fit,
+    :mod:`._full_basis`): its objective is then the exact one, without the jitter."""
+    X, basis = model._X_train, model.basis_indices_
+    return (
+        isinstance(X, np.ndarray) and len(basis) == X.shape[0]
+        and np.array_equal(model.basis_vectors_, X[basis])
+    )
 
 
 def objective_at(model, theta, eval_gradient, clone_kernel=True):
@@ -59,6 +70,8 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
     backend = backend_for(model._X_train)
     if backend is not None:  # fitted on row partitions: a sum over them
         objective = partial(objective_partitioned, backend, model.hyperparameter_objective)
+    elif every_row_in_basis(model):  # the exact GP: the objective it learned on (_full_basis)
+        objective = FULL_BASIS_OBJECTIVES[model.hyperparameter_objective]
     if row_noise is not None:
         objective = partial(objective, row_noise=row_noise)
     out = objective(
@@ -83,6 +96,11 @@ def objective_at(model, theta, eval_gradient, clone_kernel=True):
 # SparseGPRegressor.log_marginal_likelihood (assigned in the class body)
 def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
     """The hyperparameter objective on the fitted basis: GPML eq. (8.17) or the VFE bound.
+
+    With every training row in the basis (``max_basis`` at least the rows), the model is the
+    exact GP and this is its exact log marginal likelihood (GPML eq. (2.30); with ``"vfe"``
+    minus the bound's trace term, zero but for a ``WhiteKernel``), the objective the fit
+    learned on: at ``kernel_.theta`` its gradient vanishes where no bound is active.
 
     Parameters
     ----------

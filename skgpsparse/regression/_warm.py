@@ -8,15 +8,16 @@ new ``X`` (the case after ``partial_fit`` batches, or on a data set that grew) e
 first selection first, and forward selection continues from them to ``max_basis``.
 """
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
 
-from ._white import split_white
+from .._fitted_state import reset_fitted_state
+from .._warm_start import fit_signature, warm_start_allowed
+from ._white import check_function_part, split_white
 
-__all__ = ["WarmStart", "basis_rows", "warm_start_from"]
+__all__ = ["WarmStart", "basis_rows", "begin_fit", "warm_start_from"]
 
 
 class WarmStart(NamedTuple):
@@ -27,18 +28,27 @@ class WarmStart(NamedTuple):
     basis_vectors: np.ndarray
 
 
-def warm_start_from(model, X):
-    """The previous fit of ``model`` to start a fit on ``X`` from, or None (no warm start,
-    unfitted, or with a warning when ``X`` has another number of features)."""
+def begin_fit(model, X, private):
+    """What ``model.fit(X, ...)`` does first: refuse a kernel with no function part
+    (:func:`~._white.check_function_part`), take the previous fit to warm-start from
+    (:func:`warm_start_from`, kept as ``model._warm`` for :func:`~._alternation.alternate`),
+    then clear the previous fitted state (``private``: the private names) and note the fit's
+    :class:`~skgpsparse._warm_start.FitSignature` (``_fit_signature``: a fit that then fails
+    puts the previous one back, :func:`~skgpsparse._fitted_state.keeps_previous_fit`)."""
+    check_function_part(model.kernel)
+    signature = fit_signature(model.kernel, X)
+    warm = warm_start_from(model, signature)  # None unless the kernel and inputs match
+    reset_fitted_state(model, private)
+    model._warm, model._fit_signature = warm, signature
+
+
+def warm_start_from(model, signature):
+    """The previous fit of ``model`` to start a fit of ``signature`` from, or None (no warm
+    start, unfitted, or with a warning when the kernel, the kind of input or the number of
+    features changed: :func:`~skgpsparse._warm_start.warm_start_allowed`)."""
     if not model.warm_start or not hasattr(model, "basis_vectors_"):
         return None
-    width, n_features = model.basis_vectors_.shape[1], np.shape(X)[-1]
-    if np.ndim(X) != 2 or n_features != width:
-        warnings.warn(
-            f"warm_start=True ignored: the previous fit had {width} features, X has "
-            f"shape {np.shape(X)}; fitting from scratch.",
-            UserWarning,
-        )
+    if not warm_start_allowed(model, signature):
         return None
     # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
     kernel, white, _ = split_white(clone(model.kernel_))

@@ -22,8 +22,10 @@ from ..kernels._bounds import describe_at_bounds
 from ..kernels._bounds import warn_at_bounds as warn_kernel_at_bounds
 from ._hyperparameters import check_noise_bounds, warn_at_noise_bound
 
-__all__ = ["NoiseSpec", "fold_white", "split_white", "unfold_white", "warn_at_bounds",
-           "white_gradient"]
+__all__ = [
+    "NoiseSpec", "check_function_part", "fold_white", "split_white", "unfold_white",
+    "warn_at_bounds", "white_gradient",
+]
 
 
 class NoiseSpec(NamedTuple):
@@ -46,6 +48,20 @@ def split_white(kernel):
         if isinstance(kernel.k1, WhiteKernel):
             return kernel.k2, kernel.k1, True
     return kernel, None, False
+
+
+def check_function_part(kernel):
+    """A ``ValueError`` naming ``kernel`` if it is noise only (a ``WhiteKernel``, alone or
+    beside another): a white kernel's covariance between distinct inputs is zero, so there
+    is no function to put on a basis (and with it as noise, no kernel left to fit)."""
+    if kernel is not None and isinstance(split_white(kernel)[0], WhiteKernel):
+        raise ValueError(
+            f"kernel={kernel!r} has no function part: a WhiteKernel is noise (its "
+            "covariance between distinct inputs is zero), so there is nothing to put on a "
+            "basis. Give a kernel with a function part and the WhiteKernel as a term of its "
+            "top-level sum (e.g. ConstantKernel() * RBF() + WhiteKernel()); the noise alone "
+            "is the variance of y."
+        )
 
 
 def fold_white(kernel, noise_variance, noise_variance_bounds):

@@ -4,19 +4,20 @@ import numbers
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import fit_method, reset_fitted_state
 from .._labels import encode_labels
+from ..kernels._structured import refuse_structured
 from ..likelihoods import Probit
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
 from ._mean_field import MeanFieldEM
-from ._regression import default_kernel
+from ._regression import STRUCTURED_RVM, default_kernel
 from ._subspace_em import SSEM_PARAMETER_CONSTRAINTS, run_estimator_em
 
 __all__ = ["RelevanceVectorClassifier"]
@@ -223,9 +224,12 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method()
     def fit(self, X, y):
         """Fit one binary RVM (two classes) or one per class (one-vs-rest).
+
+        A ``fit`` that raises (invalid input, a numerical failure) leaves the estimator as it
+        was: the previous model, intact and usable, or unfitted.
 
         Parameters
         ----------
@@ -243,6 +247,7 @@ class RelevanceVectorClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         reset_fitted_state(self)
+        refuse_structured(self, "fit", STRUCTURED_RVM)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, codes = encode_labels(y)
         if len(self.classes_) < 2:

@@ -5,14 +5,15 @@ import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .._fitted_state import reset_fitted_state
+from .._fitted_state import fit_method, reset_fitted_state
 from .._scaling import target_scale
+from ..kernels._structured import refuse_structured
 from ..rows._blocks import block_rows, map_row_blocks
 from ._basis_functions import basis_rows, candidate_basis
 from ._fit_memory import fit_memory
@@ -37,6 +38,12 @@ _PRIVATE_STATE = (
 # The noise variance is kept >= this fraction of the target variance (noise-free data such as
 # the Mackey-Glass series would otherwise drive it to 0 and B to infinity).
 _NOISE_FLOOR = 1e-10
+# With a kernel on structured inputs (requires_vector_input=False) the RVMs refuse to fit:
+# their basis functions and predictions are computed on numeric rows.
+STRUCTURED_RVM = (
+    "the relevance vector machines take numeric X only; SparseGPRegressor and "
+    "SparseGPClassifier fit and predict with such kernels"
+)
 
 
 def default_kernel():
@@ -221,9 +228,12 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_method(_PRIVATE_STATE)
     def fit(self, X, y, sample_weight=None):
         """Fit the RVM by Subspace EM (or batch EM).
+
+        A ``fit`` that raises (invalid input, a numerical failure) leaves the estimator as it
+        was: the previous model, intact and usable, or unfitted.
 
         Parameters
         ----------
@@ -246,6 +256,7 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         reset_fitted_state(self, _PRIVATE_STATE)
+        refuse_structured(self, "fit", STRUCTURED_RVM)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         try:  # numeric strings as numbers, as the sparse GP regressor takes them
             y = np.asarray(y, dtype=np.float64)

@@ -249,5 +249,5 @@ def test_warm_start_starts_from_the_previous_kernel_bias_and_basis():
     X2, y2 = _problem(400, seed=8)
     clf.set_params(max_basis=14).fit(X2, y2)
     np.testing.assert_array_equal(clf.basis_indices_[:10], basis)
-    with pytest.warns(UserWarning, match="warm_start=True needs the classes and the 2 features"):
+    with pytest.warns(UserWarning, match="ignored because the previous fit had 2 features"):
         clf.fit(np.hstack([X, X[:, :1]]), y)
