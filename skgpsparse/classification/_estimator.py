@@ -383,7 +383,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y, sample_weight)
         if is_structured(self):  # strings, sequences...: fitted on their row numbers
-            return fit_indexed(self, X, y, lambda rows, y: self.fit(rows, y, sample_weight))
+            return fit_indexed(self, X, y, self.fit, sample_weight=sample_weight)
         X, y = validate_data(self, X, y, dtype=np.float64)
         X, y_enc, weights = train_rows(self, X, y, sample_weight)  # sets classes_
         return fit_models(self, X, y_enc, previous, weights)

@@ -116,8 +116,10 @@ def _rows(inputs):
     return np.arange(len(inputs), dtype=np.float64)[:, None]
 
 
-def fit_indexed(estimator, X, y, fit):
-    """``fit(rows, y)`` with ``estimator.kernel`` an :class:`IndexedKernel` over ``X``.
+def fit_indexed(estimator, X, y, fit, **fit_params):
+    """``fit(rows, y, **fit_params)`` with ``estimator.kernel`` an :class:`IndexedKernel` over
+    ``X`` (``fit_params`` of value None are not passed: an estimator's subclass may define
+    ``fit(X, y)``).
 
     ``X`` is validated as scikit-learn's GPs validate it for such kernels
     (``ensure_2d=False, dtype=None``); the constructor's kernel is restored afterwards, and
@@ -128,7 +130,7 @@ def fit_indexed(estimator, X, y, fit):
     inputs = _Inputs(items)
     estimator.kernel = IndexedKernel(kernel, inputs)
     try:
-        fit(_rows(inputs), y)
+        fit(_rows(inputs), y, **{k: v for k, v in fit_params.items() if v is not None})
     finally:
         estimator.kernel = kernel
     estimator.__dict__.pop("n_features_in_", None)
