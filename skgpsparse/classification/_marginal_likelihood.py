@@ -12,8 +12,9 @@ def models_log_marginal_likelihood(models, theta, eval_gradient=False, clone_ker
 
     One model: its EP evidence at ``theta`` (and gradient). Several (one vs rest or one vs
     one, as scikit-learn's GPC): the mean of their evidences, ``theta`` one kernel's for all
-    or every model's stacked (the ``CompoundKernel`` ``kernel_``'s); no gradient. ``clone_kernel=False`` then sets each model's
-    ``kernel_.theta`` to its ``theta`` (scikit-learn's contract).
+    or every model's stacked (the ``CompoundKernel`` ``kernel_``'s); no gradient.
+    ``clone_kernel=False`` then sets each model's ``kernel_.theta`` to its ``theta``
+    (scikit-learn's contract).
     """
     theta = np.asarray(theta, dtype=float)
     n_dims = models[0].kernel_.n_dims

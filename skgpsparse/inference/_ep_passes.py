@@ -13,9 +13,9 @@ of itself: at EP's fixed point the copies have equal sites, so the row keeps one
 ``(tau~_i, nu~_i)`` and its copies enter the sums as ``c_i g_i v_i v_i^T`` and ``c_i a_i v_i``.
 Each copy's marginal is the formula above under that ``B`` (each copy has its own FITC noise
 ``e``), and its cavity removes one copy's site: the combined site is ``c_i`` times one copy's,
-the power-EP update of the repeated rows, whose fixed point is theirs. Everything EP needs from the ``n`` rows is
-a sum over rows (``B``, ``sum a_i v_i``) or a per-row quantity under a fixed ``L_B``, so a pass
-reads ``V`` once, a block of rows at a time:
+the power-EP update of the repeated rows, whose fixed point is theirs. Everything EP needs from
+the ``n`` rows is a sum over rows (``B``, ``sum a_i v_i``) or a per-row quantity under a fixed
+``L_B``, so a pass reads ``V`` once, a block of rows at a time:
 
 - :func:`ep_sweep` fuses the two passes of a parallel EP sweep: the marginals of the current
   sites under their ``L_B`` (one triangular solve per block), their cavities and the new sites

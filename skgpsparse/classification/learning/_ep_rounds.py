@@ -243,8 +243,9 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     prefers more length scales (on a few hundred rows they fit noise); the charge approximates the
     integral over them. At most ``max_rounds`` rounds; returns ``(round, number of rounds run)``.
     ``n`` is the number of rows the charge and the gain (``n`` times the loss per row) are for
-    (``None``: ``y``'s, their summed weights in a weighted fit); ``select`` and ``learn`` are :func:`_rounds`'s steps (``learn`` takes
-    ``stop``, see :func:`_learn`). ``early_exit``: the first learn stops when
+    (``None``: ``y``'s, their summed weights in a weighted fit); ``select`` and ``learn`` are
+    :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``: the
+    first learn stops when
     :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot pay
     the charge (the decision is then "not kept", as the full run's would be).
     """
