@@ -212,9 +212,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
     class_weight : dict, "balanced" or None, default=None
-        Each class's weight, multiplied into the ``sample_weight`` of ``fit`` and
-        :meth:`partial_fit` (scikit-learn's); :meth:`partial_fit` refuses ``"balanced"``,
-        which needs the labels of the whole stream.
+        Each class's weight times ``sample_weight`` (``partial_fit``: a dict only, see it).
 
     Attributes
     ----------
