@@ -212,7 +212,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     stream_ep_sweeps : int, default=10
         Parallel EP sweeps over each :meth:`partial_fit` batch after its ADF pass (0: ADF).
     class_weight : dict, "balanced" or None, default=None
-        Each class's weight, multiplied into ``fit``'s ``sample_weight`` (scikit-learn's).
+        Each class's weight times ``sample_weight`` (``partial_fit``: a dict only, see it).
 
     Attributes
     ----------
@@ -249,7 +249,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     multi_class_ : {"shared", "independent", "one_vs_one"}
         The fit that ran (more than two classes; ``multi_class`` resolved).
     n_samples_seen_ : int
-        Rows seen by :meth:`partial_fit` (only after it).
+        Rows seen by :meth:`partial_fit` (only after it), those of weight zero not counted.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)

@@ -23,6 +23,15 @@ per block, each row's update costs O(k) to O(k^2) on them, and the block's sites
 and ``eta`` by one rank-k product. Optional EP sweeps over the batch then re-match every site
 of the batch at once, with the posterior of the earlier rows as their prior (whitened so that
 :func:`~skgpsparse.inference._ep.all_rows_ep` runs on it unchanged).
+
+Row weights (``sample_weight``): a row of weight ``c`` stands for ``c`` copies with one site each
+(:mod:`~skgpsparse.inference._ep_passes`), so it enters ``B`` and ``eta`` as ``c g_i v_i v_i^T``
+and ``c a_i v_i``. Its ADF step matches one copy's site against the posterior before it and adds
+it ``c`` times (the power-``c`` update of the fit's weighted ADF start,
+:func:`~skgpsparse.inference._ep_passes.adf_block`); ``c`` copies taken one after the other
+would each see the sites of the copies before them, so the ADF pass equals that of repeated
+rows only approximately. The EP sweeps carry the weights as the fit's EP does, and their fixed
+point is that of the repeated rows.
 """
 
 import numpy as np
@@ -49,11 +58,11 @@ class _WhitenedBatch:
     :class:`SparsePrior`.
     """
 
-    def __init__(self, prior, L_0, mean_0):
+    def __init__(self, prior, L_0, mean_0, weights=None):
         self.V = solve_triangular(L_0, prior.V, lower=True, check_finite=False)
         self.lam = prior.lam
         self.offset = prior.V.T @ mean_0
-        self.weights = None  # a stream's rows count once each
+        self.weights = weights  # the batch's rows' weights (None: once each)
 
 
 class OnlinePosterior:
@@ -92,25 +101,31 @@ class OnlinePosterior:
         self.eta = np.zeros(p) if eta is None else eta
 
     @classmethod
-    def from_sites(cls, kernel, basis_vectors, bias, X, tau, nu, likelihood=PROBIT):
-        """The posterior of rows ``X`` with EP sites ``(tau~, nu~)`` (a fitted all-rows model)."""
+    def from_sites(cls, kernel, basis_vectors, bias, X, tau, nu, likelihood=PROBIT,
+                   weights=None):
+        """The posterior of rows ``X`` with EP sites ``(tau~, nu~)`` (a fitted all-rows model;
+        ``weights``: its rows' weights, each row's site entering that many times)."""
         post = cls(kernel, basis_vectors, bias, likelihood=likelihood)
         prior = SparsePrior(kernel, X, basis_vectors)
-        post._add_sites(prior.V, prior.lam, tau, nu)
+        post._add_sites(prior.V, prior.lam, tau, nu, weights)
         return post
 
-    def _add_sites(self, V, lam, tau, nu):
-        """``B += V G V^T``, ``eta += V a`` (module docstring): rows' sites into the posterior."""
+    def _add_sites(self, V, lam, tau, nu, weights=None):
+        """``B += V G V^T``, ``eta += V a`` (module docstring): rows' sites into the posterior,
+        ``G`` and ``a`` times the rows' ``weights`` (their copies) when given."""
         h = 1.0 + lam * tau
-        self.precision += (V * (tau / h)) @ V.T
-        self.eta += V @ (nu / h)
+        g, a = tau / h, nu / h
+        if weights is not None:
+            g, a = weights * g, weights * a
+        self.precision += (V * g) @ V.T
+        self.eta += V @ a
 
     def _factor(self):
         """``(L_B, mean)``: the Cholesky factor of ``B`` and the posterior mean ``B^-1 eta``."""
         L_B = cholesky(self.precision, lower=True, check_finite=False)
         return L_B, cho_solve((L_B, True), self.eta, check_finite=False)
 
-    def update(self, X, y, ep_sweeps=0, tol=1e-6):
+    def update(self, X, y, ep_sweeps=0, tol=1e-6, weights=None):
         """Add the rows ``X`` (labels ``y`` in {-1, +1}): one ADF pass, then EP sweeps.
 
         Parameters
@@ -121,6 +136,9 @@ class OnlinePosterior:
             Parallel EP sweeps over the batch after the ADF pass (stopping early when no site
             moves by more than ``tol``); the earlier rows' posterior is their prior.
         tol : float, default=1e-6
+        weights : ndarray of shape (m,), default=None
+            Positive weight of each row, the copies it stands for (module docstring); None:
+            one each.
 
         Returns
         -------
@@ -131,9 +149,9 @@ class OnlinePosterior:
         # products lost to thread start-ups (20,000 rows, p = 100: 0.8 s CPU on one thread,
         # 5.0 s on two)
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._update(X, y, ep_sweeps, tol)
+            return self._update(X, y, ep_sweeps, tol, weights)
 
-    def _update(self, X, y, ep_sweeps, tol):
+    def _update(self, X, y, ep_sweeps, tol, weights):
         prior = SparsePrior(self.kernel, X, self.basis_vectors)
         L_0, mean_0 = self._factor()
         start_state = (self.precision.copy(), self.eta.copy())  # the earlier rows' posterior
@@ -142,26 +160,27 @@ class OnlinePosterior:
         for start in range(0, y.size, block):
             rows = slice(start, start + block)
             L_B, mean = (L_0, mean_0) if start == 0 else self._factor()
+            weights_J = None if weights is None else weights[rows]
             tau[rows], nu[rows] = _adf_block(
                 prior.V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean,
-                self.likelihood,
+                self.likelihood, weights_J,
             )
-            self._add_sites(prior.V[:, rows], prior.lam[rows], tau[rows], nu[rows])
+            self._add_sites(prior.V[:, rows], prior.lam[rows], tau[rows], nu[rows], weights_J)
         if ep_sweeps > 0:
             self.precision, self.eta = start_state
-            tau, nu = self._ep(prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol)
+            tau, nu = self._ep(prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol, weights)
         return tau, nu
 
-    def _ep(self, prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol):
+    def _ep(self, prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol, weights=None):
         """EP over the batch from its ADF sites, the earlier rows' posterior as its prior."""
-        batch = _WhitenedBatch(prior, L_0, mean_0)
+        batch = _WhitenedBatch(prior, L_0, mean_0, weights)
         # a site N(f; nu/tau, 1/tau) on f = o + f' is the site (tau, nu - tau o) on f'
         tau, nu_w, _, _ = all_rows_ep(
             batch, y, self.bias + batch.offset, tau, nu - tau * batch.offset,
             tol=tol, max_sweeps=ep_sweeps, likelihood=self.likelihood,
         )
         nu = nu_w + tau * batch.offset
-        self._add_sites(prior.V, prior.lam, tau, nu)
+        self._add_sites(prior.V, prior.lam, tau, nu, weights)
         return tau, nu
 
     def weight_posterior(self):
@@ -172,13 +191,16 @@ class OnlinePosterior:
         return L, L_B, mean
 
 
-def _adf_block(V, lam, y, bias, L_B, mean, likelihood):
+def _adf_block(V, lam, y, bias, L_B, mean, likelihood, weights=None):
     """Sequential ADF sites of a block of rows from the posterior ``N(mean, B^-1)``.
 
     ``C = V^T B^-1 V`` and ``mu = V^T mean`` are the block's latents (less ``Lambda``) under the
     posterior; row ``j`` takes its site from its marginal ``N(mu_j, Lambda_j + C_jj)``
     (additive-model paper eq. (2)), then the rows after it see the rank-one update
     ``C -= c_j c_j^T g_j / (1 + g_j C_jj)``, ``mu += c_j (a_j - g_j mu_j) / (1 + g_j C_jj)``.
+    A row of weight ``w_j`` (``weights``) enters the update as ``w_j`` copies of its site,
+    ``g_j`` and ``a_j`` times ``w_j`` (the power-``w_j`` update, module docstring); the sites
+    returned are one copy's.
     """
     U = solve_triangular(L_B, V, lower=True, check_finite=False)
     C = U.T @ U
@@ -190,11 +212,14 @@ def _adf_block(V, lam, y, bias, L_B, mean, likelihood):
         t, shift = likelihood.site_update_one(y[j], mu[j] + bias, s2)
         tau[j], nu[j] = t, t * (mu[j] + shift)
         g = t / (1.0 + lam[j] * t)
+        a = nu[j] / (1.0 + lam[j] * t)
+        if weights is not None:  # the row's copies (power-w_j update)
+            g, a = weights[j] * g, weights[j] * a
         if j + 1 == k or g == 0.0:
             continue
         c = C[j + 1 :, j]
         d = 1.0 + g * C[j, j]
-        mu[j + 1 :] += c * ((nu[j] / (1.0 + lam[j] * t) - g * mu[j]) / d)
+        mu[j + 1 :] += c * ((a - g * mu[j]) / d)
         C[j + 1 :, j + 1 :] -= np.outer(c, c * (g / d))
     return tau, nu
 
