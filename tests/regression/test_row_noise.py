@@ -51,14 +51,12 @@ def test_noise_array_equals_scikit_learn_alpha_array(optimizer, objective):
     np.testing.assert_allclose(m2, m1, rtol=0, atol=1e-8)
     np.testing.assert_allclose(s2, s1, rtol=0, atol=1e-8)
     np.testing.assert_allclose(ours.noise_variance_, a, rtol=1e-15)
-    # the stored value is the sparse objective on the full basis, which differs from the
-    # exact one by the jitter's effect (1e-8 of the prior variance: O(n 1e-8 / a) nats)
+    # a full-basis fit reports the exact evidence (scikit-learn's), at its theta and any other
     assert ours.log_marginal_likelihood_value_ == pytest.approx(
-        theirs.log_marginal_likelihood_value_, rel=1e-6)
-    # the log likelihood at the fitted theta, exact as scikit-learn's on every row
+        theirs.log_marginal_likelihood_value_, rel=1e-10)
     theta = np.append(theirs.kernel_.theta, 0.0)  # log of the noise's common scale 1
     assert ours.log_marginal_likelihood(theta) == pytest.approx(
-        theirs.log_marginal_likelihood(theirs.kernel_.theta), rel=1e-6)
+        theirs.log_marginal_likelihood(theirs.kernel_.theta), rel=1e-10)
 
 
 def test_noise_array_learns_a_common_scale():
