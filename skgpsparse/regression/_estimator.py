@@ -71,8 +71,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         its own noise variance ``a_i > 0`` (scikit-learn's ``alpha`` array), fixed with
         ``noise_variance_bounds="fixed"``, else ``s a_i`` with a common scale ``s`` learned
         (from 1) as the scalar; with every row in the basis the model is
-        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term, a
-        partitioned ``X`` or a later :meth:`partial_fit` batch (see the user guide).
+        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term; on a
+        partitioned ``X`` as ``sample_weight`` (see ``fit`` and the user guide).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
         Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
         learning; ``"fixed"`` keeps it.
@@ -365,7 +365,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             Non-negative row weights: row ``i`` has the noise ``noise_variance / w_i`` and
             the evidence's terms of ``w_i`` copies, so an integer weight repeats the row
             (exactly where the fit is deterministic: see the user guide) and a zero weight
-            removes it. Not on a partitioned ``X``.
+            removes it. On a partitioned ``X``: numpy or of ``X``'s kind, with learned
+            hyperparameters and ``learning_rows`` not None (else a ValueError).
 
         Returns
         -------
