@@ -281,7 +281,7 @@ def test_regressor_row_noise_on_the_backend_takes_the_weights_as_chunks(backend)
 
 
 def test_regressor_row_noise_on_the_backend_refuses_the_selection_on_partitions(backend):
-    X, y, Xc = _data()
+    _, y, Xc = _data()
     w, a = _row_noise_args(len(y))
     for params in ({"optimizer": None}, {"learning_rows": None}):
         with pytest.raises(ValueError, match="sample_weight and a noise_variance array on a"):
