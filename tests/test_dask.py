@@ -248,3 +248,31 @@ def test_dask_fit_skips_empty_chunks_and_names_unknown_chunk_sizes(client):
     unknown = Xd[Xd[:, 0] > -10]  # a boolean mask leaves the row chunks' sizes unknown
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         SparseGPRegressor(**params).fit(unknown, yd)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_iter": 2},  # every row gathered to the driver: the in-memory fit
+        # learning on the in-memory fit's subsample; the whitened posterior on the partitions
+        {"max_iter": 2, "learning_rows": 150},
+    ],
+)
+def test_regressor_dask_fit_with_weights_and_row_noise_equals_in_memory_fit(
+        client, no_driver_compute, params):
+    X, y, Xd, yd = _dask_data()
+    rng = np.random.RandomState(3)
+    w = rng.randint(0, 4, len(y)).astype(float)  # zeros: rows removed
+    a = rng.uniform(0.5, 2.0, len(y))
+    params = dict(max_basis=12, random_state=0, **params)
+    reference = SparseGPRegressor(noise_variance=a, **params).fit(X, y, sample_weight=w)
+    # the weights and the noise as dask arrays chunked as X's rows
+    model = SparseGPRegressor(noise_variance=da.from_array(a, chunks=80), **params)
+    model.fit(Xd, yd, sample_weight=da.from_array(w, chunks=80))
+    assert_same_regressor(model, reference, X)
+    assert model.log_marginal_likelihood_value_ == pytest.approx(
+        reference.log_marginal_likelihood_value_, rel=1e-10)
+    assert _actors_released(client)
+    # numpy arrays of length n, split to the partitions, give the same model
+    numpy_given = SparseGPRegressor(noise_variance=a, **params).fit(Xd, yd, sample_weight=w)
+    assert_same_regressor(numpy_given, reference, X)

@@ -226,3 +226,67 @@ def test_one_vs_one_is_refused_on_the_backend_and_predicts_on_it(backend):
                                       getattr(clf, name)(X))
     with pytest.raises(ValueError, match="does not support predicting probability"):
         backend.gather(clf.predict_proba(Xc))
+
+
+def _row_noise_args(n, seed=1):
+    """Integer weights with zeros (rows removed) and relative noise variances in [0.5, 2]."""
+    rng = np.random.RandomState(seed)
+    return rng.randint(0, 4, n).astype(float), rng.uniform(0.5, 2.0, n)
+
+
+@pytest.mark.parametrize("given", ["sample_weight", "noise_variance", "both"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_iter": 2, "refine_basis": 0},  # every row gathered to the driver
+        # learning on the in-memory fit's subsample of the rows of positive weight; the
+        # whitened posterior and the evidence's constant on the partitions
+        {"max_iter": 2, "learning_rows": 100, "hyperparameter_objective": "dtc"},
+        {"max_iter": 2, "learning_rows": 100},
+    ],
+)
+def test_regressor_with_row_noise_on_the_backend_is_the_in_memory_model(backend, given,
+                                                                         params):
+    X, y, Xc = _data()
+    w, a = _row_noise_args(len(y))
+    fit_kw = {} if given == "noise_variance" else {"sample_weight": w}
+    params = {"max_basis": 8, "random_state": 0, **params}
+    if given != "sample_weight":
+        params["noise_variance"] = a
+    reference = SparseGPRegressor(**params).fit(X, y, **fit_kw)
+    w_given, a_given = w.copy(), a.copy()
+    model = SparseGPRegressor(**params).fit(Xc, y, **fit_kw)
+    np.testing.assert_array_equal(w, w_given)  # the user's arrays are not modified
+    np.testing.assert_array_equal(a, a_given)
+    assert_same_regressor(model, reference, X)
+    assert model.log_marginal_likelihood_value_ == pytest.approx(
+        reference.log_marginal_likelihood_value_, rel=1e-10)
+    np.testing.assert_allclose(model.noise_variance_, reference.noise_variance_, rtol=1e-9)
+    # the evidence (and its gradient) at theta on the partitions: the in-memory one's
+    theta = reference.kernel_.theta
+    got, got_grad = model.log_marginal_likelihood(theta, eval_gradient=True)
+    want, want_grad = reference.log_marginal_likelihood(theta, eval_gradient=True)
+    assert got == pytest.approx(want, rel=1e-10)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-7, atol=1e-8)
+
+
+def test_regressor_row_noise_on_the_backend_takes_the_weights_as_chunks(backend):
+    X, y, Xc = _data()
+    w, a = _row_noise_args(len(y))
+    params = {"max_basis": 8, "random_state": 0, "max_iter": 2, "learning_rows": 100}
+    reference = SparseGPRegressor(noise_variance=a, **params).fit(X, y, sample_weight=w)
+    chunked = SparseGPRegressor(noise_variance=Chunks(np.split(a, [50, 100, 150])), **params)
+    chunked.fit(Xc, y, sample_weight=Chunks(np.split(w, [50, 100, 150])))
+    assert_same_regressor(chunked, reference, X)
+
+
+def test_regressor_row_noise_on_the_backend_refuses_the_selection_on_partitions(backend):
+    _, y, Xc = _data()
+    w, a = _row_noise_args(len(y))
+    for params in ({"optimizer": None}, {"learning_rows": None}):
+        with pytest.raises(ValueError, match="sample_weight and a noise_variance array on a"):
+            SparseGPRegressor(max_basis=8, **params).fit(Xc, y, sample_weight=w)
+    with pytest.raises(ValueError, match=r"noise_variance as an array must have one entry"):
+        SparseGPRegressor(max_basis=8, noise_variance=a[:-1]).fit(Xc, y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        SparseGPRegressor(max_basis=8).fit(Xc, y, sample_weight=-w)

@@ -49,16 +49,18 @@ def posterior_on_all_rows(fit, X, y, rows, jitter, objective, row_noise=None):
     )
 
 
-def posterior_on_row_store(fit, store, rows, jitter, objective):
+def posterior_on_row_store(fit, store, rows, jitter, objective, row_noise=None):
     """:func:`posterior_on_all_rows` on every row of the row store ``store``.
 
     ``fit`` was learned on the rows ``rows`` (sorted global indices) gathered from ``store``;
     its posterior on the basis is formed from the partitions' sums of ``V V^T`` and ``V Y``
     (:func:`~._partitioned_objectives.partitioned_factors`), the basis indices are mapped to
-    the training set's.
+    the training set's. ``row_noise``: the per-row noise and weights of every row of
+    ``store``, whose partitions hold their row scales
+    (:func:`~._partitioned_objectives.set_row_scale`).
     """
     L, R, VY, value = partitioned_factors(
-        fit.kernel, store, fit.basis_vectors, fit.noise_variance, jitter, objective
+        fit.kernel, store, fit.basis_vectors, fit.noise_variance, jitter, objective, row_noise
     )
     return fit._replace(
         basis=rows[np.asarray(fit.basis)], L=L, R=R,

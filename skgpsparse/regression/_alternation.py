@@ -72,6 +72,10 @@ def _new_state(model, kernel, X, y, s2, p, row_noise=None):
     )
 
 
+def _take_noise(row_noise, indices):
+    return None if row_noise is None else row_noise.take(indices)
+
+
 def _take(X, y, indices):
     """``(X[indices], y[indices])``, from the partitions of a row store."""
     return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
@@ -217,26 +221,29 @@ def alternate(model, X, y, p, rng):
     """
     noise_bounds = model._noise.bounds  # (with a WhiteKernel term folded in: _white)
     learn = _learns(model, noise_bounds)
-    # per-row noise and weights of the rows (._row_noise; None: s2 on every row)
-    row_noise = getattr(model, "_row_noise", None)
-    rows = None
+    row_noise = getattr(model, "_row_noise", None)  # (._row_noise; None: s2 on every row)
+    rows, kept = None, getattr(model, "_row_kept", None)  # partitions: rows of weight > 0
+    n_kept = X.shape[0] if kept is None else kept.size
     if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
-        rows = learning_subsample(model.learning_rows, X.shape[0], p, rng)
+        rows = learning_subsample(model.learning_rows, n_kept, p, rng)
     if isinstance(X, RowStore) and learn and model.learning_rows is not None:
         # a fit on row partitions (a partitioned array): learning in memory on the driver, on the
         # learning rows gathered from the partitions (the in-memory fit's rows, drawn by the
         # same rng; every row below the threshold), the passes over every row on partitions
         every = rows is None
-        rows = np.arange(X.n) if every else rows
+        rows = np.arange(n_kept) if every else rows
+        rows = rows if kept is None else kept[rows]  # among the rows of positive weight
         X_l, y_l = X.take(rows)
         model._progress.line(
             f"learning on {rows.size} of {X.n} rows gathered from {X.n_partitions} row "
             "partitions; the posterior and the calibration on the partitions"
         )
-        fit = _learn_basis(model, X_l, y_l, p, rng)
-        if not every:
+        fit = _learn_basis(model, X_l, y_l, p, rng, _take_noise(row_noise, rows))
+        if every:  # the basis's indices among the gathered rows -> the rows' own
+            fit = fit._replace(basis=rows[np.asarray(fit.basis)])
+        else:
             fit = posterior_on_row_store(
-                fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective
+                fit, X, rows, jitter(fit.kernel, X), model.hyperparameter_objective, row_noise
             )
     elif rows is None:
         fit = _learn_basis(model, X, y, p, rng, row_noise)
@@ -251,9 +258,7 @@ def alternate(model, X, y, p, rng):
             X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
             X.dtype == np.float32,
         ).check()
-        fit = _learn_basis(
-            model, X[rows], y[rows], p, rng, None if row_noise is None else row_noise.take(rows)
-        )
+        fit = _learn_basis(model, X[rows], y[rows], p, rng, _take_noise(row_noise, rows))
         fit = posterior_on_all_rows(
             fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective, row_noise
         )

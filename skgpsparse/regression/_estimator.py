@@ -71,8 +71,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         its own noise variance ``a_i > 0`` (scikit-learn's ``alpha`` array), fixed with
         ``noise_variance_bounds="fixed"``, else ``s a_i`` with a common scale ``s`` learned
         (from 1) as the scalar; with every row in the basis the model is
-        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term, a
-        partitioned ``X`` or a later :meth:`partial_fit` batch (see the user guide).
+        ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term
+        (partitioned ``X``, :meth:`partial_fit`: see those and the user guide).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
         Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
         learning; ``"fixed"`` keeps it.
@@ -365,7 +365,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             Non-negative row weights: row ``i`` has the noise ``noise_variance / w_i`` and
             the evidence's terms of ``w_i`` copies, so an integer weight repeats the row
             (exactly where the fit is deterministic: see the user guide) and a zero weight
-            removes it. Not on a partitioned ``X``.
+            removes it. On a partitioned ``X``: numpy or of ``X``'s kind, when learning on
+            gathered rows (user guide).
 
         Returns
         -------
@@ -377,25 +378,25 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             return self._fit(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, sample_weight=None):
+    def partial_fit(self, X, y, sample_weight=None, noise_variance=None):
         """Add rows: the first call fits, later ones update the posterior exactly (O(p^2)).
 
-        Rows are not kept; below ``max_basis`` the basis grows from them; hyperparameters
-        and target scaling stay (user guide: "Streaming and incremental fits").
+        Rows are not kept; the basis grows to ``max_basis``; hyperparameters and scaling stay.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
         sample_weight : array-like of shape (n_samples,), default=None
-            The batch's row weights, as in :meth:`fit`. After a fit with a
-            ``noise_variance`` array no later batch is taken (a ValueError): refit.
+            The batch's row weights, as in :meth:`fit`.
+        noise_variance : array-like of shape (n_samples,), default=None
+            The batch's per-row noise ``a_i`` with a ``noise_variance`` array (after a fit).
 
         Returns
         -------
         self : SparseGPRegressor
         """
-        return partial_fit(self, X, y, sample_weight)
+        return partial_fit(self, X, y, sample_weight, noise_variance)
 
     def _fit(self, X, y, sample_weight=None):
         backend = backend_for(X, y)

@@ -37,24 +37,60 @@ from ._dtc import (
 )
 from ._vfe import _diag_gradient_sum
 
-__all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors"]
+__all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors", "set_row_scale"]
 
 _KEY = "objective"
+_SCALE = "row_scale"  # c_i = (w_i / a_i)^(1/2) of the partition's rows (._row_noise)
 # Entries of one rows x p block of a pass (4 MiB): what a pass holds beside the partition's
 # n x p block V is a few such blocks (the kernel's temporaries), not a second n x p array.
 _BLOCK_ENTRIES = 1 << 19
 
 
+@state_scope(_SCALE, resets=True)
+def _p_row_scale(part, scale):
+    if scale is None:
+        part.state.pop(_SCALE, None)
+    else:
+        part.state[_SCALE] = scale
+
+
+def set_row_scale(rows, scale):
+    """Give every partition of ``rows`` its rows' entries of ``scale`` (``c_i``; None: ones).
+
+    With per-row noise or weights (:mod:`._row_noise`) the objectives below are those of the
+    whitened rows: each partition scales its targets and its columns of ``V`` by ``c_i`` and
+    its prior variances by ``c_i^2``; the driver adds the row noise's constant.
+    """
+    offsets = rows.offsets
+    rows.map_each(_p_row_scale, {
+        i: (None if scale is None else np.asarray(scale[offsets[i]:offsets[i + 1]]),)
+        for i in range(rows.n_partitions)
+    })
+
+
 def _targets(part):
-    y = np.asarray(part.y, dtype=np.float64)
-    return y.reshape(part.n, -1)
+    y = np.asarray(part.y, dtype=np.float64).reshape(part.n, -1)
+    scale = part.state.get(_SCALE)
+    return y if scale is None else y * scale[:, None]  # the whitened targets c_i y_i
 
 
 def _v_blocks(part, kernel, X_basis, L):
-    """``(rows, V[:, rows])`` of ``V = L^-1 K_uf`` over blocks of the partition's rows."""
+    """``(rows, V[:, rows])`` of ``V = L^-1 K_uf`` over blocks of the partition's rows
+    (of the whitened ``K_uf diag(c)`` with a row scale)."""
     chunk = max(1, _BLOCK_ENTRIES // max(X_basis.shape[0], 1))
+    scale = part.state.get(_SCALE)
     for rows, K_block in iter_kernel(kernel, part.X, X_basis, chunk_size=chunk):
-        yield rows, solve_triangular(L, K_block.T, lower=True, check_finite=False)
+        V_rows = solve_triangular(L, K_block.T, lower=True, check_finite=False)
+        if scale is not None:
+            V_rows *= scale[rows]
+        yield rows, V_rows
+
+
+def _prior_variance_sum(part, kernel):
+    """``sum_i c_i^2 k(x_i, x_i)`` (``c_i = 1`` without a row scale)."""
+    kdiag = kernel.diag(np.asarray(part.X, dtype=np.float64))
+    scale = part.state.get(_SCALE)
+    return float(np.sum(kdiag if scale is None else kdiag * scale**2))
 
 
 @state_scope(_KEY, resets=True)
@@ -75,7 +111,7 @@ def _p_factors(part, kernel, X_basis, L, with_diag, keep):
         for rows, V_rows in _v_blocks(part, kernel, X_basis, L):
             VVt += V_rows @ V_rows.T
             VY += V_rows @ Y[rows]
-    kd = float(np.sum(kernel.diag(np.asarray(part.X, dtype=np.float64)))) if with_diag else 0.0
+    kd = _prior_variance_sum(part, kernel) if with_diag else 0.0
     return VVt, VY, kd
 
 
@@ -101,12 +137,18 @@ def _p_contract(part, kernel, X_basis, L, R, w, m, trace_weight, with_diag):
     V, a = part.state.pop(_KEY)
     weights_t = (m * residual_weights(L, R, trace_weight)).T
     total = np.zeros(kernel.n_dims)
+    scale = part.state.get(_SCALE)  # the whitened rows' K_fu: c_i times the kernel's
     for rows, _, contract in iter_kernel_contractions(kernel, part.X, X_basis):
         # the block's rows of B^T = a w^T - V^T (m L^-T (A^-1 - c I))^T (module docstring)
         B_t = a[rows] @ w.T
         B_t -= V[:, rows].T @ weights_t
+        if scale is not None:
+            B_t *= scale[rows, None]
         total += contract(B_t)
-    diag = _diag_gradient_sum(kernel, np.asarray(part.X, dtype=np.float64)) if with_diag else 0
+    diag = 0
+    if with_diag:
+        diag = _diag_gradient_sum(kernel, np.asarray(part.X, dtype=np.float64),
+                                  None if scale is None else scale**2)
     return total, diag
 
 
@@ -127,22 +169,28 @@ def _first_passes(kernel, rows, X_basis, s2, jitter, eval_gradient, vfe):
     return L, contract_uu, VVt, VY, R, aa, Va, trace, lml
 
 
-def partitioned_factors(kernel, rows, X_basis, noise_variance, jitter, objective):
+def partitioned_factors(kernel, rows, X_basis, noise_variance, jitter, objective,
+                        row_noise=None):
     """``(L, R, V Y, value)`` of the basis ``X_basis`` on every row of the row store ``rows``.
 
     ``L`` factors ``K_uu + jitter I``, ``R`` factors ``s2 I + V V^T``, ``V Y`` is ``p x m``
     and ``value`` is the objective ``"dtc"`` or ``"vfe"`` there: two passes over the
     partitions (steps 1 and 2 of the module docstring), the posterior on the basis that
-    :func:`~._dtc.sparse_factors` forms from rows in memory.
+    :func:`~._dtc.sparse_factors` forms from rows in memory. ``row_noise``: the rows'
+    :class:`~._row_noise.RowNoise`, whose scales the partitions hold (:func:`set_row_scale`);
+    the value then adds its constant.
     """
     X_basis = np.asarray(X_basis, dtype=np.float64)
     L, _, _, VY, R, _, _, _, value = _first_passes(
         kernel, rows, X_basis, float(noise_variance), jitter, False, objective == "vfe"
     )
+    if row_noise is not None:  # the whitening's and the weights' constant (._row_noise)
+        value += row_noise.log_constant(float(noise_variance), VY.shape[1])
     return L, R, VY, value
 
 
-def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe):
+def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe,
+               row_noise=None):
     X_basis = np.asarray(X_basis, dtype=np.float64)
     s2 = float(noise_variance)
     n, p = rows.n, X_basis.shape[0]
@@ -150,12 +198,16 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
         kernel, rows, X_basis, s2, jitter, eval_gradient, vfe
     )
     m = VY.shape[1]
+    if row_noise is not None:  # the whitening's and the weights' constant (._row_noise)
+        lml += row_noise.log_constant(s2, m)
     if not eval_gradient:
         return lml
     gradient = np.empty(kernel.n_dims + 1)
     R_inv = solve_triangular(R, np.eye(p), lower=True, check_finite=False)
     trace_C_inv = (n - p) / s2 + np.sum(R_inv**2)
     gradient[-1] = 0.5 * s2 * (aa - m * trace_C_inv) + 0.5 * m * trace / s2
+    if row_noise is not None:
+        gradient[-1] += row_noise.log_constant_gradient(m)
     if kernel.n_dims:
         tw = 1.0 / s2 if vfe else 0.0
         w = solve_triangular(L, Va, lower=True, trans="T", check_finite=False)
@@ -170,15 +222,21 @@ def _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, vfe
 
 
 def partitioned_dtc(kernel, rows, y, X_basis, noise_variance, *, eval_gradient=False,
-                    jitter=None):
-    """GPML eq. (8.17) (and its gradient) on the rows of a row store; ``y`` is unused."""
-    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, False)
+                    jitter=None, row_noise=None):
+    """GPML eq. (8.17) (and its gradient) on the rows of a row store; ``y`` is unused
+    (``row_noise`` as :func:`partitioned_vfe`'s)."""
+    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, False,
+                      row_noise)
 
 
 def partitioned_vfe(kernel, rows, y, X_basis, noise_variance, *, eval_gradient=False,
-                    jitter=None):
-    """Titsias' bound (and its gradient) on the rows of a row store; ``y`` is unused."""
-    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, True)
+                    jitter=None, row_noise=None):
+    """Titsias' bound (and its gradient) on the rows of a row store; ``y`` is unused.
+
+    ``row_noise``: the rows' :class:`~._row_noise.RowNoise` (the partitions hold its scales,
+    :func:`set_row_scale`), whose constant the value and the noise derivative add."""
+    return _objective(kernel, rows, X_basis, noise_variance, eval_gradient, jitter, True,
+                      row_noise)
 
 
 #: The ``hyperparameter_objective`` values and their functions on a row store.

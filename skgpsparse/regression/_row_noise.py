@@ -30,7 +30,8 @@ from sklearn.utils.validation import _check_sample_weight
 from .._row_weights import distinct_rows
 
 __all__ = [
-    "RowNoise", "make_row_noise", "exact_fit_rows", "rows_of_positive_weight",
+    "RowNoise", "make_row_noise", "exact_fit_rows", "partitioned_row_noise",
+    "rows_of_positive_weight",
     "weighted_mean_std", "weighted_target_scaling",
 ]
 
@@ -145,6 +146,28 @@ def rows_of_positive_weight(noise_variance, X, y, sample_weight):
         X, y, weight = X[kept], y[kept], weight[kept]
         relative = None if relative is None else relative[kept]
     return X, y, make_row_noise(relative, weight, X.shape[0]), kept
+
+
+def partitioned_row_noise(noise_variance, sample_weight, n):
+    """``(row_noise, kept)`` of ``n`` rows held in partitions, which keep every row.
+
+    As :func:`rows_of_positive_weight` (the same checks), but ``row_noise`` is over all ``n``
+    rows: a row of weight zero has ``c_i = 0`` (its whitened row is zero, and its terms of
+    the whitened evidence and of :meth:`RowNoise.log_constant` cancel: the row is removed).
+    ``kept``: the indices of the rows of positive weight (None when every row is), from which
+    the rows gathered to the driver are drawn as the in-memory fit draws them.
+    """
+    index = np.arange(n)
+    _, _, positive, kept = rows_of_positive_weight(
+        noise_variance, np.empty((n, 0)), index, sample_weight
+    )
+    if positive is None:
+        return None, None
+    relative = (np.ones(n) if np.ndim(noise_variance) == 0
+                else np.asarray(noise_variance, dtype=np.float64))
+    weight = np.zeros(n)
+    weight[index if kept is None else kept] = positive.weight
+    return RowNoise(relative, weight), kept
 
 
 def exact_fit_rows(X, y, row_noise, max_basis):

@@ -38,6 +38,7 @@ from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..linalg import solve_lower
 from ..rows import in_memory_only
 from ._prediction import RegressionPredictor, exact_factor
+from ._row_noise import rows_of_positive_weight
 from ._streaming_statistics import StreamingPosterior
 
 __all__ = ["blas_thread_limit", "partial_fit", "stream_nbytes"]
@@ -77,8 +78,10 @@ def _posterior(model):
     """The model's :class:`StreamingPosterior`, made from the fit's factors on first use."""
     stream = model._stream
     if not isinstance(stream, StreamingPosterior):
+        s2 = model.noise_variance_  # with per-row noise: their common scale (._row_noise)
+        s2 = model._noise_scale if np.ndim(s2) > 0 else s2
         stream = StreamingPosterior(
-            stream, model.noise_variance_, model.log_marginal_likelihood_value_,
+            stream, s2, model.log_marginal_likelihood_value_,
             model.hyperparameter_objective,
         )
         model._stream = stream
@@ -97,8 +100,13 @@ def blas_thread_limit(limits=1):
     return _CONTROLLER.limit(limits=limits, user_api="blas")
 
 
-def partial_fit(model, X, y, sample_weight=None):
+def partial_fit(model, X, y, sample_weight=None, noise_variance=None):
     """Add the rows ``(X, y)`` to a fitted ``SparseGPRegressor`` (see the module docstring).
+
+    ``noise_variance``: the batch's per-row noise ``a`` (an array of its length), with a
+    ``noise_variance`` array on the estimator: the first call's rows, else the estimator's
+    array, and required from the second call on (the rows enter whitened by
+    ``c = (w / a)^(1/2)``, ``_row_noise``).
 
     Examples
     --------
@@ -112,44 +120,68 @@ def partial_fit(model, X, y, sample_weight=None):
     >>> model.basis_vectors_.shape, bool(model.score(X, y) > 0.9)
     ((15, 1), True)
     """
-    with blas_thread_limit():
-        return _partial_fit(model, X, y, sample_weight)
-
-
-def _batch_weights(model, X, y, sample_weight):
-    """``(X, y, c)``: the batch's rows of positive weight and their scales ``w^(1/2)`` (None
-    for unit weights); the rows enter whitened, as in ``fit`` (``_row_noise``)."""
-    if np.ndim(model.noise_variance) > 0:
+    if noise_variance is not None and np.ndim(model.noise_variance) == 0:
         raise ValueError(
-            "partial_fit cannot add rows to a model fitted with a noise_variance array (the "
-            "per-row noise of the first batch): fit on every row, or use a scalar "
-            "noise_variance with sample_weight (row noise noise_variance_ / w)."
+            "partial_fit's noise_variance (the batch's per-row noise) needs a noise_variance "
+            "array on the estimator (per-row noise, with a common scale); with a scalar "
+            "noise_variance give the rows' weights as sample_weight (noise noise_variance / w)."
         )
+    with blas_thread_limit():
+        return _partial_fit(model, X, y, sample_weight, noise_variance)
+
+
+def _first_fit(model, X, y, sample_weight, noise_variance):
+    """The first call: ``fit``, with the batch's ``noise_variance`` when given (the
+    estimator's parameter is restored after)."""
+    given = model.noise_variance
+    if noise_variance is not None:
+        model.noise_variance = noise_variance
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="max_basis=.* exceeds the number")
+            model.fit(X, y, sample_weight=sample_weight)
+    finally:
+        model.noise_variance = given
+
+
+def _batch_weights(model, X, y, sample_weight, noise_variance):
+    """``(X, y, c, w, a)``: the batch's rows of positive weight, their scales
+    ``c = (w / a)^(1/2)`` (the rows enter whitened, as in ``fit``: ``_row_noise``), weights
+    ``w`` and per-row noise ``a``; ``c``, ``w`` and ``a`` None where they are ones."""
+    if np.ndim(model.noise_variance) > 0:
+        if noise_variance is None:
+            raise ValueError(
+                "partial_fit on a model with a noise_variance array needs the batch's per-row "
+                "noise: partial_fit(X, y, noise_variance=a) with a of shape (n_samples,)."
+            )
+        X, y, row_noise, _ = rows_of_positive_weight(noise_variance, X, y, sample_weight)
+        return X, y, row_noise.scale, row_noise.weight, row_noise.relative
     if sample_weight is None:
-        return X, y, None
+        return X, y, None, None, None
     w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     if np.all(w == 1.0):
-        return X, y, None
+        return X, y, None, None, None
     kept = w > 0
-    return X[kept], y[kept], np.sqrt(w[kept])
+    return X[kept], y[kept], np.sqrt(w[kept]), w[kept], None
 
 
-def _partial_fit(model, X, y, sample_weight=None):
+def _partial_fit(model, X, y, sample_weight=None, noise_variance=None):
     in_memory_only(X, y, "partial_fit")
     refuse_structured(model, "partial_fit", STRUCTURED_STREAM)
     if getattr(model, "_stream", None) is None:
         # The first call is fit; max_basis above the batch's rows is not clipped for good:
         # the basis grows from the next batches.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="max_basis=.* exceeds the number")
-            model.fit(X, y, sample_weight=sample_weight)
+        _first_fit(model, X, y, sample_weight, noise_variance)
         model._X_train = model._y_train = None  # the rows are not kept
         return model
     X, y = _validated(model, X, y)
-    X, y, c = _batch_weights(model, X, y, sample_weight)
+    X, y, c, w, a = _batch_weights(model, X, y, sample_weight, noise_variance)
     if X.shape[0] == 0:  # every row of weight zero
         return model
     stream = _posterior(model)
+    if a is not None:  # the evidence's -1/2 sum_i w_i log a_i per target (._row_noise)
+        stream.rows_part -= 0.5 * stream.m * float(np.sum(w * np.log(a)))
+        model.noise_variance_ = np.concatenate([model.noise_variance_, stream.s2 * a])
     y = _batch_targets(model, y, stream.Vy.shape[1:])
     predictor = model._predictor
     kernel = model.kernel_
@@ -161,7 +193,7 @@ def _partial_fit(model, X, y, sample_weight=None):
         V_b = stream.whiten(predictor.cross.block(X))
         if c is not None:
             V_b *= c
-        stream.add_rows(V_b, wy, kdiag if c is None else kdiag * c * c, _weight_sum(c))
+        stream.add_rows(V_b, wy, kdiag if c is None else kdiag * c * c, _weight_sum(w))
         _grow(model, stream, X, wy, V_b, kdiag, c)
         stream.refresh_if_due()
     else:
@@ -172,21 +204,22 @@ def _partial_fit(model, X, y, sample_weight=None):
                 V_r *= c[rows]
             c_r = None if c is None else c[rows]
             kdiag_r = kdiag[rows] if c is None else kdiag[rows] * c_r**2
-            stream.add_rows(V_r, wy[rows], kdiag_r, _weight_sum(c_r))
+            w_r = None if w is None else w[rows]
+            stream.add_rows(V_r, wy[rows], kdiag_r, _weight_sum(w_r))
     _store_prediction(model, stream)
     model._X_train = model._y_train = None
     return model
 
 
-def _weight_sum(c):
-    """``sum w`` of a batch's rows from their scales ``c = w^(1/2)`` (None: unit weights)."""
-    return None if c is None else float(np.sum(c * c))
+def _weight_sum(w):
+    """``sum w`` of a batch's rows (None: unit weights)."""
+    return None if w is None else float(np.sum(w))
 
 
 def _grow(model, stream, X, y, V_b, kdiag, scale=None):
     """Append basis vectors from the batch while the basis is not full; True if any.
 
-    ``scale``: the rows' scales ``w^(1/2)`` (weighted rows: ``y`` and ``V_b`` are whitened)."""
+    ``scale``: the rows' scales ``(w / a)^(1/2)`` (``y`` and ``V_b`` are then whitened)."""
     rng = None  # made on first use (a RandomState from an int costs ~0.1 ms)
     kernel, s2, jitter = model.kernel_, stream.s2, stream.jitter
     b = X.shape[0]

@@ -280,3 +280,68 @@ def test_grown_exact_factor_inverse_is_bordered_not_recomputed():
     L = np.linalg.cholesky(model.kernel_(X[:20]) + 1e-4 * np.eye(20))
     got = _bordered_inverse(L, np.linalg.inv(L[:15, :15]).T)
     np.testing.assert_allclose(got, np.linalg.inv(L).T, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("objective", ["dtc", "vfe"])
+def test_batches_with_their_row_noise_equal_the_posterior_on_all_rows(objective, weighted):
+    # a stream of batches, each with its rows' noise a_i (the common scale s2 = 1 is kept
+    # with optimizer=None) and weights w_i (zeros among them): the PP posterior on every row
+    # with the noise a / w (GPML eqs. (8.26)-(8.27) with Lambda = diag(a / w)), and the
+    # batch objective on every row with that row noise
+    from skgpsparse.regression._row_noise import RowNoise
+
+    X, y = _data(600)
+    X_test, _ = _data(40, seed=1)
+    rng = np.random.RandomState(2)
+    a = S2 * rng.uniform(0.5, 2.0, 600)
+    w = rng.randint(0, 4, 600).astype(float) if weighted else np.ones(600)
+    model = _model(hyperparameter_objective=objective, normalize_y=True, noise_variance=a[:100])
+    with pytest.raises(ValueError, match="needs the batch's per-row noise"):
+        clone_of = _model(noise_variance=a[:100]).partial_fit(X[:100], y[:100])
+        clone_of.partial_fit(X[100:200], y[100:200])
+    for start in range(0, 600, 100):
+        rows = slice(start, start + 100)
+        model.partial_fit(X[rows], y[rows], sample_weight=w[rows] if weighted else None,
+                          noise_variance=None if start == 0 else a[rows])
+    assert model.basis_vectors_.shape == (15, 2)
+    kept = w > 0
+    assert model._noise_scale == 1.0
+    np.testing.assert_allclose(model.noise_variance_, a[kept], rtol=1e-12)
+    k, Z = model.kernel_, model.basis_vectors_
+    y_mean, y_std = model._y_train_mean, model._y_train_std
+    Y = (y - y_mean) / y_std
+    lam_inv = w / a  # Lambda^-1
+    K_uf, K_uu, K_tu = k(Z, X), k(Z), k(X_test, Z)
+    Sigma_inv = cho_factor((K_uf * lam_inv) @ K_uf.T + K_uu)
+    mean = K_tu @ cho_solve(Sigma_inv, (K_uf * lam_inv) @ Y) * y_std + y_mean
+    var = (k.diag(X_test) - np.einsum("ij,ji->i", K_tu, np.linalg.solve(K_uu, K_tu.T))
+           + np.einsum("ij,ji->i", K_tu, cho_solve(Sigma_inv, K_tu.T)))
+    got_mean, got_std = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(got_mean, mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got_std, np.sqrt(var) * y_std, rtol=0, atol=1e-10)
+    expected = OBJECTIVES[objective](
+        k, X[kept], Y[kept], Z, 1.0, jitter=model._jitter_value,
+        row_noise=RowNoise(a[kept], w[kept]),
+    )
+    np.testing.assert_allclose(model.log_marginal_likelihood_value_, expected, rtol=1e-9)
+
+
+def test_batch_noise_needs_a_noise_variance_array():
+    X, y = _data(60)
+    with pytest.raises(ValueError, match="needs a noise_variance array on the estimator"):
+        _model().partial_fit(X, y, noise_variance=np.ones(60))
+    model = _model(noise_variance=np.ones(30)).partial_fit(X[:30], y[:30])
+    with pytest.raises(ValueError, match="noise_variance as an array must have one entry"):
+        model.partial_fit(X[30:], y[30:], noise_variance=np.ones(29))
+
+
+def test_partial_fit_requests_the_batch_noise_as_metadata():
+    # scikit-learn's metadata routing: partial_fit's noise_variance is requestable as
+    # sample_weight is (set_partial_fit_request), so a meta-estimator can route it
+    import sklearn
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        model = _model().set_partial_fit_request(sample_weight=True, noise_variance=True)
+        requests = model.get_metadata_routing().partial_fit.requests
+    assert requests == {"sample_weight": True, "noise_variance": True}

@@ -218,13 +218,16 @@ def test_warm_start_after_a_noise_array_starts_from_its_scale():
     np.testing.assert_allclose(scale, scale[0], rtol=1e-12)
 
 
-def test_partitioned_rows_refuse_weights_and_per_row_noise():
+def test_partitioned_selection_refuses_weights_and_per_row_noise():
+    # the selection on the partitions (fixed hyperparameters) does not take the row scales;
+    # the learned fit does (tests/test_row_backend.py, tests/test_dask.py)
     da = pytest.importorskip("dask.array")
     X, y, a = _data(n=60)
     X_d, y_d = da.from_array(X, chunks=(30, 1)), da.from_array(y, chunks=30)
-    with pytest.raises(ValueError, match="partitioned"):
-        SparseGPRegressor(max_basis=5, optimizer=None).fit(X_d, y_d, sample_weight=np.ones(60))
-    with pytest.raises(ValueError, match="partitioned"):
+    with pytest.raises(ValueError, match="partitioned array are carried by"):
+        SparseGPRegressor(max_basis=5, optimizer=None).fit(X_d, y_d,
+                                                           sample_weight=np.full(60, 2.0))
+    with pytest.raises(ValueError, match="partitioned array are carried by"):
         SparseGPRegressor(noise_variance=a, max_basis=5, optimizer=None).fit(X_d, y_d)
 
 
