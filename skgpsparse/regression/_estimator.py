@@ -31,7 +31,7 @@ __all__ = ["SparseGPRegressor"]
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
-    "_noise_scale", "_fit_signature", "_warm",
+    "_noise_scale", "_fit_signature", "_warm", "_stream_weighted",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and

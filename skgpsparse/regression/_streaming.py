@@ -178,6 +178,8 @@ def _partial_fit(model, X, y, sample_weight=None, noise_variance=None):
     X, y, c, w, a = _batch_weights(model, X, y, sample_weight, noise_variance)
     if X.shape[0] == 0:  # every row of weight zero
         return model
+    if c is not None:  # rows of their own noise s2 a / w: no exact factor of one s2
+        model._stream_weighted = True
     stream = _posterior(model)
     if a is not None:  # the evidence's -1/2 sum_i w_i log a_i per target (._row_noise)
         stream.rows_part -= 0.5 * stream.m * float(np.sum(w * np.log(a)))
@@ -276,8 +278,11 @@ def _store_prediction(model, stream):
     model.alpha_ = stream.alpha * model._y_train_std
     predictor = model._predictor
     # every row seen is a basis vector: the exact GP (its factor of K_uu + s2 I, extended
-    # from the previous one by the new basis vectors, O(p^2) each)
-    full = stream.n_rows == stream.p
+    # from the previous one by the new basis vectors, O(p^2) each); rows of their own noise
+    # (weights, per-row noise) predict by the general form a^T S a, whose S has them
+    weighted = (getattr(model, "_stream_weighted", False)
+                or getattr(model, "_row_noise", None) is not None)
+    full = stream.n_rows == stream.p and not weighted
     exact = exact_factor(stream.L, stream.jitter, stream.s2, predictor.exact) if full else None
     if predictor.L.shape[0] == stream.p:
         predictor.alpha, predictor.S, predictor.exact = model.alpha_, stream.S, exact

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy.linalg import cho_factor, cho_solve
+from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -345,3 +346,25 @@ def test_partial_fit_requests_the_batch_noise_as_metadata():
         model = _model().set_partial_fit_request(sample_weight=True, noise_variance=True)
         requests = model.get_metadata_routing().partial_fit.requests
     assert requests == {"sample_weight": True, "noise_variance": True}
+
+
+def test_weighted_stream_with_every_row_in_the_basis_has_the_rows_noise():
+    # every streamed row is a basis vector: the exact GP of noise s2 / w_i per row (each
+    # row's own), not of one s2 (that factor put the std 0.08 off)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (10, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(10)
+    w = rng.randint(1, 4, 10).astype(float)
+    kernel = C(1.0) * RBF(1.0)
+    model = SparseGPRegressor(kernel, max_basis=50, optimizer=None, noise_variance=0.05,
+                              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.partial_fit(X[:4], y[:4], sample_weight=w[:4])
+        model.partial_fit(X[4:], y[4:], sample_weight=w[4:])
+    gp = GaussianProcessRegressor(kernel, alpha=0.05 / w, optimizer=None).fit(X, y)
+    X_test = np.linspace(-3, 3, 7)[:, None]
+    mean, std = model.predict(X_test, return_std=True)
+    want_mean, want_std = gp.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean, want_mean, atol=1e-3)
+    np.testing.assert_allclose(std, want_std, atol=1e-3)
