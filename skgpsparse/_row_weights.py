@@ -15,8 +15,8 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
-    "distinct_rows", "fit_weights", "refuse_weights", "total_weight", "weighted_mean",
-    "weighted_rows", "weighted_std",
+    "distinct_rows", "fit_weights", "positive_rows", "refuse_weights", "total_weight",
+    "weighted_mean", "weighted_rows", "weighted_std",
 ]
 
 
@@ -73,6 +73,29 @@ def fit_weights(sample_weight, X, y=None, class_weight=None):
             "sample_weight (times class_weight) is zero for every row: nothing to fit."
         )
     return None if np.all(weights == 1.0) else weights
+
+
+def positive_rows(sample_weight, X):
+    """``(weights, kept)``: the weights of the rows of positive weight (None when those are
+    all one) and the indices of those rows in ``X`` (None when every row is kept); a zero
+    weight removes its row exactly (:func:`fit_weights` checks the weights).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgpsparse._row_weights import positive_rows
+    >>> weights, kept = positive_rows([2, 0, 1], np.zeros((3, 1)))
+    >>> weights.tolist(), kept.tolist(), positive_rows([1, 0, 1], np.zeros((3, 1)))[0]
+    ([2.0, 1.0], [0, 2], None)
+    """
+    weights = fit_weights(sample_weight, X)
+    if weights is None:
+        return None, None
+    kept = None
+    if not np.all(weights > 0):
+        kept = np.flatnonzero(weights > 0)
+        weights = weights[kept]
+    return (None if np.all(weights == 1.0) else weights), kept
 
 
 def weighted_rows(X, y, sample_weight, class_weight=None):

@@ -25,9 +25,8 @@ whose derivative in ``log s2`` is ``-1/2 sum_i (w_i - 1)``.
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils.validation import _check_sample_weight
 
-from .._row_weights import distinct_rows
+from .._row_weights import distinct_rows, positive_rows
 
 __all__ = [
     "RowNoise", "make_row_noise", "exact_fit_rows", "partitioned_row_noise",
@@ -116,7 +115,7 @@ def rows_of_positive_weight(noise_variance, X, y, sample_weight):
     kept (None when every row is).
 
     ``noise_variance`` is the estimator's parameter (a scalar, or the rows' relative noise
-    ``a``); ``sample_weight`` is checked by scikit-learn's ``_check_sample_weight``.
+    ``a``); ``sample_weight`` is checked by :func:`~skgpsparse._row_weights.fit_weights`.
     """
     n = X.shape[0]
     relative = None
@@ -132,18 +131,9 @@ def rows_of_positive_weight(noise_variance, X, y, sample_weight):
                 "noise_variance as an array must hold finite values > 0 (the rows' noise "
                 f"variances); got min {np.min(relative)!r}."
             )
-    weight = None
-    if sample_weight is not None:
-        weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                      ensure_non_negative=True)
-        if not np.sum(weight) > 0:
-            raise ValueError("sample_weight must have a positive sum, got all zeros.")
-        if np.all(weight == 1.0):
-            weight = None  # unit weights: the unweighted fit, bit for bit
-    kept = None
-    if weight is not None and not np.all(weight > 0):
-        kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
-        X, y, weight = X[kept], y[kept], weight[kept]
+    weight, kept = positive_rows(sample_weight, X)
+    if kept is not None:  # a zero weight removes the row
+        X, y = X[kept], y[kept]
         relative = None if relative is None else relative[kept]
     return X, y, make_row_noise(relative, weight, X.shape[0]), kept
 

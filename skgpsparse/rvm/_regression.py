@@ -9,9 +9,10 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fitted_state import fit_method, reset_fitted_state
+from .._row_weights import positive_rows
 from .._scaling import target_scale
 from ..kernels._structured import refuse_structured
 from ..rows._blocks import block_rows, map_row_blocks
@@ -262,17 +263,9 @@ class RelevanceVectorRegressor(RegressorMixin, BaseEstimator):
             y = np.asarray(y, dtype=np.float64)
         except ValueError as exc:
             raise ValueError(f"y must be numeric for regression; got {y.dtype} values.") from exc
-        weight, kept = None, None
-        if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                          ensure_non_negative=True)
-            if not np.sum(weight) > 0:
-                raise ValueError("sample_weight must have a positive sum, got all zeros.")
-            if np.all(weight == 1.0):
-                weight = None  # unit weights: the unweighted fit, bit for bit
-            elif not np.all(weight > 0):
-                kept = np.flatnonzero(weight > 0)  # a zero weight removes the row
-                X, y, weight = X[kept], y[kept], weight[kept]
+        weight, kept = positive_rows(sample_weight, X)  # a zero weight removes the row
+        if kept is not None:
+            X, y = X[kept], y[kept]
         rng = check_random_state(self.random_state)
         self.kernel_ = default_kernel() if self.kernel is None else clone(self.kernel)
         n = X.shape[0]
