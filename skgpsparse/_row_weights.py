@@ -99,25 +99,29 @@ def positive_rows(sample_weight, X):
 
 
 def weighted_rows(X, y, sample_weight, class_weight=None):
-    """``(X, y, weights)`` of a fit: the rows of positive weight and their weights
-    (:func:`fit_weights`), ``weights`` None when those are all one (a zero weight removes
-    its row exactly: it is dropped here).
+    """``(X, y, weights, kept)`` of a fit: the rows of positive weight, their weights
+    (:func:`fit_weights`; None when those are all one) and their indices in ``X`` (None when
+    every row is kept): a zero weight removes its row exactly (it is dropped here).
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgpsparse._row_weights import weighted_rows
     >>> X, y = np.arange(4.0)[:, None], np.array([0, 1, 0, 1])
-    >>> X_w, y_w, w = weighted_rows(X, y, [2, 0, 1, 1])
-    >>> X_w.ravel().tolist(), w.tolist(), weighted_rows(X, y, [1, 0, 1, 1])[2] is None
-    ([0.0, 2.0, 3.0], [2.0, 1.0, 1.0], True)
+    >>> X_w, y_w, w, kept = weighted_rows(X, y, [2, 0, 1, 1])
+    >>> X_w.ravel().tolist(), w.tolist(), kept.tolist()
+    ([0.0, 2.0, 3.0], [2.0, 1.0, 1.0], [0, 2, 3])
+    >>> weighted_rows(X, y, [1, 0, 1, 1])[2] is None
+    True
     """
     weights = fit_weights(sample_weight, X, y, class_weight)
     if weights is None:
-        return X, y, None
-    kept = weights > 0
-    X, y, weights = X[kept], y[kept], weights[kept]
-    return X, y, (None if np.all(weights == 1.0) else weights)
+        return X, y, None, None
+    kept = None
+    if not np.all(weights > 0):
+        kept = np.flatnonzero(weights > 0)
+        X, y, weights = X[kept], y[kept], weights[kept]
+    return X, y, (None if np.all(weights == 1.0) else weights), kept
 
 
 def distinct_rows(X, y, weights, max_basis):

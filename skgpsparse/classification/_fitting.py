@@ -150,6 +150,7 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     (:func:`previous_models`) are the models a warm start starts from. ``weights``: the rows'
     positive weights (:mod:`skgpsparse._row_weights`; None: an unweighted fit).
     """
+    index = clf.__dict__.pop("_row_index", None)  # train_rows' (a stream's refits: None)
     n_classes = clf.classes_.size
     pairwise = n_classes > 2 and clf.multi_class == "one_vs_one"
     params = binary_params(clf, X.shape[0], X.shape[1], n_classes)
@@ -176,14 +177,17 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     per_model = _warm_params(params, previous, X, n_models)
     if n_classes == 2:
         y_pm = np.where(y_enc == 1, 1.0, -1.0)
-        return store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
-    if pairwise:
+        store_binary(clf, _fit_binary(per_model[0], restarts, X, y_pm, rng))
+    elif pairwise:
         clf.multi_class_ = multi_class_mode(clf, params["posterior"])
-        return store_one_vs_rest(
-            clf, fit_one_vs_one(per_model, restarts, X, y_enc, rng, clf.n_jobs)
-        )
-    models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
-    return store_one_vs_rest(clf, models)
+        store_one_vs_rest(clf, fit_one_vs_one(per_model, restarts, X, y_enc, rng, clf.n_jobs))
+    else:
+        models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
+        store_one_vs_rest(clf, models)
+    if index is not None:  # basis_indices_ index the X given (zero-weight rows included)
+        clf.basis_indices_ = (index[clf.basis_indices_] if n_classes == 2
+                              else [index[b] for b in clf.basis_indices_])
+    return clf
 
 
 def train_rows(clf, X, y, sample_weight=None):
@@ -192,13 +196,17 @@ def train_rows(clf, X, y, sample_weight=None):
     times ``clf.class_weight``; ``weights`` None when all one) and their class indices, with
     ``clf.classes_`` set; a ValueError when one class is left. Under the basis posterior with
     at most ``max_basis`` distinct rows, repeated rows come once with their summed weight
-    (:func:`~skgpsparse._row_weights.distinct_rows`)."""
-    X, y, weights = weighted_rows(X, y, sample_weight, clf.class_weight)
+    (:func:`~skgpsparse._row_weights.distinct_rows`). The rows' positions in the ``X`` given
+    are kept for :func:`fit_models`, whose ``basis_indices_`` then index that ``X``."""
+    X, y, weights, index = weighted_rows(X, y, sample_weight, clf.class_weight)
     clf.classes_, y_enc = encode_labels(y)
     if (clf.posterior == "basis" and clf.hyperparameter_objective == "nlp"
             and not (clf.n_restarts and clf.optimizer is not None)):
         # every distinct row fits in the basis: repeated rows as weights, in a fixed order
-        X, y_enc, weights = distinct_rows(X, y_enc, weights, clf.max_basis)[:3]
+        X, y_enc, weights, first = distinct_rows(X, y_enc, weights, clf.max_basis)
+        if first is not None:
+            index = first if index is None else index[first]
+    clf._row_index = index  # the rows' positions in the X given (fit_models maps basis_indices_)
     if clf.classes_.size == 1:
         raise ValueError(
             f"{type(clf).__name__} requires 2 or more distinct classes; got 1 class "

@@ -413,3 +413,21 @@ def test_scikit_learn_multi_class_fits_equal_repeated_rows(multi_class):
     np.testing.assert_allclose(getattr(weighted, method)(X), getattr(repeated, method)(X),
                                atol=1e-6)
     np.testing.assert_allclose(_thetas(weighted), _thetas(repeated), atol=1e-5)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_basis_indices_index_the_x_given_with_zero_weights(n_classes):
+    # rows of weight zero are dropped before the fit; basis_indices_ still index X (as the
+    # regressor's do), so X[basis_indices_] are the basis vectors
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = (X[:, 0] > 0).astype(int) + (n_classes == 3) * (X[:, 1] > 1)
+    weights = np.where(np.arange(60) % 3 == 0, 0.0, 1.0 + (np.arange(60) % 2))
+    clf = SparseGPClassifier(max_basis=10, optimizer=None, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y, sample_weight=weights)
+    indices, vectors = clf.basis_indices_, clf.basis_vectors_
+    for idx, vec in ([(indices, vectors)] if n_classes == 2 else zip(indices, vectors)):
+        np.testing.assert_array_equal(X[idx], vec)
+        assert np.all(weights[idx] > 0)
