@@ -29,6 +29,7 @@ class FitSignature(NamedTuple):
     kernel: tuple
     inputs: str
     n_features: object
+    scheme: object = None  # the classifier's multi_class (its binary models' layout)
 
 
 def _describe(value):
@@ -66,15 +67,16 @@ def kernel_structure(kernel):
     )
 
 
-def fit_signature(kernel, X):
-    """The :class:`FitSignature` of a fit with the constructor's ``kernel`` on ``X``."""
+def fit_signature(kernel, X, scheme=None):
+    """The :class:`FitSignature` of a fit with the constructor's ``kernel`` on ``X``
+    (``scheme``: the classifier's ``multi_class``)."""
     if kernel is not None and not getattr(kernel, "requires_vector_input", True):
-        return FitSignature(kernel_structure(kernel), "structured", None)
+        return FitSignature(kernel_structure(kernel), "structured", None, scheme)
     try:  # scikit-learn's reading (arrays, frames, lists; no array conversion)
         width = _num_features(X)
     except TypeError:  # not 2-D: validation refuses it, or a one-feature fit warns on it
         width = None
-    return FitSignature(kernel_structure(kernel), "numeric", width)
+    return FitSignature(kernel_structure(kernel), "numeric", width, scheme)
 
 
 def warm_start_allowed(estimator, signature):
@@ -97,6 +99,8 @@ def warm_start_allowed(estimator, signature):
     elif previous.n_features != signature.n_features:
         why = (f"the previous fit had {previous.n_features} features, X has "
                f"{signature.n_features}")
+    elif previous.scheme != signature.scheme:
+        why = f"multi_class changed from {previous.scheme!r} to {signature.scheme!r}"
     else:
         return True
     warnings.warn(

@@ -121,3 +121,25 @@ def test_structured_inputs_fit_cold_with_a_warning(classify):
     est.set_params(kernel=C(1.0) * RBF(1.0))
     with pytest.warns(WarmStartWarning, match="the kernel changed"):
         est.fit(X, y_num)
+
+
+def test_another_multi_class_fits_cold_with_a_warning():
+    # three classes give three binary models under one-vs-rest and under one-vs-one: the
+    # previous scheme's kernels and biases are not the new one's start
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (90, 2))
+    y = np.digitize(X[:, 0] + 0.2 * rng.randn(90), [-0.7, 0.7])
+    est = SparseGPClassifier(max_basis=8, max_iter=2, random_state=0, warm_start=True,
+                             multi_class="one_vs_rest")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    est.set_params(multi_class="one_vs_one")
+    with pytest.warns(WarmStartWarning, match="multi_class changed from 'one_vs_rest'"):
+        est.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cold = SparseGPClassifier(max_basis=8, max_iter=2, random_state=0,
+                                  multi_class="one_vs_one").fit(X, y)
+    for ours, theirs in zip(est.basis_vectors_, cold.basis_vectors_):
+        np.testing.assert_array_equal(ours, theirs)

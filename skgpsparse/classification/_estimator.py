@@ -204,7 +204,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ``fit`` starts from the last fit's kernel and bias (not searching for a start), and
         from its basis when the basis rows are rows of ``X`` at the same index (the shared
         multi-class fit: the shared kernel, every class's bias and basis); with the same kernel
-        structure, kind of input and width only, else it warns and fits cold.
+        structure, kind of input, width and multi_class only, else it warns and fits cold.
     stream_buffer : int, default=2000
         :meth:`partial_fit` refits (warm-started) on the rows seen while they are at most this
         many (and at least ``max_basis``), when they have grown by a quarter and when they

@@ -225,7 +225,7 @@ def begin_fit(clf, X, private):
     state cleared and keeps the outer fit's signature."""
     if isinstance(clf.kernel, IndexedKernel):
         return None
-    signature = fit_signature(clf.kernel, X)
+    signature = fit_signature(clf.kernel, X, clf.multi_class)
     previous = previous_models(clf, signature)
     reset_fitted_state(clf, private)
     clf._fit_signature = signature
@@ -235,7 +235,8 @@ def begin_fit(clf, X, private):
 def previous_models(clf, signature):
     """The binary models of ``clf``'s last fit if ``warm_start`` is set and the fit of
     ``signature`` may start from it (:func:`~skgpsparse._warm_start.warm_start_allowed`:
-    the same kernel structure, kind of input and width, else a warning), else None."""
+    the same kernel structure, kind of input, width and multi_class, else a warning), else
+    None."""
     if not getattr(clf, "warm_start", False) or not hasattr(clf, "classes_"):
         return None
     if not warm_start_allowed(clf, signature):

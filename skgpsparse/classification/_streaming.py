@@ -147,7 +147,7 @@ def _partial_fit(clf, X, y, classes, sample_weight=None):
         _refit(clf, X, y_enc, previous=None, weights=weights)
         _open_buffer(clf, X, y_enc, weights)
         clf.n_samples_seen_ = n_rows
-        clf._fit_signature = fit_signature(clf.kernel, X)  # what a warm-started fit checks
+        clf._fit_signature = fit_signature(clf.kernel, X, clf.multi_class)  # warm fits check it
         return clf
     if not hasattr(clf, "n_samples_seen_"):  # fitted by fit: its rows, one site each
         sizes = [model.site_precision_.size for model in _models(clf)]
