@@ -149,8 +149,14 @@ def distinct_rows(X, y, weights, max_basis):
     if (not isinstance(X, np.ndarray) or X.dtype.kind != "f"
             or (n <= max_basis and weights is None)):
         return X, y, weights, None
-    rows = np.column_stack([X.astype(np.float64), np.reshape(y, (n, -1))])
-    _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    def rows(stop):  # the rows' inputs and targets, one row each
+        return np.column_stack([X[:stop].astype(np.float64), np.reshape(y[:stop], (stop, -1))])
+
+    # more than max_basis distinct rows among the first max_basis + 1 (continuous inputs):
+    # no sort of all n rows, on every fit
+    if n > max_basis and np.unique(rows(max_basis + 1), axis=0).shape[0] > max_basis:
+        return X, y, weights, None
+    _, first, group = np.unique(rows(n), axis=0, return_index=True, return_inverse=True)
     if first.size > max_basis or (first.size == n and weights is None):
         return X, y, weights, None
     ones = np.ones(n) if weights is None else weights
