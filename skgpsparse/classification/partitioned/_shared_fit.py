@@ -14,7 +14,7 @@ rounding.
 import numpy as np
 from sklearn.base import clone
 
-from ..learning._binary import _BinarySparseGPClassifier
+from ...latent._model import LatentSparseGP
 from ..multiclass._shared_fit import shared_stage
 from ._ep_fit import driver_subsample, partitioned_posterior
 
@@ -43,7 +43,7 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     )
     models = []
     for k, (basis, curve) in enumerate(chosen):
-        model = _BinarySparseGPClassifier(**params)
+        model = LatentSparseGP(**params)
         model._progress.line(f"class {classes[k]!r}: EP on the partitions")
         # a kernel object per class, as the in-memory fit's
         partitioned_posterior(model, rows, classes[k], clone(kernel), float(biases[k]),

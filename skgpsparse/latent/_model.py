@@ -7,27 +7,27 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..._memory import FitMemory, max_basis_advice
-from ..._progress import Progress
-from ..._row_weights import total_weight
-from ...inference._adf import ADFState
-from ...likelihoods import Probit
-from ...selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
-from .._prediction import AllRowsPredictor, BinaryPredictor
-from ..objectives._basis_evidence import negative_log_evidence
-from ..objectives._ep_evidence import AllRowsObjective
-from ..objectives._nlp_loss import nlp_loss
-from ._drawn_basis import DrawnBasis, draws_only
-from ._duplicate_inputs import DuplicateInputs
-from ._ep_rounds import fit_all_rows
-from ._evidence_rounds import fit_evidence
-from ._hyperparameters import (
+from .._memory import FitMemory, max_basis_advice
+from .._progress import Progress
+from .._row_weights import total_weight
+from ..inference._adf import ADFState
+from ..likelihoods import Probit
+from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
+from ._predictors import AllRowsPredictor, BinaryPredictor
+from .learning._drawn_basis import DrawnBasis, draws_only
+from .learning._duplicate_inputs import DuplicateInputs
+from .learning._ep_rounds import fit_all_rows
+from .learning._evidence_rounds import fit_evidence
+from .learning._hyperparameters import (
     BIAS_BOUNDS,
     PATIENCE,
     check_bounds,
     initial_bias,
     minimize_theta,
 )
+from .objectives._basis_evidence import negative_log_evidence
+from .objectives._ep_evidence import AllRowsObjective
+from .objectives._nlp_loss import nlp_loss
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
@@ -110,7 +110,7 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     return FitMemory("SparseGPClassifier", parts, max_basis_advice(need, p))
 
 
-class _BinarySparseGPClassifier:
+class LatentSparseGP:
     """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
 
     def __init__(
@@ -188,8 +188,9 @@ class _BinarySparseGPClassifier:
         return self._select_into(state, rng)
 
     def _twins_of(self, X):
-        """The rows of ``X`` sharing an input (:mod:`._duplicate_inputs`), under the all-rows
-        posterior (None otherwise, or when no input repeats); computed once per ``X``."""
+        """The rows of ``X`` sharing an input (:mod:`.learning._duplicate_inputs`), under
+        the all-rows posterior (None otherwise, or when no input repeats); computed once per
+        ``X``."""
         cached = getattr(self, "_twins", None)
         if cached is None or cached[0] is not X:
             twins = DuplicateInputs(X) if self.posterior == "all_rows" else None
