@@ -53,7 +53,8 @@ def _make_selector(selection, working_set_size):
     )
 
 
-def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_rows=False):
+def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_rows=False,
+               name="SparseGPClassifier"):
     """:class:`~skgpsparse._memory.FitMemory` of a classifier fit on ``n`` rows, basis ``p``.
 
     One binary fit holds the posterior's ``p x n`` matrix ``M``
@@ -104,10 +105,10 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
 
     def need(q):
         return fit_memory(
-            n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows
+            n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows, name
         ).total
 
-    return FitMemory("SparseGPClassifier", parts, max_basis_advice(need, p))
+    return FitMemory(name, parts, max_basis_advice(need, p))
 
 
 class LatentSparseGP:
@@ -134,6 +135,7 @@ class LatentSparseGP:
         likelihood=None,
         sample_weight=None,
         expected_at_bounds=(),
+        name="SparseGPClassifier",
     ):
         self.kernel = kernel
         # the rows' weights (each row counts as that many copies; None: once each), and
@@ -142,6 +144,8 @@ class LatentSparseGP:
         # hyperparameters of the package's default kernel whose upper bound is not warned
         # about (_fitting.default_kernel, learning._hyperparameters.check_bounds)
         self.expected_at_bounds = expected_at_bounds
+        # the estimator whose fit this is, in progress lines and memory errors
+        self.name = name
         # p(y | f + b): every engine, objective and predictor asks it (skgpsparse.likelihoods)
         self.likelihood = Probit() if likelihood is None else likelihood
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
@@ -166,7 +170,7 @@ class LatentSparseGP:
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
-        self._progress = Progress("SparseGPClassifier", verbose)
+        self._progress = Progress(name, verbose)
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5), or
@@ -244,11 +248,11 @@ class LatentSparseGP:
         self._last_exchange_curve = curve
 
     def fit(self, X, y, rng):
-        self._progress = Progress("SparseGPClassifier", self.verbose)
+        self._progress = Progress(self.name, self.verbose)
         need = fit_memory(
             X.shape[0], X.shape[1], self.max_basis, self.kernel.n_dims,
             self.optimizer is not None, getattr(self.selector, "working_set_size", None) or 0,
-            all_rows=self.posterior == "all_rows",
+            all_rows=self.posterior == "all_rows", name=self.name,
         )
         all_rows = self.posterior == "all_rows"
         objective = "the all-rows EP evidence" if all_rows else self.hyperparameter_objective

@@ -38,6 +38,20 @@ class Poisson(Likelihood):
         rate = np.exp(f)
         return y - rate, -rate
 
+    def predictive_moments(self, mean, var):
+        """The rate's log-normal moments: ``E[y] = exp(m + v / 2)`` and ``Var[y] = E[y] +
+        (e^v - 1) E[y]^2`` (the Poisson's variance plus the rate's). The exponents are
+        capped at 700 (finite in float64)."""
+        mean_y = np.exp(np.minimum(mean + 0.5 * var, 700.0))
+        return mean_y, mean_y + np.expm1(np.minimum(var, 700.0)) * mean_y * mean_y
+
+    def predictive_covariance(self, mean, cov):
+        """``Cov[y_i, y_j] = E[y_i] E[y_j] (e^C_ij - 1) + [i = j] E[y_i]``."""
+        mean_y, _ = self.predictive_moments(mean, np.diag(cov))
+        out = np.outer(mean_y, mean_y) * np.expm1(np.minimum(cov, 700.0))
+        out[np.diag_indices_from(out)] += mean_y
+        return out
+
     def initial_bias(self, target_mean, prior_variance):
         """``log`` of the mean count less half the prior variance: the prior's mean rate
         ``E[exp(f + b)] = exp(b + k / 2)`` is then the mean count."""

@@ -20,7 +20,7 @@ from ...latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from ...rows._store import row_centre
 from .._fitting import binary_params, store_binary, store_one_vs_rest
 from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
-from ._ep_fit import fit_binary_on_rows, gathered_rows
+from ...latent._partitioned import fit_binary_on_rows, gathered_rows
 from ._shared_fit import fit_shared_on_rows
 
 __all__ = ["PartitionedBinary", "fit_partitioned", "fit_rows"]
@@ -64,7 +64,7 @@ def fit_rows(clf, rows, classes, weights=None):
 
     ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver over the
     rows gathered from the partitions, EP over every row on the partitions
-    (:mod:`skgpsparse.classification.partitioned._ep_fit`); ``"basis"``:
+    (:mod:`skgpsparse.latent._partitioned`); ``"basis"``:
     :class:`PartitionedBinary`. More than two classes: the shared one-vs-rest fit
     (``multi_class="auto"``), in memory where every row is gathered to the driver (at most
     ``learning_rows``), else learned on the gathered subsample with each class's EP on the

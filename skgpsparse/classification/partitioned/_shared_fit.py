@@ -6,7 +6,7 @@ With more rows than ``learning_rows`` the in-memory shared fit
 each class's EP; its learning and the classes' selections run on the binary fit's random subsample
 of ``learning_rows`` rows. On a partitioned array the same subsample is gathered to the driver, the
 same learning and selections run on it, and each class's EP runs over the partitions
-(:func:`~skgpsparse.classification.partitioned._ep_fit.partitioned_posterior`, the plain EP from
+(:func:`~skgpsparse.latent._partitioned.partitioned_posterior`, the plain EP from
 one ADF pass that the in-memory fit runs there too): the models are the in-memory fit's, to EP's
 rounding.
 """
@@ -16,7 +16,7 @@ from sklearn.base import clone
 
 from ...latent._model import LatentSparseGP
 from ..multiclass._shared_fit import shared_stage
-from ._ep_fit import driver_subsample, partitioned_posterior
+from ...latent._partitioned import driver_subsample, partitioned_posterior
 
 __all__ = ["fit_shared_on_rows"]
 

@@ -1,4 +1,8 @@
-"""``posterior="all_rows"`` (the default) on row partitions: the in-memory model.
+"""The latent model's all-rows posterior on row partitions: the in-memory model.
+
+For the classifier's binary models (``positive``: the class against the rest) and the
+regressor's non-Gaussian ones (``positive``: a
+:class:`~skgpsparse.inference._ep_partitioned.Targets`, the real targets' scaling).
 
 Learning runs on the driver, with the in-memory code, over the rows learning sees
 (:mod:`skgpsparse._learning_rows`), gathered from the partitions: every row when there are at most
@@ -9,22 +13,21 @@ under the kept kernel, bias and basis then runs on the partitions
 (:mod:`skgpsparse.inference._ep_partitioned`), as the in-memory fit's
 :func:`~skgpsparse.latent.learning._ep_rounds._round_on_all_rows` does in memory. With
 fixed hyperparameters above that size the basis is selected on the partitions
-(:class:`~skgpsparse.classification.partitioned._fit.PartitionedBinary`'s ADF state) and EP runs
-there too.
+(the classifier's ``PartitionedBinary`` ADF state) and EP runs there too.
 """
 
 import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..._learning_rows import learning_size, learning_subsample
-from ..._row_weights import total_weight
-from ...inference._ep_partitioned import partitioned_ep
-from ...latent._model import _FIT_BLAS_THREADS, LatentSparseGP
-from ...latent._predictors import AllRowsPredictor
-from ...latent.learning._ep_rounds import _learn_rounds
-from ...latent.learning._hyperparameters import check_bounds
-from ...latent.objectives._hyperprior import with_length_scale_prior
+from .._learning_rows import learning_size, learning_subsample
+from .._row_weights import total_weight
+from ..inference._ep_partitioned import encode_targets, partitioned_ep
+from ._model import _FIT_BLAS_THREADS, LatentSparseGP
+from ._predictors import AllRowsPredictor
+from .learning._ep_rounds import _learn_rounds
+from .learning._hyperparameters import check_bounds
+from .objectives._hyperprior import with_length_scale_prior
 
 __all__ = ["driver_subsample", "fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
 
@@ -51,7 +54,7 @@ def driver_subsample(learning_rows, n, max_basis, rng, what):
 
 
 def _labels(labels, positive):
-    return np.where(np.asarray(labels) == positive, 1.0, -1.0)
+    return encode_targets(labels, positive)
 
 
 def fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned_binary):
