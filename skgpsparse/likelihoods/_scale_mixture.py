@@ -17,13 +17,17 @@ that the likelihood's derivatives are made of (``E[1/q]``, ``E[1/q^2]`` and, for
   at ``lambda = -s^2 / v``, is far); ``beta`` takes the exponent's slope at the weight's
   mean. Exact for ``v = 0`` (the Student-t itself); 24 nodes give ~1e-11 relative up to
   ``v = 0.1 s^2`` for ``nu >= 1`` (``benchmarks/studies/student_t_moments.py``).
-- **Trapezoid rule in** ``u = log lambda`` elsewhere (wide cavities, where the integrand can
-  have two peaks: an outlier explained by the noise or by the latent value). Newton steps
-  from two analytic starts (the ``v = 0`` posterior's mode and the scale at which
-  ``q = r^2``) find the peaks, Newton steps on ``h(u) = top - 27`` the range's ends, and the
-  step starts at 0.6 of the narrowest peak's Laplace width (at most 0.4). The rule converges
-  geometrically, so each row is checked against the rule on every other node and redone
-  with twice the nodes where they differ by more than ``3e-5`` (then ``~1e-9``).
+- **Trapezoid rule in** ``u = log lambda`` elsewhere (wide cavities, where the integrand
+  ``e^h(u)`` can have two peaks: an outlier explained by the noise or by the latent value).
+  Newton steps from two analytic starts (the ``v = 0`` posterior's mode and the scale at
+  which ``q = r^2``) find the peaks, Newton steps on ``h(u) = top - 28`` the range's ends.
+  Left of the peaks ``h`` falls only linearly (``h ~ (a + 1/2) u``), so the nodes are equally
+  spaced in ``t`` with ``u(t) = t - 3 w softplus((c - t) / w)`` (``c`` three widths ``w``
+  left of the left peak): slope 1 at the peaks, 4 in the far tail, which takes a quarter of
+  the nodes. The step starts at 0.45 of the narrowest peak's Laplace width (at most 0.35);
+  the rule converges geometrically, so each row is checked against the rule on every other
+  node and redone with twice the nodes where any output differs by more than ``3e-5``
+  (relative; then ``~1e-9``).
 
 The likelihood's parameter derivatives need ``E[log lambda]``; ``log lambda`` is singular at
 ``lambda = 0``, where the Laguerre weight puts its nodes, so they take the trapezoid rule on
