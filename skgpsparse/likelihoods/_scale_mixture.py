@@ -8,7 +8,7 @@ mixed over ``lambda`` (Rasmussen & Williams 2006, §9.3), so under ``N(f; m, v)`
 
 :func:`mixture_moments` returns ``log Z`` and the expectations under the normalised integrand
 that the likelihood's derivatives are made of (``E[1/q]``, ``E[1/q^2]`` and, for learning,
-``E[(s^2 / (lambda q)) (r^2 / q - 1)]`` and ``E[log lambda - lambda]``). Two rules:
+``E[(s^2 / (lambda q)) (r^2 / q - 1)]`` and ``E[log lambda - lambda + 1]``). Two rules:
 
 - **Generalised Gauss-Laguerre** in ``lambda`` where ``v <= 0.1 s^2`` (the rows EP meets most:
   a cavity narrower than the noise). With ``N(r; 0, q) = (2 pi)^-1/2 lambda^1/2 (v lambda +
@@ -39,7 +39,7 @@ import functools
 import numpy as np
 from scipy.special import digamma, gammaln
 
-__all__ = ["digamma_term", "mixture_moments"]
+__all__ = ["digamma_gap", "mixture_moments"]
 
 # Gauss-Laguerre: nodes, and the largest v / s^2 it is used at.
 _N_LAGUERRE = 24
@@ -111,12 +111,13 @@ def _laguerre(r, r2, var, a, s2):
     return [log_z, np.sum(weights * inv_q, axis=1), np.sum(weights * inv_q * inv_q, axis=1)]
 
 
-def _parameter_sums(weights, inv_q, r2, var, log_lam, lam):
+def _parameter_sums(weights, inv_q, r2, var, u):
     """``E[(w / q)(r^2 / q - 1)]`` with ``w = q - v = s^2 / lambda``, and
-    ``E[log lambda - lambda]``, under the normalised ``weights``."""
+    ``E[log lambda - lambda + 1]`` (``O(1 / a)``, so no cancellation for large ``a``), under
+    the normalised ``weights`` on the nodes ``u = log lambda``."""
     share = 1.0 - var[:, None] * inv_q  # w / q
     return [np.sum(weights * share * (r2[:, None] * inv_q - 1.0), axis=1),
-            np.sum(weights * (log_lam - lam), axis=1)]
+            -np.sum(weights * (np.expm1(u) - u), axis=1)]
 
 
 def _log_integrand(u, r2, var, a, s2, c0, derivatives=False):
@@ -213,8 +214,7 @@ def _trapezoid_rows(left, right, anchor, width, n_nodes, r2, var, a, s2, c0,
         out = [np.log(total) + top[:, 0] + np.log(step), np.sum(w * iq, axis=1),
                np.sum(w * iq * iq, axis=1)]
         if with_parameters:
-            uu = u[:, ::every]
-            out += _parameter_sums(w, iq, r2, var, uu, np.exp(uu))
+            out += _parameter_sums(w, iq, r2, var, u[:, ::every])
         results.append(out)
     return results
 
@@ -288,7 +288,7 @@ def mixture_moments(r, var, dof, scale, with_parameters=False):
     -------
     list of ndarray of shape (n,)
         ``log Z``, ``E[1/q]``, ``E[1/q^2]``; with ``with_parameters``,
-        ``E[(s^2 / (lambda q)) (r^2 / q - 1)]`` and ``E[log lambda - lambda]``.
+        ``E[(s^2 / (lambda q)) (r^2 / q - 1)]`` and ``E[log lambda - lambda + 1]``.
     """
     a, s2 = 0.5 * float(dof), float(scale) ** 2
     r2 = r * r
@@ -305,7 +305,9 @@ def mixture_moments(r, var, dof, scale, with_parameters=False):
     return list(out)
 
 
-def digamma_term(a):
-    """``log a + 1 - psi(a)``: ``d/da`` of the log-normaliser ``log[a^a / Gamma(a)]`` of
-    ``Gamma(a, rate a)``; with ``E[log lambda - lambda]`` it gives ``d log Z / da``."""
-    return float(np.log(a) + 1.0 - digamma(a))
+def digamma_gap(a):
+    """``log a - psi(a)`` (about ``1 / (2a)``; a series for large ``a``): with
+    ``E[log lambda - lambda + 1]`` it gives ``d log Z / da`` (``_student_t.py``)."""
+    if a > _LARGE_A:
+        return 1.0 / (2.0 * a) + 1.0 / (12.0 * a**2) - 1.0 / (120.0 * a**4)
+    return float(np.log(a) - digamma(a))

@@ -19,10 +19,11 @@ integrand's normalised weights (differentiate ``N(r; 0, q)`` under the integral)
     d log Z / dm = r E[1/q],    d log Z / dv = (r^2 E[1/q^2] - E[1/q]) / 2,
 
 and those in the likelihood's own parameters, with ``dq / d log s = 2 s^2 / lambda`` and
-``d log Gamma(lambda; a, a) / da = log a + 1 - psi(a) + log lambda - lambda`` (``a = nu / 2``):
+``d log Gamma(lambda; a, a) / da = log a - psi(a) + (log lambda - lambda + 1)`` (``a = nu / 2``;
+both terms are ``O(1 / a)``, so large ``dof`` loses nothing to cancellation):
 
     d log Z / d log s = E[(s^2 / (lambda q)) (r^2 / q - 1)],
-    d log Z / d log nu = a (log a + 1 - psi(a) + E[log lambda - lambda]).
+    d log Z / d log nu = a (log a - psi(a) + E[log lambda - lambda + 1]).
 """
 
 import numpy as np
@@ -30,7 +31,7 @@ from scipy.special import gammaln
 from sklearn.gaussian_process.kernels import Hyperparameter
 
 from ._base import Likelihood
-from ._scale_mixture import digamma_term, mixture_moments
+from ._scale_mixture import digamma_gap, mixture_moments
 
 __all__ = ["StudentT"]
 
@@ -153,7 +154,7 @@ class StudentT(Likelihood):
         r, _, shape, moments = self._moments(y, mean, var, True)
         a = 0.5 * nu
         columns = {"scale": moments[3],
-                   "dof": a * (digamma_term(a) + moments[4])}
+                   "dof": a * (digamma_gap(a) + moments[4])}
         free = [h.name for h in self.hyperparameters if not h.fixed]
         out = np.empty((r.size, len(free)))
         for j, name in enumerate(free):

@@ -212,6 +212,16 @@ def test_student_t_with_many_degrees_of_freedom_under_a_narrow_marginal(dof):
     np.testing.assert_allclose(got[2], want[2], rtol=1e-7)
 
 
+def test_student_t_parameter_gradient_at_many_degrees_of_freedom():
+    # d log Z / d log dof is O(1 / dof) there: no cancellation of O(1) terms
+    lik = StudentT(1e3, 1.0)
+    r, v = np.array([0.5, 3.0, 20.0, 5.0]), np.array([0.01, 1.0, 1e-3, 30.0])
+    got = lik.parameter_gradient(r, 0 * r, v)
+    want = np.array([_student_t_quad(lik, ri, vi)[3:] for ri, vi in zip(r, v)])
+    # atol: the reference's own digamma((dof + 1) / 2) - digamma(dof / 2), times dof
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-10)
+
+
 # ---------------------------------------------------------------- likelihood parameters
 def test_student_t_theta_bounds_and_clone():
     lik = StudentT(3.0, 0.5, scale_bounds=(1e-3, 10.0))
