@@ -46,8 +46,9 @@ class StudentT(Likelihood):
     ``log p(y | f) = log Gamma((nu + 1) / 2) - log Gamma(nu / 2) - log(pi nu s^2) / 2
     - (nu + 1) / 2 log(1 + (y - f)^2 / (nu s^2))``; as ``dof`` grows it tends to the
     Gaussian ``N(y; f, scale^2)``. The density is not log-concave, so an EP site's
-    precision may come out negative; :meth:`site_update` keeps it at 0 or above (the
-    conservative update), as the engines expect.
+    precision may come out negative: :meth:`site_update` keeps it at 0 or above (the
+    conservative update of the ADF engines), while EP over all rows keeps the negative
+    precisions (``log_concave = False``; :mod:`skgpsparse.inference._ep_passes`).
 
     Parameters
     ----------
@@ -69,6 +70,8 @@ class StudentT(Likelihood):
     >>> bool(1.0 * d_mean[0] < 1.0)
     True
     """
+
+    log_concave = False
 
     def __init__(self, dof=4.0, scale=1.0):
         self.dof = dof
