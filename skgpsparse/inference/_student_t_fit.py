@@ -77,26 +77,28 @@ class _Evidence:
     def __call__(self, z, tol=_SEARCH_TOL):
         self.evaluations += 1
         kernel, bias, likelihood = self.split(z)
-        prior = SparsePrior(kernel, self.X, self.X_u, self.prior, weights=self.weights)
+        refused = np.finfo(float).max / 1e10, np.zeros(z.shape)  # the line search steps back
         start = self.sites if self.best is None else self.best[1]
         try:
-            value, grad, sites = negative_log_evidence_all_rows(
-                prior, self.y, bias, *start, eval_gradient=True, tol=tol, accelerate=True,
-                likelihood=likelihood,
-            )
-            # the run just converged returns from its memo (inference._ep._converged_run)
+            prior = SparsePrior(kernel, self.X, self.X_u, self.prior, weights=self.weights)
             tau, nu, (mu, s2, _), converged = all_rows_ep(
-                prior, self.y, bias, *sites, tol=tol, likelihood=likelihood
+                prior, self.y, bias, *start, tol=tol, accelerate=True, likelihood=likelihood
+            )
+            if not converged:  # the fixed-point gradient holds only at the fixed point
+                return refused
+            # EP's converged run is remembered (inference._ep._converged_run): no sweeps here
+            value, grad, _ = negative_log_evidence_all_rows(
+                prior, self.y, bias, tau, nu, eval_gradient=True, tol=tol, likelihood=likelihood
             )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            converged = False
-        n = self.y.size
-        if not converged or not np.isfinite(value) or not np.all(np.isfinite(grad)):
-            return np.finfo(float).max / 1e10, np.zeros(z.shape)
+            return refused
+        if not np.isfinite(value) or not np.all(np.isfinite(grad)):
+            return refused
         grad_log_scale = -self._scale_derivative(likelihood, mu, s2, tau, nu, bias)
         self.sites = (tau, nu)
         if self.best is None or value <= self.best[0]:
             self.best = (value, self.sites)
+        n = self.y.size if self.weights is None else float(np.sum(self.weights))
         return value / n, np.append(grad, grad_log_scale) / n
 
     def _scale_derivative(self, likelihood, mu, s2, tau, nu, bias):
@@ -179,10 +181,10 @@ def fit_student_t(kernel, X, y, X_u, *, scale, dof=4.0, bias=0.0, prior="dtc", m
     start = (None, None)
     if isinstance(rows, slice) and evidence.best is not None:
         start = evidence.best[1]
-    value, sites = negative_log_evidence_all_rows(sparse, y, bias, *start, tol=_EP_TOL,
-                                                  accelerate=True, likelihood=likelihood)
-    tau, nu, (_, _, factors), converged = all_rows_ep(sparse, y, bias, *sites,
-                                                      likelihood=likelihood)
+    tau, nu, (_, _, factors), converged = all_rows_ep(sparse, y, bias, *start, tol=_EP_TOL,
+                                                      accelerate=True, likelihood=likelihood)
+    value, _ = negative_log_evidence_all_rows(sparse, y, bias, tau, nu, tol=_EP_TOL,
+                                              accelerate=True, likelihood=likelihood)
     posterior = WeightPosterior(factors[3], factors[5], factors[6])
     return StudentTFit(kernel, likelihood, bias, (tau, nu), posterior, -value, converged,
                        evidence.evaluations)
