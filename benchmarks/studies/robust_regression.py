@@ -10,7 +10,7 @@ rows:
   ``--latent-default``: the latent model's own selection and learning, scale fixed at the
   targets' robust spread);
 - ``robust EP``: the recipe of :func:`robust_fit`: the Gaussian default, its residuals' robust
-  scale ``s_r`` (1.4826 MAD), the Gaussian default refitted on the rows within ``2.5 s_r`` of
+  scale ``s_r`` (1.4826 MAD), the Gaussian default refitted on the rows within ``3 s_r`` of
   the median residual (a trimmed fit: its basis and kernel are not pulled by the gross errors),
   then EP with ``StudentT(dof=4)`` over every row under the DTC prior of the trimmed fit's
   basis, with the kernel's ``theta``, the bias and the likelihood's scale learned by the EP
@@ -20,7 +20,8 @@ rows:
 
 Scores on the clean test rows: NMSE (mean squared error over the test targets' variance) and
 NLPD (minus the mean log predictive density of the test targets: the Gaussian's with its noise,
-the Student-t's predictive ``int t(y; f + b, s) N(f; m_*, v_*) df``); fit CPU seconds (process
+the Student-t's predictive ``int t(y; f + b, s) N(f; m_*, v_*) df`` with the projected
+process's latent variance and with the DTC model's own); fit CPU seconds (process
 time). The goal: corrupted NMSE within 15 % of the Gaussian default on the clean targets, clean
 NMSE within 5 % of it, CPU at most 3x the Gaussian default's.
 
@@ -47,7 +48,7 @@ from skgpsparse.inference._student_t_fit import fit_student_t, robust_scale
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("/work/shared/datasets")
 # Rows further than this many robust scales from the median residual leave the trimmed fit.
-TRIM = 2.5
+TRIM = 3.0
 
 
 def load(name, n_train, seed, n_test=3000):
@@ -75,19 +76,23 @@ class RobustEP:
         post = fit.posterior
         self.L, self.L_B, self.mean_w = L, post.L_B, post.mean_w
 
-    def latent(self, X):
+    def latent(self, X, projected=True):
+        """Latent mean (bias included) and variance: the projected process's
+        ``k_** - Q_** + |L_B^-1 v_*|^2`` (GPML eq. (8.27), EP's sites as the noise) or, with
+        ``projected=False``, the DTC model's own ``|L_B^-1 v_*|^2`` (``f = V^T w``)."""
         V = solve_triangular(self.L, self.fit.kernel(self.basis, X), lower=True)
         mean = V.T @ self.fit.posterior.mean_w + self.fit.bias
         U = solve_triangular(self.L_B, V, lower=True)
-        # DTC / projected-process latent variance (GPML eq. (8.27), EP's sites as the noise)
-        var = self.fit.kernel.diag(X) - np.sum(V * V, 0) + np.sum(U * U, 0)
+        var = np.sum(U * U, 0)
+        if projected:
+            var += self.fit.kernel.diag(X) - np.sum(V * V, 0)
         return mean, np.maximum(var, 0.0)
 
     def predict(self, X):
         return self.latent(X)[0]
 
-    def nlpd(self, X, y):
-        mean, var = self.latent(X)
+    def nlpd(self, X, y, projected=True):
+        mean, var = self.latent(X, projected)
         return -float(np.mean(self.fit.likelihood.log_predictive(y, mean, var)))
 
 
@@ -123,28 +128,29 @@ def run(datasets, sizes, seeds, latent_default):
                 for targets, y in (("clean", y_clean), ("corrupt", y_bad)):
                     fits = {}
                     g, cpu = timed(lambda: SparseGPRegressor(random_state=seed).fit(X, y))
-                    fits["gaussian"] = (nmse(g.predict(X_test), y_test),
-                                        -float(np.mean(g.log_predictive_density(X_test, y_test))),
-                                        cpu, "")
+                    nlpd = -float(np.mean(g.log_predictive_density(X_test, y_test)))
+                    fits["gaussian"] = (nmse(g.predict(X_test), y_test), nlpd, nlpd, cpu, "")
                     if latent_default:
                         t, cpu = timed(lambda: SparseGPRegressor(
                             likelihood="student_t", random_state=seed).fit(X, y))
-                        fits["student_t (default)"] = (
-                            nmse(t.predict(X_test), y_test),
-                            -float(np.mean(t.log_predictive_density(X_test, y_test))), cpu, "")
+                        nlpd = -float(np.mean(t.log_predictive_density(X_test, y_test)))
+                        fits["student_t (default)"] = (nmse(t.predict(X_test), y_test), nlpd,
+                                                       nlpd, cpu, "")
                     (model, dropped), cpu = timed(lambda: robust_fit(X, y, seed))
                     f = model.fit
                     fits["robust EP"] = (nmse(model.predict(X_test), y_test),
-                                         model.nlpd(X_test, y_test), cpu,
+                                         model.nlpd(X_test, y_test),
+                                         model.nlpd(X_test, y_test, projected=False), cpu,
                                          f"trimmed {dropped}, scale {f.likelihood.scale:.3g}, "
                                          f"{f.kernel}, {f.n_evaluations} evaluations, "
                                          f"EP converged {f.converged}")
-                    for method, (err, nlpd, cpu, note) in fits.items():
+                    for method, (err, nlpd, nlpd_dtc, cpu, note) in fits.items():
                         records.append(dict(data=name, n=n, seed=seed, targets=targets,
-                                            method=method, nmse=err, nlpd=nlpd, cpu=cpu,
-                                            note=note))
+                                            method=method, nmse=err, nlpd=nlpd,
+                                            nlpd_dtc=nlpd_dtc, cpu=cpu, note=note))
                         print(f"{name} n={n} seed={seed} {targets:7s} {method:20s} NMSE {err:.4f} "
-                              f"NLPD {nlpd:.4f} CPU {cpu:.1f} s {note}", flush=True)
+                              f"NLPD {nlpd:.4f} / {nlpd_dtc:.4f} CPU {cpu:.1f} s {note}",
+                              flush=True)
     return records
 
 
@@ -159,8 +165,15 @@ def report(records, argv):
         "clean targets of the same split (goal: corrupt <= 1.15, clean <= 1.05); `CPU x` is over "
         "the Gaussian default's CPU on the same targets (goal <= 3).",
         "",
-        "| data | n | seed | targets | method | NMSE | vs clean gaussian | NLPD | CPU s | CPU x | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "NLPD: the projected-process latent variance (GPML eq. (8.27), the Gaussian "
+        "regressor's convention) / the DTC model's own (`|L_B^-1 v_*|^2`, the model the "
+        "Student-t's hyperparameters were learned for; the Gaussian's column repeats its one "
+        "NLPD). The DTC evidence learns a large amplitude (k(x, x) = 5-11), whose "
+        "`k_** - Q_**` dominates the projected-process variance.",
+        "",
+        "| data | n | seed | targets | method | NMSE | vs clean gaussian | NLPD (PP) | NLPD (DTC) "
+        "| CPU s | CPU x | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = {(r["data"], r["n"], r["seed"]): r["nmse"] for r in records
             if r["method"] == "gaussian" and r["targets"] == "clean"}
@@ -170,7 +183,8 @@ def report(records, argv):
         key = (r["data"], r["n"], r["seed"])
         lines.append(
             f"| {r['data']} | {r['n']} | {r['seed']} | {r['targets']} | {r['method']} | "
-            f"{r['nmse']:.4f} | {r['nmse'] / base[key]:.3f} | {r['nlpd']:.4f} | {r['cpu']:.1f} | "
+            f"{r['nmse']:.4f} | {r['nmse'] / base[key]:.3f} | {r['nlpd']:.4f} | "
+            f"{r['nlpd_dtc']:.4f} | {r['cpu']:.1f} | "
             f"{r['cpu'] / cpu[key + (r['targets'],)]:.2f} | {r['note']} |"
         )
     RESULTS.mkdir(exist_ok=True)

@@ -57,9 +57,12 @@ number of evidence evaluations."""
 
 
 def robust_scale(residuals):
-    """``1.4826 MAD``: the scale of the residuals' bulk, which gross errors do not widen."""
+    """``1.4826 MAD``: the scale of the residuals' bulk, which gross errors do not widen (their
+    standard deviation if half or more of them are equal)."""
     r = np.asarray(residuals, dtype=float)
-    return float(_MAD_TO_SD * np.median(np.abs(r - np.median(r))))
+    scale = float(_MAD_TO_SD * np.median(np.abs(r - np.median(r))))
+    # half or more of the residuals equal: their standard deviation
+    return scale if scale > 0 else float(np.std(r)) or 1.0
 
 
 class _Evidence:
