@@ -11,8 +11,8 @@ evidence (GPML eq. (3.65) under the sparse prior):
 - At EP's fixed point the evidence is stationary in the sites, so its gradient is the explicit
   one (GPML §5.5.2): in ``theta`` and ``b``
   :func:`~skgpsparse.inference._ep.negative_log_evidence_all_rows`'s, and in ``log s`` the sum
-  over rows of ``d log Z_i / d log s`` at the cavities (the only terms with ``s``), here by a
-  central difference of the rows' ``log Z_i``. This holds only where EP converged with the sites
+  over rows of ``d log Z_i / d log s`` at the cavities (the only terms with ``s``; the
+  likelihood's ``parameter_gradient``). This holds only where EP converged with the sites
   it matched: clipping negative precisions at 0 breaks it (the gradient in ``theta`` was off by
   a factor 1.6), and an evaluation whose EP did not converge is refused (the line search then
   steps back).
@@ -35,8 +35,6 @@ __all__ = ["StudentTFit", "fit_student_t", "robust_scale"]
 # EP's tolerance on the sites while L-BFGS-B searches (the evidence is stationary in the
 # sites), then the kept point's sites to _EP_TOL.
 _SEARCH_TOL = 1e-3
-# Relative step of the central difference in log s.
-_LOG_SCALE_STEP = 1e-4
 # Bounds of log s relative to the standard deviation of the targets, and of the bias in
 # standard deviations of the targets.
 _SCALE_RANGE = (1e-4, 10.0)
@@ -75,7 +73,8 @@ class _Evidence:
 
     def split(self, z):
         k = self.kernel.n_dims
-        return self.kernel.clone_with_theta(z[:k]), float(z[k]), StudentT(self.dof, np.exp(z[k + 1]))
+        likelihood = StudentT(self.dof, float(np.exp(z[k + 1])), dof_bounds="fixed")
+        return self.kernel.clone_with_theta(z[:k]), float(z[k]), likelihood
 
     def __call__(self, z, tol=_SEARCH_TOL):
         self.evaluations += 1
@@ -107,14 +106,8 @@ class _Evidence:
     def _scale_derivative(self, likelihood, mu, s2, tau, nu, bias):
         """``sum_i d log Z_i / d log s`` at the rows' cavities (module docstring)."""
         mc, s2c, ok = cavities(mu, s2, tau, nu)
-        y, s2c = self.y[ok], s2c[ok]
-        mean = mc[ok] + bias
-        h = _LOG_SCALE_STEP
-        up = StudentT(likelihood.dof, likelihood.scale * np.exp(h)).tilted(y, mean, s2c)[0]
-        down = StudentT(likelihood.dof, likelihood.scale * np.exp(-h)).tilted(y, mean, s2c)[0]
-        rows = (up - down) / (2.0 * h)
-        c = None if self.weights is None else self.weights[ok]
-        return float(np.sum(rows) if c is None else rows @ c)
+        rows = likelihood.parameter_gradient(self.y[ok], mc[ok] + bias, s2c[ok])[:, 0]
+        return float(np.sum(rows) if self.weights is None else rows @ self.weights[ok])
 
 
 def fit_student_t(kernel, X, y, X_u, *, scale, dof=4.0, bias=0.0, prior="dtc", max_iter=15,
