@@ -69,9 +69,11 @@ from ._ep_passes import (
     effective_sites,
     ep_sweep,
     marginal_pass,
+    signed,
     system,
     weight_posterior,
 )
+from ._ep_signed import proper_step, proper_system, signed_start
 from ._sparse_prior import SparsePrior, basis_cholesky, reusing_priors
 
 __all__ = [
@@ -91,6 +93,9 @@ _EP_TOL = 1e-6
 _EP_MAX_SWEEPS = 200
 # Smallest damping of the parallel site updates.
 _MIN_DAMPING = 0.05
+# The first damping of signed sites (a likelihood that is not log-concave): Jylanki, Vanhatalo
+# and Vehtari (2011, §4.1) damp the parallel updates of the Student-t's sites by 0.5.
+_SIGNED_DAMPING = 0.5
 
 
 def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=False,
@@ -181,15 +186,20 @@ def all_rows_ep(
     memo = _converged_run(prior, y, bias, tau, nu, tol, likelihood)
     if memo is not None:
         return memo
+    negative = signed(likelihood)  # sites of negative precision kept (_ep_signed)
     if tau is None:
         tau, nu, post = adf_sites(prior, y, bias, likelihood=likelihood)
+    elif negative:
+        tau, nu, post = signed_start(prior, tau, nu)
     else:
         tau = np.maximum(np.asarray(tau, dtype=float), 0.0)
         nu = np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
         post = system(prior, tau, nu)
     damping, last_change, previous_change = 1.0, np.inf, np.inf
+    if negative:
+        damping = _SIGNED_DAMPING
     converged = False
-    mixer = AndersonSites(weights=prior.weights) if accelerate else None
+    mixer = AndersonSites(weights=prior.weights, signed=negative) if accelerate else None
     for sweep in range(max_sweeps):
         # the sweep that will find convergence need not form the next system: skip it when
         # the geometric decrease of the changes predicts that, and form it after if wrong
@@ -208,14 +218,30 @@ def all_rows_ep(
         if change < tol:
             converged = True
             break
-        if mixer is not None:  # the next sites mix the last sweeps; their system is formed
+        if mixer is not None and not negative:
+            # the next sites mix the last sweeps; their system is formed
             tau, nu = mixer.step(tau, nu, new_tau, new_nu)
             post = system(prior, tau, nu)
             continue
+        if mixer is not None:  # a mixed posterior that is not proper: a damped step instead
+            mixed = mixer.step(tau, nu, new_tau, new_nu)
+            mixed_post = proper_system(prior, *mixed)
+            if mixed_post is not None:
+                tau, nu, post = *mixed, mixed_post
+                continue
+            mixer.restart(tau, nu, new_tau, new_nu)
         if change > last_change:  # oscillation of the parallel updates: damp them more
             damping = max(0.5 * damping, _MIN_DAMPING)
             next_system = None  # formed with the previous damping
         previous_change, last_change = last_change, change
+        if negative:  # the step halved until B stays positive definite (_ep_signed)
+            tau, nu, next_post, damping = proper_step(
+                prior, tau, nu, new_tau, new_nu, damping, next_system
+            )
+            if next_post is None:
+                break
+            post = next_post
+            continue
         tau = tau + damping * (new_tau - tau)
         nu = nu + damping * (new_nu - nu)
         post = system(prior, tau, nu) if next_system is None else weight_posterior(*next_system)

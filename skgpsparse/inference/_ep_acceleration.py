@@ -17,7 +17,9 @@ with ``dX``, ``dF`` the differences of consecutive iterates and residuals. It ch
 only, not the fixed point nor the stopping rule (the largest site change of a plain sweep,
 ``max |f_k|``). A combination with a negative site precision (the probit's sites have
 ``tau~ > 0``) or a non-finite entry is not taken: the plain sweep's sites are, and the history
-restarts from them.
+restarts from them. With ``signed`` (a likelihood that is not log-concave, whose sites may have
+negative precisions) any finite combination is taken, and the engine checks that its posterior
+is proper (:func:`~skgpsparse.inference._ep.all_rows_ep`).
 """
 
 import numpy as np
@@ -56,8 +58,9 @@ class AndersonSites:
     True
     """
 
-    def __init__(self, memory=MEMORY, weights=None):
+    def __init__(self, memory=MEMORY, weights=None, signed=False):
         self.memory = memory
+        self.signed = signed
         self.weights = None if weights is None else np.concatenate([weights, weights])
         self._x, self._f = [], []
 
@@ -79,9 +82,16 @@ class AndersonSites:
             wdF = dF if self.weights is None else self.weights[:, None] * dF
             gamma = np.linalg.lstsq(wdF.T @ dF, wdF.T @ f, rcond=None)[0]
             mixed = nxt - (dX + dF) @ gamma
-            if np.all(np.isfinite(mixed)) and np.all(mixed[:n] >= 0.0):
+            if np.all(np.isfinite(mixed)) and (self.signed or np.all(mixed[:n] >= 0.0)):
                 nxt = mixed
             else:
-                self._x, self._f = [x], [f]
+                self.restart(tau, nu, new_tau, new_nu)
         tau_next = nxt[:n]
+        if self.signed:
+            return tau_next, nxt[n:]
         return tau_next, np.where(tau_next > 0.0, nxt[n:], 0.0)
+
+    def restart(self, tau, nu, new_tau, new_nu):
+        """Forget the history but the last iterate ``(tau, nu)`` and its sweep's sites."""
+        x = np.concatenate([tau, nu])
+        self._x, self._f = [x], [np.concatenate([new_tau, new_nu]) - x]

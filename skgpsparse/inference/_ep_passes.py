@@ -21,6 +21,13 @@ the ``n`` rows is a sum over rows (``B``, ``sum a_i v_i``) or a per-row quantity
   sites under their ``L_B`` (one triangular solve per block), their cavities and the new sites
   (GPML eqs. (3.56)-(3.59), by the likelihood's ``site_update``), and the system ``B`` of
   the new (damped) sites (one SYRK per block), for the next sweep.
+- A likelihood that is not log-concave (its ``log_concave`` is False: the Student-t) gets
+  *signed* sites (:func:`signed_sites`): a site precision may be negative, as EP's moment
+  matching gives it (Jylanki, Vanhatalo and Vehtari 2011, "Robust Gaussian process regression
+  with a Student-t likelihood", JMLR 12, §3-4), within guards that keep every cavity and
+  ``h = 1 + Lambda tau~`` positive; the engine keeps ``B`` positive definite by damping
+  (:func:`~skgpsparse.inference._ep.all_rows_ep`). A log-concave likelihood's sites stay the
+  likelihood's own ``site_update`` (non-negative precisions), unchanged.
 - :func:`adf_sites` is assumed density filtering over all rows (the sparse online GP of
   Csato and Opper 2002, each site matched once against the posterior of the rows before it):
   each block of rows takes its sites from the marginals under the posterior of all previous
@@ -45,6 +52,8 @@ __all__ = [
     "cavities",
     "ep_sweep",
     "marginal_pass",
+    "signed",
+    "signed_sites",
     "system",
     "system_sums",
     "weight_posterior",
@@ -58,6 +67,10 @@ _ADF_ROWS_PER_BASIS = 4
 
 # The likelihood of the functions below when none is given (the classifier's).
 PROBIT = Probit()
+# Signed sites (signed_sites): a site precision stays above -_GUARD / s2_-, so the marginal's
+# precision 1 / s2_- + tau~ keeps at least 1 - _GUARD of the cavity's, and above
+# -_GUARD / Lambda, so that h = 1 + Lambda tau~ stays positive (Jylanki et al. 2011, §4.1).
+_GUARD = 0.99
 
 WeightPosterior = namedtuple("WeightPosterior", ["L_B", "Ua", "mean_w"])
 WeightPosterior.__doc__ = "``B = L_B L_B^T``, ``Ua = L_B^-1 V a`` and ``mean_w = B^-1 V a``."
@@ -84,13 +97,23 @@ def effective_sites(lam, tau, nu):
     return h, tau / h, nu / h
 
 
-def _accumulate(S, Va, V_J, g_J, a_J):
-    """``S += V_J G_J V_J^T`` (lower triangle, one SYRK) and ``Va += V_J a_J``, in place."""
+def _syrk(S, V_J, g_J, sign=1.0):
+    """``S += sign V_J G_J V_J^T`` (lower triangle, one SYRK; ``g_J >= 0``), in place."""
     W = V_J * np.sqrt(g_J)  # keeps V's layout; SYRK reads W or W^T without a copy
     if W.flags.f_contiguous:
-        S = dsyrk(1.0, W, beta=1.0, c=S, trans=0, lower=1, overwrite_c=1)
+        return dsyrk(sign, W, beta=1.0, c=S, trans=0, lower=1, overwrite_c=1)
+    return dsyrk(sign, W.T, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
+
+
+def _accumulate(S, Va, V_J, g_J, a_J):
+    """``S += V_J G_J V_J^T`` (lower triangle, one SYRK) and ``Va += V_J a_J``, in place.
+
+    Signed sites (negative ``g``) take a second SYRK that subtracts their rows' part."""
+    if np.any(g_J < 0.0):
+        S = _syrk(S, V_J, np.maximum(g_J, 0.0))
+        S = _syrk(S, V_J, np.maximum(-g_J, 0.0), -1.0)
     else:
-        S = dsyrk(1.0, W.T, beta=1.0, c=S, trans=1, lower=1, overwrite_c=1)
+        S = _syrk(S, V_J, g_J)
     Va += V_J @ a_J
     return S
 
@@ -168,10 +191,56 @@ def _matched_sites(mean, var, y, bias, likelihood):
     return precision, precision * (mean + mean_shift)
 
 
-def _ep_sites(mu, s2, tau, nu, y, bias, likelihood):
+def signed(likelihood):
+    """Whether EP keeps negative site precisions for ``likelihood`` (module docstring): its
+    ``log_concave`` is False."""
+    return not getattr(likelihood, "log_concave", True)
+
+
+def signed_sites(mean, var, y, bias, likelihood, lam=0.0):
+    """Moment-matched sites ``(tau~, nu~)`` of a likelihood that is not log-concave, whose
+    precision may be negative (GPML eqs. (3.58)-(3.59) without the clip at 0).
+
+    With ``alpha = d log Z / d mean`` and ``n = alpha^2 - 2 d log Z / d var`` at the cavity
+    ``N(mean, var)``, the tilted variance is ``var (1 - var n)`` and the site precision
+    ``tau~ = n / (1 - var n)``, negative where the tilted distribution is wider than the
+    cavity (an outlier under a heavy tail). ``tau~`` is kept above ``-0.99 / var`` and, under
+    FITC, above ``-0.99 / Lambda`` (:data:`_GUARD`); ``nu~ = tau~ mean + alpha (1 + tau~ var)``
+    then keeps the tilted mean ``mean + var alpha`` matched exactly even where a guard binds,
+    and is finite where ``n`` crosses 0 (``tau~ = 0``, ``nu~ = alpha``: a flat site that only
+    moves the mean).
+
+    Parameters
+    ----------
+    mean, var : ndarray of shape (k,)
+        Cavity means (without the bias) and variances (positive).
+    y : ndarray of shape (k,)
+    bias : float or ndarray of shape (k,)
+    likelihood : Likelihood
+    lam : float or ndarray of shape (k,), default=0.0
+        The rows' FITC variances ``Lambda`` (0 under DTC).
+
+    Returns
+    -------
+    tau, nu : ndarray of shape (k,)
+    """
+    _, alpha, d2 = likelihood.tilted(y, mean + bias, var)
+    n = alpha * alpha - 2.0 * d2
+    tau = n / np.maximum(1.0 - var * n, 1e-12)
+    floor = -_GUARD / var
+    lam = np.broadcast_to(lam, np.shape(tau))
+    floor = np.where(lam > 0.0, np.maximum(floor, -_GUARD / np.where(lam > 0.0, lam, 1.0)), floor)
+    tau = np.maximum(tau, floor)
+    return tau, tau * mean + alpha * (1.0 + tau * var)
+
+
+def _ep_sites(mu, s2, tau, nu, y, bias, likelihood, lam=0.0):
     """EP's new sites from the marginals; a row whose cavity round-off removed keeps its site."""
     mc, s2c, ok = cavities(mu, s2, tau, nu)
-    new_tau, new_nu = _matched_sites(mc, np.where(ok, s2c, 1.0), y, bias, likelihood)
+    if signed(likelihood):
+        new_tau, new_nu = signed_sites(mc, np.where(ok, s2c, 1.0), y, bias, likelihood, lam)
+    else:
+        new_tau, new_nu = _matched_sites(mc, np.where(ok, s2c, 1.0), y, bias, likelihood)
     return np.where(ok, new_tau, tau), np.where(ok, new_nu, nu)
 
 
@@ -216,7 +285,7 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
         V_J = V[:, J]
         mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
         new_tau[J], new_nu[J] = _ep_sites(
-            mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J), likelihood
+            mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J), likelihood, lam[J]
         )
         if accumulate:
             t_J = tau[J] + damping * (new_tau[J] - tau[J])

@@ -124,7 +124,7 @@ def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve
     model.kernel_, model.bias_, model.basis_indices_ = kernel, bias, basis
     model.exchange_loss_curve_ = [float(v) for v in curve]
     model.site_precision_ = tau
-    model.site_mean_ = np.divide(nu, tau, out=np.zeros(n), where=tau > 0)
+    model.site_mean_ = np.divide(nu, tau, out=np.zeros(n), where=tau != 0)
     model._train = None  # the rows stay in the partitions
     model.basis_vectors_ = np.asarray(X_u, dtype=np.float64)
     model._basis_labels = _labels(rows.take(basis)[1], positive)

@@ -67,6 +67,12 @@ class Likelihood:
     0.5
     """
 
+    #: Whether ``log p(y | f)`` is concave in ``f``. Then every EP site has a non-negative
+    #: precision (:meth:`site_update`); a likelihood that is not (the Student-t) sets it False,
+    #: and EP over all rows keeps its negative site precisions
+    #: (:func:`~skgpsparse.inference._ep_passes.signed_sites`).
+    log_concave = True
+
     def log_density(self, y, f):
         """``log p(y | f)``, elementwise with broadcasting.
 

@@ -42,8 +42,9 @@ class StudentT(Likelihood):
     ``log p(y | f) = log Gamma((nu + 1) / 2) - log Gamma(nu / 2) - log(pi nu s^2) / 2
     - (nu + 1) / 2 log(1 + (y - f)^2 / (nu s^2))``; as ``dof`` grows it tends to the
     Gaussian ``N(y; f, scale^2)``. The density is not log-concave, so an EP site's
-    precision may come out negative; :meth:`site_update` keeps it at 0 or above (the
-    conservative update), as the engines expect.
+    precision may come out negative: :meth:`site_update` keeps it at 0 or above (the
+    conservative update of the ADF engines), while EP over all rows keeps the negative
+    precisions (``log_concave = False``; :mod:`skgpsparse.inference._ep_passes`).
 
     ``scale`` and ``dof`` are hyperparameters a learning loop may fit beside the kernel's:
     :attr:`theta` is ``[log scale, log dof]`` (those not ``"fixed"``), :attr:`bounds` their
@@ -78,6 +79,8 @@ class StudentT(Likelihood):
     ...     np.array([10.0]), np.array([0.0]), np.array([1.0])).shape
     (array([0.    , 1.3863]), (1, 2))
     """
+
+    log_concave = False
 
     def __init__(self, dof=4.0, scale=1.0, *, dof_bounds=(1.0, 1000.0),
                  scale_bounds=(1e-5, 1e5)):

@@ -415,7 +415,7 @@ def fit_all_rows(model, X, y, rng):
         check_bounds(model, model.kernel_)
     model.exchange_loss_curve_ = [float(v) for v in curve]
     model.site_precision_ = sites[0]
-    model.site_mean_ = np.divide(sites[1], sites[0], out=np.zeros(n), where=sites[0] > 0)
+    model.site_mean_ = np.divide(sites[1], sites[0], out=np.zeros(n), where=sites[0] != 0)
     model._train = (X, y)
     model._set_fitted_basis(X, y)
     return model
