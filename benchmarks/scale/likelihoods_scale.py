@@ -191,8 +191,8 @@ def table(rows):
     """The markdown table of ``rows`` (ratios to the classifier of the same size)."""
     clf = {r["n"]: r["fit_cpu"] for r in rows if r["model"] == "classifier" and "fit_cpu" in r}
     lines = [
-        "| model | n | fit wall (s) | fit CPU (s) | x classifier (CPU) | floor CPU (s) | "
-        "x floor (CPU) | peak (GB) | test | load before / after |",
+        ("| model | n | fit wall (s) | fit CPU (s) | x classifier (CPU) | floor CPU (s) | "
+         "x floor (CPU) | peak (GB) | test | load before / after |"),
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
