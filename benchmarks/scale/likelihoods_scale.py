@@ -184,7 +184,7 @@ def test_text(r):
         return (f"deviance {r['deviance']:.4f}, NLPD {r['nlpd']:.4f} (mean count "
                 f"{r['mean_target']:.2f})")
     z2 = f", z^2 {r['z2']:.3f}" if "z2" in r else ""
-    return f"NMSE(f) {r['nmse_f']:.4f}, NMSE(y) {r['nmse_y']:.4f}, NLPD {r['nlpd']:.4f}{z2}"
+    return f"NMSE(f) {r['nmse_f']:.2g}, NMSE(y) {r['nmse_y']:.4f}, NLPD {r['nlpd']:.4f}{z2}"
 
 
 def table(rows):
@@ -214,7 +214,8 @@ def table(rows):
 
 
 def plot(rows, path):
-    """Fit CPU against n (log-log), one line per model, with the floor."""
+    """Fit CPU against n (log-log), one line per model, with twice the classifier's and the
+    floor."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -225,6 +226,11 @@ def plot(rows, path):
         done = [r for r in rows if r["model"] == model and "fit_cpu" in r]
         if done:
             ax.loglog([r["n"] for r in done], [r["fit_cpu"] for r in done], "o-", label=model)
+    clf = sorted((r["n"], r["fit_cpu"]) for r in rows
+                 if r["model"] == "classifier" and "fit_cpu" in r)
+    if clf:  # issue 47's bound at scale
+        ax.loglog([n for n, _ in clf], [2 * c for _, c in clf], "--", color="0.5",
+                  label="2x classifier")
     floors = {r["n"]: r["floor_cpu"] for r in rows if "floor_cpu" in r}
     sizes = sorted(floors)
     ax.loglog(sizes, [floors[n] for n in sizes], "k:", label="floor (p = 100)")
