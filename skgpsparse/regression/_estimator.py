@@ -232,7 +232,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
     likelihood_ : Likelihood
-        With a non-Gaussian ``likelihood``: the fitted one (its learned parameters).
+        With a non-Gaussian ``likelihood``: the one fitted with (its parameters as given).
     bias_ : float
         With a non-Gaussian ``likelihood``: the latent offset ``b`` (the log rate of the prior's
         median function for counts).

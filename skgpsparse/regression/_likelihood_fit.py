@@ -5,9 +5,10 @@ With a likelihood other than the Gaussian the posterior has no closed form. The 
 fits one :class:`~skgpsparse.latent._model.LatentSparseGP`: the latent function ``f`` and a
 bias ``b`` under ``p(y | f + b)`` (:mod:`skgpsparse.likelihoods`), the basis chosen by forward
 selection on the ADF posterior (criteria on the site-augmented posterior), EP over every row
-under the FITC prior of the basis, the kernel, the bias and the likelihood's own
-hyperparameters learned on the EP evidence of a subsample of ``learning_rows`` rows (the
-classifier's default: :mod:`skgpsparse.latent.learning._ep_rounds`). The Gaussian regressor's
+under the FITC prior of the basis, the kernel and the bias learned on the EP evidence of a
+subsample of ``learning_rows`` rows (the classifier's default:
+:mod:`skgpsparse.latent.learning._ep_rounds`); the likelihood's own parameters are kept as
+given (``"student_t"``: 4 degrees of freedom, scale 1 in its standardised units). The Gaussian regressor's
 own machinery (the DTC/VFE objectives, the leave-one-out calibration, the refinement of the
 basis inputs) does not apply.
 
