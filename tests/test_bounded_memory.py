@@ -25,7 +25,7 @@ from skgpsparse import (
     SparseGPClassifier,
     SparseGPRegressor,
 )
-from skgpsparse.classification.learning._binary import fit_memory as classifier_memory
+from skgpsparse.latent._model import fit_memory as classifier_memory
 from skgpsparse.regression._fit_memory import fit_memory as regressor_memory
 from skgpsparse.rvm._fit_memory import fit_memory as rvm_memory
 from skgpsparse.rvm._subspace_em import ActiveDesign

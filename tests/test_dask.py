@@ -276,3 +276,24 @@ def test_regressor_dask_fit_with_weights_and_row_noise_equals_in_memory_fit(
     # numpy arrays of length n, split to the partitions, give the same model
     numpy_given = SparseGPRegressor(noise_variance=a, **params).fit(Xd, yd, sample_weight=w)
     assert_same_regressor(numpy_given, reference, X)
+
+
+@pytest.mark.parametrize("likelihood", ["poisson", "student_t"])
+def test_non_gaussian_regressor_on_dask_is_the_in_memory_model(client, likelihood):
+    # above learning_rows: learned on the in-memory fit's subsample gathered to the driver,
+    # EP over every row on the partitions
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (900, 2))
+    f = np.sin(X[:, 0]) + 0.5 * X[:, 1]
+    y = (rng.poisson(np.exp(f)).astype(float) if likelihood == "poisson"
+         else f + 0.1 * rng.standard_t(3, 900))
+    kw = dict(likelihood=likelihood, max_basis=20, learning_rows=300, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        memory = SparseGPRegressor(**kw).fit(X, y)
+        on_dask = SparseGPRegressor(**kw).fit(da.from_array(X, chunks=(300, 2)),
+                                              da.from_array(y, chunks=300))
+    np.testing.assert_array_equal(on_dask.basis_indices_, memory.basis_indices_)
+    np.testing.assert_allclose(on_dask.kernel_.theta, memory.kernel_.theta, rtol=1e-9)
+    for a, b in zip(on_dask.predict(X, return_std=True), memory.predict(X, return_std=True)):
+        np.testing.assert_allclose(a, b, rtol=1e-8)

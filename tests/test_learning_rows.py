@@ -13,7 +13,7 @@ from scipy.stats import norm
 
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 from skgpsparse._learning_rows import learning_size, learning_subsample
-from skgpsparse.classification.learning._hyperparameters import _lbfgs
+from skgpsparse.latent.learning._hyperparameters import _lbfgs
 
 
 def _data(n=600, seed=0):

@@ -164,7 +164,7 @@ def test_lbfgs_ends_at_a_step_below_the_resolution():
     # an objective whose gradient disagrees with its values (EP's evidence near the optimum,
     # exact only to the site tolerance): L-BFGS-B's line search rejects every step and, left
     # alone, probes ever shorter ones (20 evaluations) before it gives up at the start
-    from skgpsparse.classification.learning._hyperparameters import _lbfgs
+    from skgpsparse.latent.learning._hyperparameters import _lbfgs
 
     calls = []
 

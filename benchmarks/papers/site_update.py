@@ -28,8 +28,8 @@ from _common.clf_bench import timed_fit as fit_timed
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.inference._adf import ADFState
-from skgpsparse.classification.learning._binary import _make_selector
 from skgpsparse.kernels import iter_kernel
+from skgpsparse.latent._model import _make_selector
 from skgpsparse.likelihoods import Probit
 
 RESULTS = Path(__file__).resolve().parent / "results"

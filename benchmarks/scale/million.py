@@ -184,7 +184,7 @@ def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip"):
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
     if polish == "run":
-        from skgpsparse.classification.learning import _ep_rounds
+        from skgpsparse.latent.learning import _ep_rounds
 
         rounds = _ep_rounds._learn_rounds
         _ep_rounds._learn_rounds = lambda model, X, y, rng, subsample=False: rounds(

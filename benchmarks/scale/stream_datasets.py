@@ -44,9 +44,9 @@ from _common.data import load_dataset
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.inference._ep import all_rows_ep
-from skgpsparse.classification._prediction import AllRowsPredictor
-from skgpsparse.inference._sparse_prior import SparsePrior
 from skgpsparse.inference._online import OnlinePosterior
+from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.latent._predictors import AllRowsPredictor
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

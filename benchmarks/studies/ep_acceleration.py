@@ -37,7 +37,7 @@ CASES = {"adult": ("pmlb_adult", 40_000), "synth100k": ("synthetic", 100_000),
 def _instrument(stats):
     """Count EP sweeps and calls by fit phase and tolerance; time the phases (CPU)."""
     from skgpsparse.inference import _ep as E
-    from skgpsparse.classification.learning import _ep_rounds as F
+    from skgpsparse.latent.learning import _ep_rounds as F
 
     stack, clock, tol = [], [time.process_time()], [E._EP_TOL]
 
@@ -90,8 +90,8 @@ def child(case, mode):
     sys.path.insert(0, str(HERE.parent / "peers"))  # speed.py
     sys.path.insert(0, str(HERE.parent / "scale"))  # million.py
     from skgpsparse import SparseGPClassifier
-    from skgpsparse.classification.learning import _ep_rounds as F
-    from skgpsparse.classification.objectives import _ep_evidence as O
+    from skgpsparse.latent.learning import _ep_rounds as F
+    from skgpsparse.latent.objectives import _ep_evidence as O
 
     parts = mode.split("+")
     O.ACCELERATE = parts[0] == "accel"

@@ -18,9 +18,9 @@ from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._row_weights import distinct_rows, refuse_weights, weighted_rows
 from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
 from ..kernels._structured import IndexedKernel
+from ..latent._model import _make_selector, fit_memory
 from ..likelihoods import Probit
 from ._prediction import PairPredictors
-from .learning._binary import _make_selector, fit_memory
 from .learning._restarts import fit_binary
 from .multiclass._one_vs_one import class_pairs, fit_one_vs_one
 from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest

@@ -34,9 +34,9 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .._warm_start import fit_signature
 from ..inference._online import OnlinePosterior
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
+from ..latent._predictors import AllRowsPredictor
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
-from ._prediction import AllRowsPredictor
 from .multiclass._one_vs_one import class_pairs, pair_rows
 
 __all__ = ["partial_fit", "streams"]

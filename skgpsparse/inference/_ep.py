@@ -26,7 +26,7 @@ about two sweeps fewer than from zero sites to reach the same fixed point.
 
 The approximate evidence is GPML eq. (3.65) with ``K + S~^-1`` replaced by
 ``Q + Lambda + S~^-1`` (``Q = V^T V``), written without ``1 / tau~`` (the terms in ``1/tau~``
-cancel as in :mod:`skgpsparse.classification.objectives._basis_evidence`)::
+cancel as in :mod:`skgpsparse.latent.objectives._basis_evidence`)::
 
     log Z = -log|L_B| + 1/2 sum log((1 + s2_-i tau~_i) / (1 + Lambda_i tau~_i))
             + sum log Z_i + 1/2 |L_B^-1 V a|^2

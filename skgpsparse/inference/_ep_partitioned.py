@@ -29,6 +29,8 @@ carries them (:class:`~skgpsparse.inference._sparse_prior.SparsePrior`'s ``weigh
 sweeps, ADF blocks and evidence terms count each row that many times, as in memory.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..rows._store import read_only, state_scope
@@ -48,7 +50,7 @@ from ._ep_passes import (
 )
 from ._sparse_prior import SparsePrior, basis_cholesky
 
-__all__ = ["PartitionedEP", "partitioned_ep", "set_row_weights"]
+__all__ = ["PartitionedEP", "Targets", "encode_targets", "partitioned_ep", "set_row_weights"]
 
 _KEY = "all_rows_ep"
 _WEIGHTS = "row_weights"
@@ -71,13 +73,30 @@ def set_row_weights(rows, weights):
     })
 
 
+class Targets(NamedTuple):
+    """The partitions' real targets, fitted as ``(y - centre) / scale`` (a regressor's), in
+    place of the class label whose rows are ``+1``."""
+
+    centre: float
+    scale: float
+
+
+def encode_targets(y, positive):
+    """The targets EP fits: ``+1`` for the rows of class ``positive`` and ``-1`` for the
+    others, or ``(y - centre) / scale`` when ``positive`` is a :class:`Targets`."""
+    y = np.asarray(y)
+    if isinstance(positive, Targets):
+        return (y.astype(np.float64) - positive.centre) / positive.scale
+    return np.where(y == positive, 1.0, -1.0)
+
+
 # ---------------------------------------------------------------- on each partition
 @state_scope(_KEY, resets=True)
 def _p_prior(part, kernel, X_u, L, positive, prior, start_zero):
     X = np.asarray(part.X, dtype=np.float64)
     st = {
         "prior": SparsePrior(kernel, X, X_u, prior, L=L, weights=part.state.get(_WEIGHTS)),
-        "y": np.where(np.asarray(part.y) == positive, 1.0, -1.0),
+        "y": encode_targets(part.y, positive),
     }
     if start_zero:
         st["tau"], st["nu"] = np.zeros(part.n), np.zeros(part.n)

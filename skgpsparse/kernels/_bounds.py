@@ -76,12 +76,17 @@ def _warn(at):
 
 
 def _expected(at, expected):
-    """Whether ``at`` is an upper bound the default kernel reaches by design: of a name in
-    ``expected``, and for a length scale only one of a per-feature vector (a single length
-    scale at its upper bound leaves no feature in the model: that still warns)."""
-    if at.side != "upper" or at.name not in expected:
+    """Whether ``at`` is a bound the default kernel reaches by design: of a name in
+    ``expected``; an upper bound, and for a length scale only one of a per-feature vector (a
+    single length scale at its upper bound leaves no feature in the model: that still warns);
+    or a latent ``WhiteKernel``'s lower bound (the regressor's default for counts: no random
+    effect per row, the counts are not over-dispersed)."""
+    if at.name not in expected:
         return False
-    return at.name.split("__")[-1] != "length_scale" or at.n_elements > 1
+    leaf = at.name.split("__")[-1]
+    if leaf == "noise_level":
+        return at.side == "lower"
+    return at.side == "upper" and (leaf != "length_scale" or at.n_elements > 1)
 
 
 def warn_at_bounds(kernel, expected=()):
@@ -140,11 +145,11 @@ def describe_at_bounds(quiet):
     """
     by_name = {}
     for at in quiet:
-        by_name.setdefault((at.name, at.bound), []).append(at.dim)
+        by_name.setdefault((at.name, at.side, at.bound), []).append(at.dim)
     parts = []
-    for (name, bound), dims in by_name.items():
+    for (name, side, bound), dims in by_name.items():
         if name.split("__")[-1] == "length_scale":
-            parts.append(f"features {dims} switched off ({name} at its upper bound {bound:g})")
+            parts.append(f"features {dims} switched off ({name} at its {side} bound {bound:g})")
         else:
-            parts.append(f"{name} at its upper bound {bound:g}")
+            parts.append(f"{name} at its {side} bound {bound:g}")
     return "; ".join(parts)

@@ -180,6 +180,40 @@ class Likelihood:
         """
         return self.tilted(y, mean, var)[0]
 
+    def predictive_moments(self, mean, var):
+        """``(E[y], Var[y])`` of the target under ``N(f; mean, var)``: what a regressor's
+        ``predict`` returns (optional; a regression likelihood defines it).
+
+        Parameters
+        ----------
+        mean, var : ndarray
+            The latent marginals (bias included).
+
+        Returns
+        -------
+        mean_y, var_y : ndarray
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not give the predictive moments of its targets."
+        )
+
+    def predictive_covariance(self, mean, cov):
+        """The covariance of the targets at several rows whose latents are jointly
+        ``N(mean, cov)`` (optional: a regressor's ``return_cov``).
+
+        Parameters
+        ----------
+        mean : ndarray of shape (k,)
+        cov : ndarray of shape (k, k)
+
+        Returns
+        -------
+        ndarray of shape (k, k)
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not give the predictive covariance of its targets."
+        )
+
     def predictive_probability(self, y, mean, var):
         """``Z``: the predictive probability (or density) of ``y`` under ``N(f; mean, var)``."""
         return np.exp(self.log_predictive(y, mean, var))

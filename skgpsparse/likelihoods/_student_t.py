@@ -84,6 +84,22 @@ class StudentT(Likelihood):
         """The mean target: the latent offset before learning."""
         return float(target_mean)
 
+    def noise_variance(self):
+        """The variance of the noise, ``s^2 nu / (nu - 2)``; infinite for ``nu <= 2``."""
+        nu = float(self.dof)
+        return float(self.scale) ** 2 * nu / (nu - 2.0) if nu > 2.0 else np.inf
+
+    def predictive_moments(self, mean, var):
+        """``E[y] = m`` and ``Var[y] = v + s^2 nu / (nu - 2)`` (infinite for ``nu <= 2``)."""
+        mean = np.asarray(mean, dtype=float)
+        return mean.copy(), np.asarray(var, dtype=float) + self.noise_variance()
+
+    def predictive_covariance(self, mean, cov):
+        """The latent covariance plus the noise's variance on the diagonal."""
+        out = np.array(cov, dtype=float)
+        out[np.diag_indices_from(out)] += self.noise_variance()
+        return out
+
     # ------------------------------------------------------------------ moments
     def _log_integrand(self, u, r2, var):
         """``h(u)``: log of the Gamma density of ``u = log lambda`` (its Jacobian included)

@@ -2,24 +2,22 @@
 
 import numbers
 
-import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.gaussian_process.kernels import RBF, Kernel
-from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from .._fitted_state import fit_method
 from .._learning_rows import LEARNING_ROWS_OPTIONS
-from .._validation import plain_float_rows
-from ..kernels._structured import fit_indexed, indexed_predictors, is_structured
+from ..kernels._structured import fit_indexed, is_structured
+from ..likelihoods import Likelihood
 from ..rows import backend_for
 from ..selection import BaseSelector
 from ._fitting import fit_in_memory
-from ._partitioned_fit import fit_partitioned, predict_partitioned
+from ._likelihood_fit import LIKELIHOODS, fit_likelihood
+from ._partitioned_fit import fit_partitioned
+from ._predict import log_predictive_density, predict, predict_validated
 from ._sampling import sample_y
 from ._streaming import blas_thread_limit, partial_fit
-from ._targets import prior_prediction
 from ._theta import log_marginal_likelihood
 from ._vfe import OBJECTIVES
 from ._warm import begin_fit
@@ -31,7 +29,7 @@ __all__ = ["SparseGPRegressor"]
 _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
-    "_noise_scale", "_fit_signature", "_warm", "_stream_weighted",
+    "_noise_scale", "_fit_signature", "_warm", "_stream_weighted", "_latent",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -64,6 +62,18 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ``WhiteKernel`` term of its top-level sum (``k + WhiteKernel()``) is noise, as in
         scikit-learn's GPR: its level is learned within its bounds, ``noise_variance`` is then
         a fixed addition (scikit-learn's ``alpha``) and ``noise_variance_bounds`` do not apply.
+    likelihood : {"gaussian", "student_t", "poisson"} or Likelihood, default="gaussian"
+        The noise model ``p(y | f(x) + b)``. ``"gaussian"``: the model described here.
+        ``"student_t"``: heavy-tailed noise, robust to gross errors in the targets
+        (:class:`~skgpsparse.likelihoods.StudentT`); ``"poisson"``: counts with the log link
+        (:class:`~skgpsparse.likelihoods.Poisson`; an exposure ``e`` as
+        ``PoissonRegressor``'s: the rate ``y / e`` with ``sample_weight=e``); or a
+        likelihood instance. A non-Gaussian likelihood is fitted by EP over every row on the
+        greedy basis, as the classifier (user guide, "Non-Gaussian targets"): ``selection``
+        ``"matching_pursuit"``, ``"exact"`` and ``"vfe"`` then select by the posterior's
+        entropy; ``noise_variance``, ``hyperparameter_objective``, ``noise_calibration``,
+        ``refine_basis`` and ``normalize_y`` do not apply; ``predict`` gives the mean and
+        standard deviation of ``y`` (see there).
     noise_variance : float >= 0 or array-like of shape (n_samples,), default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
         the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
@@ -221,6 +231,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         likelihood (GPML eq. (8.17)) or the VFE bound.
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
+    likelihood_ : Likelihood
+        With a non-Gaussian ``likelihood``: the fitted one (its learned parameters).
+    bias_ : float
+        With a non-Gaussian ``likelihood``: the latent offset ``b`` (the log rate of the prior's
+        median function for counts).
     n_refine_iter_ : int
         L-BFGS iterations run by ``refine_basis`` (0 when the basis stayed on the rows).
     cost_curve_ : ndarray
@@ -271,6 +286,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kernel": [None, Kernel],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood],
         "noise_variance": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
         "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -299,6 +315,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         self,
         kernel=None,
         *,
+        likelihood="gaussian",
         noise_variance=1e-2,
         noise_variance_bounds=(1e-6, 1e2),
         max_basis=100,
@@ -320,6 +337,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         warm_start=False,
     ):
         self.kernel = kernel
+        self.likelihood = likelihood
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
         self.max_basis = max_basis
@@ -406,6 +424,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
             return fit_indexed(
                 self, X, y, lambda rows, y_rows: self._fit(rows, y_rows, sample_weight)
             )
+        if self.likelihood != "gaussian":  # the latent model under the likelihood
+            return fit_likelihood(self, X, y, sample_weight)
         return fit_in_memory(self, X, y, sample_weight)
 
     def __getstate__(self):
@@ -421,76 +441,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     log_marginal_likelihood = log_marginal_likelihood
 
     # ------------------------------------------------------------------ predict
-    def predict(self, X, return_std=False, return_cov=False):
-        """Predictive mean and, optionally, the latent standard deviation or covariance.
-
-        The variance is the projected-process one (GPML eq. (8.27)),
-        ``k(x, x) - k_u(x)^T K_uu^-1 k_u(x) + s2 k_u(x)^T (s2 K_uu + K_uf K_fu)^-1 k_u(x)``,
-        computed as ``k(x, x) - a^T S a`` with ``a = L^-1 k_u`` (``L`` the factor of the
-        jittered ``K_uu``, used as a preconditioner; see
-        :mod:`skgpsparse.regression._prediction`): O(p^2) per row. It is the variance of
-        the latent function, without ``noise_variance_``. With every training point in the
-        basis, the mean and the variance are the exact GP's.
-
-        Parameters
-        ----------
-        X : array-like or partitioned array of shape (n_samples, n_features)
-            Query points. A partitioned array (see ``fit``) gives arrays of its kind
-            partitioned as its rows, computed lazily (one task per partition, the fitted
-            model shipped with it).
-        return_std : bool, default=False
-            Also return the latent standard deviation.
-        return_cov : bool, default=False
-            Also return the latent covariance between the query points.
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Predictive mean ``k_u(x)^T alpha_`` (plus the target mean with ``normalize_y``).
-        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Latent standard deviation (add ``noise_variance_`` to the variance for the noisy
-            targets; a ``WhiteKernel`` term's level is in it, as in scikit-learn). Only if
-            ``return_std``.
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
-            Latent covariance. Only if ``return_cov``.
-
-        With several targets the shapes are scikit-learn's ``GaussianProcessRegressor``'s: a
-        trailing target axis, dropped when there is a single column.
-
-        Raises
-        ------
-        RuntimeError
-            If both ``return_std`` and ``return_cov`` are requested (as scikit-learn's
-            ``GaussianProcessRegressor``).
-        """
-        if return_std and return_cov:
-            raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        backend = backend_for(X)
-        if backend is not None:  # by row partition, lazily where the backend is
-            return predict_partitioned(self, backend, X, return_std, return_cov)
-        # A finite float ndarray skips validate_data's fixed cost (single rows, BO loops); the
-        # array is the one validate_data would return, and every other input goes through it.
-        if is_structured(self):  # strings, sequences...: their row numbers, looked up
-            fitted = getattr(self, "_predictor", None)
-            X_rows, (predictor,) = indexed_predictors(self, X, [fitted])
-            return predictor.predict(
-                X_rows, return_std, return_cov, self._y_train_mean, self._y_train_std
-            )
-        X_plain = plain_float_rows(self, X) if hasattr(self, "_predictor") else None
-        if X_plain is None:
-            X_plain = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._predict_validated(X_plain, return_std, return_cov)
-
-    def _predict_validated(self, X_plain, return_std=False, return_cov=False):
-        """:meth:`predict` on an ``X`` already validated (float64, the fitted width)."""
-        predictor = getattr(self, "_predictor", None)
-        if predictor is None:  # unfitted: the prior, as scikit-learn's GPR
-            kernel = C(1.0) * RBF(1.0) if self.kernel is None else self.kernel
-            return prior_prediction(kernel, X_plain, self.n_targets, return_std, return_cov)
-        return predictor.predict(
-            X_plain, return_std, return_cov, self._y_train_mean, self._y_train_std
-        )
-
+    predict = predict
+    _predict_validated = predict_validated
+    log_predictive_density = log_predictive_density
     sample_y = sample_y
 
     def __sklearn_tags__(self):

@@ -9,7 +9,7 @@ per-feature kernel is kept only if its exact log marginal likelihood on the ``m`
 (GPML eq. (5.8)) beats the single length scale's by more than the Bayesian information
 criterion's charge ``(d - 1) / 2 log m`` for the ``d - 1`` extra length scales
 (:func:`~skgpsparse.kernels._scales.bic_charge`, the classifier's rule,
-:func:`skgpsparse.classification.learning._ep_rounds._per_feature_choice`): type-II maximum
+:func:`skgpsparse.latent.learning._ep_rounds._per_feature_choice`): type-II maximum
 likelihood alone always prefers more length scales, and the charge approximates the
 integral over them. The fit then selects, learns and refines with the kernel kept, once.
 

@@ -16,6 +16,7 @@ from .._learning_rows import learning_size
 from ..rows._store import row_centre
 from ._alternation import _learns, alternate
 from ._fitting import prepare_fit, store_fit
+from ._likelihood_partitioned import fit_likelihood_partitioned
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES, set_row_scale
 from ._row_noise import partitioned_row_noise, weighted_target_scaling
 from ._targets import target_scaling
@@ -67,6 +68,8 @@ def fit_partitioned(model, backend, X, y, sample_weight=None):
     arrays of length ``n``, or arrays of the backend's kind) are gathered to the driver, as
     ``n`` numbers, and their row scales sent to the partitions (:mod:`._row_noise`).
     """
+    if model.likelihood != "gaussian":  # the latent model on the partitions
+        return fit_likelihood_partitioned(model, backend, X, y, sample_weight)
     X, y, _ = backend.validate(X, y, min_rows=1, dtypes=(np.float64, np.float32), labels=False)
     model.n_features_in_ = X.shape[1]
     row_noise, kept = partitioned_row_noise(

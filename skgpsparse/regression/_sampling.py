@@ -122,5 +122,10 @@ def sample_y(self, X, n_samples=1, random_state=0):
         The draws, in the units of the targets.
     """
     refuse_structured(self, "sample_y")
+    if getattr(self, "_latent", None) is not None:
+        raise ValueError(
+            f"sample_y draws the Gaussian regressor's latent functions; with likelihood="
+            f"{self.likelihood!r} draw from predict(X, return_cov=True)'s moments instead."
+        )
     X = validate_data(self, X, reset=False, dtype=np.float64)
     return _draws(self, X, n_samples, check_random_state(random_state))

@@ -37,6 +37,7 @@ from ..kernels._columns import kernel_diag
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..linalg import solve_lower
 from ..rows import in_memory_only
+from ._likelihood_streaming import likelihood_partial_fit
 from ._prediction import RegressionPredictor, exact_factor
 from ._row_noise import rows_of_positive_weight
 from ._streaming_statistics import StreamingPosterior
@@ -120,6 +121,8 @@ def partial_fit(model, X, y, sample_weight=None, noise_variance=None):
     >>> model.basis_vectors_.shape, bool(model.score(X, y) > 0.9)
     ((15, 1), True)
     """
+    if model.likelihood != "gaussian" and noise_variance is None:
+        return likelihood_partial_fit(model, X, y, sample_weight)  # the latent model's stream
     if noise_variance is not None and np.ndim(model.noise_variance) == 0:
         raise ValueError(
             "partial_fit's noise_variance (the batch's per-row noise) needs a noise_variance "

@@ -10,10 +10,10 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification._prediction import AllRowsPredictor
-from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier, _make_selector
 from skgpsparse.inference._ep import all_rows_ep, negative_log_evidence_all_rows
 from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.latent._model import LatentSparseGP, _make_selector
+from skgpsparse.latent._predictors import AllRowsPredictor
 
 
 def _problem(n=30, seed=0):
@@ -86,7 +86,7 @@ def test_every_row_in_the_basis_is_the_full_gp_ep(prior):
 def test_binary_model_with_every_row_in_the_basis_predicts_as_the_full_gp_ep():
     X, y = _problem(25, seed=3)
     kernel = C(2.0) * RBF(1.2)
-    model = _BinarySparseGPClassifier(
+    model = LatentSparseGP(
         kernel, 25, _make_selector("entropy", None), None, 1, 1e-3, 0, posterior="all_rows"
     ).fit(X, y, np.random.RandomState(0))
     assert np.array_equal(np.sort(model.basis_indices_), np.arange(25))
@@ -253,8 +253,8 @@ def test_predict_is_the_argmax_of_predict_proba_at_a_three_class_tie():
 def test_accelerated_fit_is_the_plain_fit(monkeypatch):
     # the default fit learns with Anderson-accelerated EP; the plain damped sweeps reach the
     # same fixed point. A large amplitude saturates the probit: plain EP takes many sweeps there
-    from skgpsparse.classification.objectives import _ep_evidence
     from skgpsparse.inference import _ep
+    from skgpsparse.latent.objectives import _ep_evidence
 
     sweeps, sweep = [], _ep.ep_sweep
 
@@ -291,8 +291,8 @@ def test_accelerated_fit_is_the_plain_fit(monkeypatch):
 
 
 def test_each_round_after_the_first_searches_a_box_around_its_start():
-    from skgpsparse.classification.learning._ep_rounds import _ROUND_STEP, round_bounds
-    from skgpsparse.classification.learning._hyperparameters import BIAS_BOUNDS
+    from skgpsparse.latent.learning._ep_rounds import _ROUND_STEP, round_bounds
+    from skgpsparse.latent.learning._hyperparameters import BIAS_BOUNDS
 
     X = np.random.RandomState(0).randn(20, 2)
     kernel = C(40.0, (1e-5, 1e2)) * RBF(1.0, (0.5, 1e5))
@@ -312,7 +312,7 @@ def test_each_round_after_the_first_searches_a_box_around_its_start():
 def test_ep_warm_started_after_a_far_evaluation_gives_the_same_evidence():
     # each evaluation starts EP from the sites of the lowest so far (not a rejected far trial's):
     # the evidence and gradient at a point are those of EP started afresh there, to EP's tolerance
-    from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
+    from skgpsparse.latent.objectives._ep_evidence import AllRowsObjective
 
     X, y = _problem(60)
     kernel = C(1.0) * RBF(1.0)

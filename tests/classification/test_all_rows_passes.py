@@ -274,18 +274,18 @@ def test_evidence_gradient_by_row_blocks_is_the_one_block_gradient(prior, monkey
 def test_random_selection_under_all_rows_draws_the_basis_of_the_adf_state():
     # the all-rows posterior with random selection builds no basis posterior; on rows without
     # duplicates it draws the same basis as the ADF state from the same generator
-    from skgpsparse.classification.learning._binary import (
-        _BinarySparseGPClassifier,
+    from skgpsparse.inference._adf import ADFState
+    from skgpsparse.latent._model import (
+        LatentSparseGP,
         _make_selector,
     )
-    from skgpsparse.classification.learning._drawn_basis import DrawnBasis
-    from skgpsparse.inference._adf import ADFState
+    from skgpsparse.latent.learning._drawn_basis import DrawnBasis
 
     rng = np.random.RandomState(0)
     X = rng.randn(200, 3)
     y = np.where(X[:, 0] + 0.3 * rng.randn(200) > 0, 1.0, -1.0)
     kernel = C(1.0) * RBF(1.5)
-    model = _BinarySparseGPClassifier(
+    model = LatentSparseGP(
         kernel, 20, _make_selector("random", None), None, 1, 1e-3, 0, posterior="all_rows"
     )
     drawn = model._select(kernel, X, y, 0.0, np.random.RandomState(3))
@@ -297,7 +297,7 @@ def test_random_selection_under_all_rows_draws_the_basis_of_the_adf_state():
     # duplicated rows: the draw may take a duplicate; the prior's jitter keeps the fit finite
     X_dup = np.repeat(X[:10], 3, axis=0)
     y_dup = np.repeat(y[:10], 3)
-    model = _BinarySparseGPClassifier(
+    model = LatentSparseGP(
         kernel, 15, _make_selector("random", None), None, 1, 1e-3, 0, posterior="all_rows"
     ).fit(X_dup, y_dup, np.random.RandomState(0))
     assert np.all(np.isfinite(model.moderated_margin(X[:10])))

@@ -17,8 +17,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Ma
 from threadpoolctl import threadpool_limits
 
 from skgpsparse.classification._estimator import SparseGPClassifier
-from skgpsparse.classification.objectives._nlp_loss import nlp_loss
 from skgpsparse.inference._adf import ADFState
+from skgpsparse.latent.objectives._nlp_loss import nlp_loss
 from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
@@ -241,7 +241,7 @@ def test_threads_over_row_blocks_give_identical_scores_and_state(criterion):
 def test_binary_fit_passes_n_jobs_to_the_row_threads(monkeypatch):
     # a binary problem spends n_jobs on the rows of each scored working set, a multiclass
     # one on the one-vs-rest models; the fitted model does not depend on it
-    from skgpsparse.classification.learning import _binary as _classification_binary
+    from skgpsparse.latent import _model as _classification_binary
 
     seen = []
     real = _classification_binary.ADFState
@@ -341,12 +341,12 @@ def test_predictive_variance_gemm_form_equals_triangular_solve(precision):
     and huge site precisions (an ill-conditioned ``K_uu``, posterior variance ~0)."""
     from scipy.linalg import cholesky, solve_triangular
 
-    from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier
+    from skgpsparse.latent._model import LatentSparseGP
 
     rng = np.random.default_rng(0)
     Xu = rng.normal(size=(40, 3))
     Xu[20:] = Xu[:20] + 1e-6 * rng.normal(size=(20, 3))  # near-duplicates
-    model = _BinarySparseGPClassifier(None, 40, None, None, 1, 0.0, 0)
+    model = LatentSparseGP(None, 40, None, None, 1, 0.0, 0)
     model.kernel_ = ConstantKernel(4.0) * RBF(3.0)
     model.basis_vectors_ = Xu
     model.site_precision_ = precision * rng.uniform(0.5, 2.0, size=40)
@@ -563,7 +563,7 @@ def test_verbose_prints_one_line_per_outer_iteration(capsys):
 def test_fit_runs_blas_on_one_thread_and_restores_it(monkeypatch):
     # Two BLAS threads made whole fits slower in wall time on a two-core machine (the NLP
     # gradient's products are small); the fit limits BLAS to one thread and gives it back.
-    import skgpsparse.classification.learning._binary as binary
+    import skgpsparse.latent._model as binary
 
     seen = record_blas_threads(monkeypatch, binary, "nlp_loss")
     X, y = make_moons(n_samples=80, noise=0.3, random_state=0)

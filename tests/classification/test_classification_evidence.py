@@ -11,8 +11,8 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification.objectives._basis_evidence import negative_log_evidence
 from skgpsparse.inference._adf import ADFState
+from skgpsparse.latent.objectives._basis_evidence import negative_log_evidence
 from skgpsparse.likelihoods import Probit
 
 

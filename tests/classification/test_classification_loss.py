@@ -8,7 +8,7 @@ from _support.dense_adf import dense_posterior
 from scipy.stats import norm
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
-from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+from skgpsparse.latent.objectives._nlp_loss import nlp_loss
 from skgpsparse.likelihoods import Probit
 
 C = ConstantKernel

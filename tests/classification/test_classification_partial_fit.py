@@ -10,10 +10,10 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse._memory import state_nbytes
-from skgpsparse.classification._prediction import AllRowsPredictor
 from skgpsparse.inference._ep import all_rows_ep
 from skgpsparse.inference._online import OnlinePosterior
 from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.latent._predictors import AllRowsPredictor
 
 
 def _problem(n, seed=0):

@@ -16,11 +16,11 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification.objectives._nlp_loss import nlp_loss
-from skgpsparse.classification.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from skgpsparse.classification.partitioned._fit import fit_rows
 from skgpsparse.inference._adf import ADFState
 from skgpsparse.inference._adf_partitioned import PartitionedADFState
+from skgpsparse.latent.objectives._nlp_loss import nlp_loss
+from skgpsparse.latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from skgpsparse.likelihoods import Probit
 from skgpsparse.rows._store import LocalRows, row_centre
 

@@ -8,7 +8,6 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import log_loss
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier, _make_selector
 from skgpsparse.classification.learning._restarts import (
     bias_offsets,
     choose_start,
@@ -17,6 +16,7 @@ from skgpsparse.classification.learning._restarts import (
     held_out_nlp,
     stratified_split,
 )
+from skgpsparse.latent._model import LatentSparseGP, _make_selector
 
 
 def _ring(n, d, rng):
@@ -112,7 +112,7 @@ def test_no_restarts_is_the_plain_fit():
     X, y = make_classification(n_samples=70, n_features=4, random_state=2)
     y = np.where(y == 1, 1.0, -1.0)
     a = fit_binary(_params(), X, y, np.random.RandomState(5), n_restarts=0)
-    b = _BinarySparseGPClassifier(**_params()).fit(X, y, np.random.RandomState(5))
+    b = LatentSparseGP(**_params()).fit(X, y, np.random.RandomState(5))
     assert np.array_equal(a.basis_indices_, b.basis_indices_)
     np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
     assert a.bias_ == b.bias_ and not hasattr(a, "restart_losses_")
@@ -130,7 +130,7 @@ def test_restarts_choose_the_lowest_held_out_nlp_and_refit_on_all_rows():
     screen = _params(max_iter=2)
     losses = [
         held_out_nlp(
-            _BinarySparseGPClassifier(**screen, bias_offset=offset).fit(X[fit], y[fit], replay),
+            LatentSparseGP(**screen, bias_offset=offset).fit(X[fit], y[fit], replay),
             X[held],
             y[held],
         )
@@ -141,13 +141,13 @@ def test_restarts_choose_the_lowest_held_out_nlp_and_refit_on_all_rows():
     whole_replay = np.random.RandomState(7)
     stratified_split(y, 0.2, whole_replay)
     whole = held_out_nlp(
-        _BinarySparseGPClassifier(**_params()).fit(X[fit], y[fit], whole_replay), X[held], y[held]
+        LatentSparseGP(**_params()).fit(X[fit], y[fit], whole_replay), X[held], y[held]
     )
     assert abs(whole.mean() - model.restart_losses_[0]) > 1e-9
     chosen = (0.0, 4.0, -4.0)[choose_start(np.array(losses))]
     assert model.bias_offset == chosen
     # the winner is refitted on all rows with the random state a plain fit would use
-    refit = _BinarySparseGPClassifier(**_params(), bias_offset=chosen).fit(
+    refit = LatentSparseGP(**_params(), bias_offset=chosen).fit(
         X, y, np.random.RandomState(7)
     )
     assert np.array_equal(model.basis_indices_, refit.basis_indices_)

@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import log_loss
 
-import skgpsparse.classification.learning._ep_rounds as all_rows_fit
+import skgpsparse.latent.learning._ep_rounds as all_rows_fit
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification._fitting import default_kernel
 from skgpsparse.kernels._scales import per_feature_length_scales
@@ -122,7 +122,7 @@ def test_one_vs_rest_models_may_choose_differently(monkeypatch):
 def _decision_and_exits(monkeypatch, X, y, safety):
     """The fitted kernel's number of length scales and whether the first learn stopped early,
     with the charge bound's safety factor ``safety`` (inf: never stops)."""
-    import skgpsparse.classification.learning._charge_bound as charge_bound
+    import skgpsparse.latent.learning._charge_bound as charge_bound
 
     made = []
 
@@ -153,7 +153,7 @@ def test_a_confirming_round_is_cut_short_with_the_same_fit(monkeypatch, data):
     # a round after the first whose L-BFGS-B run cannot get tol below the best round stops
     # early (_round_bound); it ends the rounds, as the full run's round would, and the fit
     # keeps the same round: the same kernel to the search's tolerance, the same decision
-    import skgpsparse.classification.learning._charge_bound as charge_bound
+    import skgpsparse.latent.learning._charge_bound as charge_bound
 
     X, y, _, _ = data
     stops = []
@@ -179,7 +179,7 @@ def test_a_confirming_round_is_cut_short_with_the_same_fit(monkeypatch, data):
 def test_the_lbfgs_model_decrease_is_newtons_on_a_quadratic():
     # pairs along the eigenvectors of A (conjugate directions): the two-loop inverse Hessian
     # is A^-1, and the model's decrease 0.5 g^T A^-1 g that of the quadratic to its minimum
-    from skgpsparse.classification.learning._charge_bound import lbfgs_model_decrease
+    from skgpsparse.latent.learning._charge_bound import lbfgs_model_decrease
 
     rng = np.random.RandomState(0)
     Q, _ = np.linalg.qr(rng.randn(5, 5))

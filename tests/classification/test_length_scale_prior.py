@@ -15,9 +15,9 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import log_loss
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification.objectives import _hyperprior
-from skgpsparse.classification.objectives._hyperprior import with_length_scale_prior
 from skgpsparse.kernels._scales import per_feature_length_scale_positions as ard_positions
+from skgpsparse.latent.objectives import _hyperprior
+from skgpsparse.latent.objectives._hyperprior import with_length_scale_prior
 
 
 def _flat(theta, eval_gradient=True):

@@ -11,8 +11,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgpsparse import SparseGPClassifier
 from skgpsparse.classification.multiclass._shared_learning import SharedObjective, SummedStates
-from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
 from skgpsparse.inference._adf import ADFState
+from skgpsparse.latent.objectives._ep_evidence import AllRowsObjective
 from skgpsparse.likelihoods import Probit
 from skgpsparse.selection import GreedySelector
 
@@ -177,14 +177,14 @@ def test_shared_learning_with_the_kernel_fixed_gives_each_class_its_own_best_bia
     from scipy.optimize import minimize_scalar
 
     from skgpsparse.classification._fitting import binary_params
-    from skgpsparse.classification.learning._binary import _BinarySparseGPClassifier
     from skgpsparse.classification.multiclass._shared_learning import _learn
+    from skgpsparse.latent._model import LatentSparseGP
 
     X, y = _blobs(n=90, n_classes=3)
     Y = _one_vs_rest(y)
     kernel = C(2.0, constant_value_bounds="fixed") * RBF(1.5, length_scale_bounds="fixed")
     params = binary_params(SparseGPClassifier(kernel=kernel, max_basis=10), 90, 3, 3)
-    model = _BinarySparseGPClassifier(**params)
+    model = LatentSparseGP(**params)
     basis = np.arange(0, 90, 9)
     zeros = (np.zeros(90), np.zeros(90))
     _, _, biases, _ = _learn(model, kernel, np.full(3, -0.3), [zeros] * 3, X, Y, basis)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import skgpsparse.classification.learning._ep_rounds as all_rows_fit
+import skgpsparse.latent.learning._ep_rounds as all_rows_fit
 
 
 def _run(losses, monkeypatch, predict, previous=None, tol=1e-3):

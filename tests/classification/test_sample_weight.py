@@ -15,9 +15,9 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils.class_weight import compute_sample_weight
 
 from skgpsparse import SparseGPClassifier
-from skgpsparse.classification.objectives._ep_evidence import AllRowsObjective
 from skgpsparse.inference._ep import all_rows_ep, negative_log_evidence_all_rows
 from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.latent.objectives._ep_evidence import AllRowsObjective
 
 
 def _data(n=60, n_classes=2, seed=0):
@@ -55,7 +55,7 @@ def _repeated_proba(binary, X, y_pm, w, X_test):
     and basis: the posterior the weighted fit must equal."""
     prior = SparsePrior(binary.kernel_, np.repeat(X, w, axis=0), binary.basis_vectors_)
     tau, nu, _, _ = all_rows_ep(prior, np.repeat(y_pm, w), binary.bias_)
-    from skgpsparse.classification._prediction import AllRowsPredictor
+    from skgpsparse.latent._predictors import AllRowsPredictor
 
     predictor = AllRowsPredictor(binary.kernel_, binary.basis_vectors_, prior.X,
                                  np.repeat(y_pm, w), tau, nu, binary.bias_)
@@ -322,7 +322,7 @@ def test_basis_posterior_weighted_sums_equal_repeated_rows():
 
 @pytest.mark.parametrize("eval_gradient", [False, True])
 def test_nlp_loss_weights_equal_repeated_rows(eval_gradient):
-    from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+    from skgpsparse.latent.objectives._nlp_loss import nlp_loss
     from skgpsparse.likelihoods import Probit
 
     X, y, w = _data(40)
@@ -384,7 +384,7 @@ def test_basis_posterior_evidence_counts_the_basis_copies():
     # log_marginal_likelihood of a weighted basis-posterior fit: the EP evidence of the basis
     # labels with each repeated its row's weight times (the dense EP of GPML on the repeated
     # basis rows; the all-rows engine on the basis differs from it by the jitter, 1e-8)
-    from skgpsparse.classification.objectives._basis_evidence import negative_log_evidence
+    from skgpsparse.latent.objectives._basis_evidence import negative_log_evidence
 
     X, y, w = _data(60)
     clf = SparseGPClassifier(posterior="basis", max_basis=10, max_iter=2,

@@ -18,7 +18,7 @@ import copy
 
 import numpy as np
 
-from ._binary import _BinarySparseGPClassifier
+from ...latent._model import LatentSparseGP
 
 # Offsets of the bias start (probit units) added to the class-balance start, in the order the
 # restarts use them: a bias of +-4 makes every point a priori almost surely of one class, so
@@ -105,7 +105,7 @@ def held_out_nlp(model, X, y):
 
     Parameters
     ----------
-    model : _BinarySparseGPClassifier
+    model : LatentSparseGP
         A fitted binary model.
     X : ndarray of shape (m, n_features)
     y : ndarray of shape (m,)
@@ -188,7 +188,7 @@ def class_prior_nlp(y_fit, y_held):
 
 
 def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
-    """Fit ``_BinarySparseGPClassifier(**params)``, from the best of several bias starts.
+    """Fit ``LatentSparseGP(**params)``, from the best of several bias starts.
 
     With ``n_restarts = 0`` this is the plain fit. With ``posterior="all_rows"`` the fit of
     every start on all rows, the one of highest evidence kept (:func:`_highest_evidence`).
@@ -204,7 +204,7 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
     Parameters
     ----------
     params : dict
-        Arguments of ``_BinarySparseGPClassifier``.
+        Arguments of ``LatentSparseGP``.
     X : ndarray of shape (n, n_features)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
@@ -214,13 +214,13 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
 
     Returns
     -------
-    model : _BinarySparseGPClassifier
+    model : LatentSparseGP
         Fitted; with restarts, ``restart_offsets_`` and ``restart_losses_`` (mean held-out
         NLP per start; with ``posterior="all_rows"``, minus the log evidence per row) record
         the search and ``bias_offset`` is the chosen offset.
     """
     if n_restarts == 0 or params.get("optimizer") is None:
-        return _BinarySparseGPClassifier(**params).fit(X, y, rng)
+        return LatentSparseGP(**params).fit(X, y, rng)
     if params.get("posterior") == "all_rows":
         return _highest_evidence(params, X, y, rng, bias_offsets(n_restarts))
     final_rng = copy.deepcopy(rng)
@@ -237,7 +237,7 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
         losses = np.array(
             [
                 held_out_nlp(
-                    _BinarySparseGPClassifier(**part, bias_offset=offset).fit(X[fit], y[fit], rng),
+                    LatentSparseGP(**part, bias_offset=offset).fit(X[fit], y[fit], rng),
                     X[held],
                     y[held],
                 )
@@ -246,7 +246,7 @@ def fit_binary(params, X, y, rng, n_restarts=0, validation_fraction=0.2):
         )
     prior = class_prior_nlp(y[fit], y[held]) if held.size else None
     best = float(offsets[choose_start(losses, prior)])
-    model = _BinarySparseGPClassifier(**params, bias_offset=best).fit(X, y, final_rng)
+    model = LatentSparseGP(**params, bias_offset=best).fit(X, y, final_rng)
     model.restart_offsets_, model.restart_losses_ = offsets, losses.mean(axis=1)
     return model
 
@@ -262,7 +262,7 @@ def _highest_evidence(params, X, y, rng, offsets):
     """
     best, values = None, []
     for offset in offsets:
-        model = _BinarySparseGPClassifier(**params, bias_offset=offset)
+        model = LatentSparseGP(**params, bias_offset=offset)
         model.fit(X, y, copy.deepcopy(rng))
         values.append(model.log_marginal_likelihood_value_)
         if best is None or values[-1] > best.log_marginal_likelihood_value_:

@@ -78,7 +78,7 @@ def one_vs_rest(clf, per_model, restarts, X, y_enc, rng):
 
     Returns
     -------
-    models : list of _BinarySparseGPClassifier
+    models : list of LatentSparseGP
     mode : {"shared", "independent"}
     """
     n_classes = int(y_enc.max()) + 1

@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 from ..._learning_rows import learning_subsample, with_basis_rows
 from ...inference._ep import all_rows_ep
 from ...inference._sparse_prior import SparsePrior, reusing_priors
-from ..learning._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
-from ..objectives._ep_evidence import PRIOR
+from ...latent._model import _FIT_BLAS_THREADS, LatentSparseGP
+from ...latent.objectives._ep_evidence import PRIOR
 from ._shared_learning import learn_shared
 
 __all__ = ["fit_shared", "restore_training_rows", "selection_rows", "shared_stage"]
@@ -45,7 +45,7 @@ def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
     Parameters
     ----------
     params : dict
-        Arguments of ``_BinarySparseGPClassifier`` (``posterior="all_rows"``).
+        Arguments of ``LatentSparseGP`` (``posterior="all_rows"``).
     X : ndarray of shape (m, n_features)
         The selection rows (:func:`selection_rows`).
     y_enc : ndarray of shape (m,)
@@ -90,7 +90,7 @@ def _class_basis(params, kernel, bias, basis, X, y, seed):
     """One class's basis (indices of ``X``) and exchange curve: the binary fit's selection
     under the shared kernel and its bias, from ``basis`` (a warm start) if given."""
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        binary = _BinarySparseGPClassifier(**dict(params, warm=None if basis is None
+        binary = LatentSparseGP(**dict(params, warm=None if basis is None
                                                   else (bias, basis)))
         chosen = binary._select(kernel, X, y, bias, check_random_state(seed)).basis_indices
         return chosen.copy(), [float(v) for v in binary._last_exchange_curve]
@@ -103,7 +103,7 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
     Parameters
     ----------
     params : dict
-        Arguments of ``_BinarySparseGPClassifier``
+        Arguments of ``LatentSparseGP``
         (:func:`~skgpsparse.classification._fitting.binary_params`), with ``posterior="all_rows"``;
         its kernel is the start of the shared one.
     X : ndarray of shape (n, n_features)
@@ -126,7 +126,7 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
 
     Returns
     -------
-    models : list of _BinarySparseGPClassifier
+    models : list of LatentSparseGP
         One per class, fitted: the shared kernel, their own basis, bias and EP sites on all
         rows; the shared fit's ``loss_curve_``, ``n_iter_`` and exchange curve.
     """
@@ -168,7 +168,7 @@ def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate):
     """One class's binary model: EP over all rows under the shared kernel, its bias and its
     ``basis`` (the prior and the converged EP run are reused by its predictor and evidence)."""
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        binary = _BinarySparseGPClassifier(**params)
+        binary = LatentSparseGP(**params)
         binary.basis_indices_ = basis
         prior = SparsePrior(kernel, X, X[basis], PRIOR, weights=binary.sample_weight)
         tau, nu, _, _ = all_rows_ep(prior, y, bias, accelerate=accelerate,

@@ -54,11 +54,16 @@ from ...inference._adf import ADFState
 from ...inference._ep import _EP_TOL, contract_theta_gradient, negative_log_evidence_all_rows
 from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
-from ..learning._binary import _BinarySparseGPClassifier
-from ..learning._ep_rounds import _per_feature_choice, _rounds
-from ..learning._hyperparameters import BIAS_BOUNDS, check_bounds, initial_bias, minimize_theta
-from ..objectives._ep_evidence import PRIOR
-from ..objectives._hyperprior import with_length_scale_prior
+from ...latent._model import LatentSparseGP
+from ...latent.learning._ep_rounds import _per_feature_choice, _rounds
+from ...latent.learning._hyperparameters import (
+    BIAS_BOUNDS,
+    check_bounds,
+    initial_bias,
+    minimize_theta,
+)
+from ...latent.objectives._ep_evidence import PRIOR
+from ...latent.objectives._hyperprior import with_length_scale_prior
 
 __all__ = ["SharedObjective", "SummedStates", "learn_shared", "learn_size"]
 
@@ -91,7 +96,7 @@ class SummedStates:
     scores (lower is better; a candidate with no variance left in any state scores ``inf``),
     whose sampling weights are their mean, and whose :meth:`add` and :meth:`remove` change
     every state alike; :meth:`nlp` and :meth:`deletion_scores` are the mean and the sum over
-    the states (the exchange steps of :meth:`_BinarySparseGPClassifier._exchange`).
+    the states (the exchange steps of :meth:`LatentSparseGP._exchange`).
 
     Parameters
     ----------
@@ -305,7 +310,7 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
     ``X, y_enc`` (:func:`learn_size` of them, ``n`` the training rows these come from):
     ``(kernel, biases, rounds run, the learning model)``. ``warm``: the biases' start, one
     per class (``None``: the class balance)."""
-    model = _BinarySparseGPClassifier(**params)
+    model = LatentSparseGP(**params)
     Y = np.where(y_enc[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
     learn = _learning_rows(
         y_enc, learn_size(n, n_classes, params["learning_rows"], model.max_basis), rng
@@ -322,7 +327,7 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
     sites = [(np.zeros(learn.size), np.zeros(learn.size))] * n_classes
     model.loss_curve_ = []
     # the shared rounds on the learning rows (a basis of at most LEARN_BASIS of them)
-    learner = _BinarySparseGPClassifier(**dict(params, max_basis=min(model.max_basis,
+    learner = LatentSparseGP(**dict(params, max_basis=min(model.max_basis,
                                                                      LEARN_BASIS, learn.size)))
     learner.loss_curve_ = model.loss_curve_
     learner._row_weights = None if weights is None else weights[learn]

@@ -5,7 +5,7 @@ their partitions (each row chunk with its labels where it lives, e.g. in an acto
 worker that computed it) and fits the binary models (one, or one per class against the rest) with
 :class:`PartitionedBinary`: the two-loop design of the in-memory binary model on a
 :class:`~skgpsparse.inference._adf_partitioned.PartitionedADFState`, its NLP objective a sum over
-the partitions (:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`). The fitted
+the partitions (:mod:`skgpsparse.latent.objectives._nlp_loss_partitioned`). The fitted
 models are ordinary ones; the partitions are released when the fit ends.
 """
 
@@ -15,18 +15,18 @@ from sklearn.utils import check_random_state
 from ..._row_weights import fit_weights, refuse_weights
 from ...inference._adf_partitioned import PartitionedADFState, label_counts
 from ...inference._ep_partitioned import set_row_weights
+from ...latent._model import LatentSparseGP
+from ...latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from ...rows._store import row_centre
 from .._fitting import binary_params, store_binary, store_one_vs_rest
-from ..learning._binary import _BinarySparseGPClassifier
 from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
-from ..objectives._nlp_loss_partitioned import partitioned_nlp_loss
-from ._ep_fit import fit_binary_on_rows, gathered_rows
+from ...latent._partitioned import fit_binary_on_rows, gathered_rows
 from ._shared_fit import fit_shared_on_rows
 
 __all__ = ["PartitionedBinary", "fit_partitioned", "fit_rows"]
 
 
-class PartitionedBinary(_BinarySparseGPClassifier):
+class PartitionedBinary(LatentSparseGP):
     """The binary model of class ``positive`` against the rest, on the partitions of ``rows``."""
 
     def __init__(self, rows, positive, centre, **params):
@@ -64,7 +64,7 @@ def fit_rows(clf, rows, classes, weights=None):
 
     ``posterior="all_rows"`` (and ``"auto"``): the in-memory model, learned on the driver over the
     rows gathered from the partitions, EP over every row on the partitions
-    (:mod:`skgpsparse.classification.partitioned._ep_fit`); ``"basis"``:
+    (:mod:`skgpsparse.latent._partitioned`); ``"basis"``:
     :class:`PartitionedBinary`. More than two classes: the shared one-vs-rest fit
     (``multi_class="auto"``), in memory where every row is gathered to the driver (at most
     ``learning_rows``), else learned on the gathered subsample with each class's EP on the

@@ -6,7 +6,7 @@ With more rows than ``learning_rows`` the in-memory shared fit
 each class's EP; its learning and the classes' selections run on the binary fit's random subsample
 of ``learning_rows`` rows. On a partitioned array the same subsample is gathered to the driver, the
 same learning and selections run on it, and each class's EP runs over the partitions
-(:func:`~skgpsparse.classification.partitioned._ep_fit.partitioned_posterior`, the plain EP from
+(:func:`~skgpsparse.latent._partitioned.partitioned_posterior`, the plain EP from
 one ADF pass that the in-memory fit runs there too): the models are the in-memory fit's, to EP's
 rounding.
 """
@@ -14,9 +14,9 @@ rounding.
 import numpy as np
 from sklearn.base import clone
 
-from ..learning._binary import _BinarySparseGPClassifier
+from ...latent._model import LatentSparseGP
 from ..multiclass._shared_fit import shared_stage
-from ._ep_fit import driver_subsample, partitioned_posterior
+from ...latent._partitioned import driver_subsample, partitioned_posterior
 
 __all__ = ["fit_shared_on_rows"]
 
@@ -43,7 +43,7 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     )
     models = []
     for k, (basis, curve) in enumerate(chosen):
-        model = _BinarySparseGPClassifier(**params)
+        model = LatentSparseGP(**params)
         model._progress.line(f"class {classes[k]!r}: EP on the partitions")
         # a kernel object per class, as the in-memory fit's
         partitioned_posterior(model, rows, classes[k], clone(kernel), float(biases[k]),

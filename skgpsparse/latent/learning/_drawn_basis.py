@@ -34,7 +34,7 @@ class DrawnBasis:
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse.classification.learning._drawn_basis import DrawnBasis
+    >>> from skgpsparse.latent.learning._drawn_basis import DrawnBasis
     >>> state = DrawnBasis(5, 2)
     >>> state.add(3)
     >>> state.candidates().tolist(), state.basis_indices.tolist()

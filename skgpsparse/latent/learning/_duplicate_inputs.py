@@ -24,7 +24,7 @@ class DuplicateInputs:
     Examples
     --------
     >>> import numpy as np
-    >>> from skgpsparse.classification.learning._duplicate_inputs import DuplicateInputs
+    >>> from skgpsparse.latent.learning._duplicate_inputs import DuplicateInputs
     >>> twins = DuplicateInputs(np.array([[0.0], [1.0], [0.0], [2.0]]))
     >>> twins.any, twins.of(0).tolist(), twins.of(1).tolist()
     (True, [0, 2], [1])

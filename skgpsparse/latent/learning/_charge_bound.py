@@ -1,7 +1,7 @@
 """An early exit for the per-feature trial's first learn when it cannot pay the BIC charge.
 
 The per-feature decision
-(:func:`skgpsparse.classification.learning._ep_rounds._per_feature_choice`) learns ``(theta, b)``
+(:func:`skgpsparse.latent.learning._ep_rounds._per_feature_choice`) learns ``(theta, b)``
 with one length scale per feature on the kept basis, by at most ``maxiter`` L-BFGS-B iterations,
 and goes on only if the gain in log evidence per row exceeds the charge per row. Where the extra
 length scales gain little (pmlb twonorm: +1.3 nats against a charge of 72) the run's later

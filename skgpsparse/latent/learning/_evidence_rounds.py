@@ -1,5 +1,5 @@
 """The IVM's outer loop (``hyperparameter_objective="evidence"``): rounds of selection and
-the EP evidence of the basis labels (:mod:`skgpsparse.classification.objectives._basis_evidence`).
+the EP evidence of the basis labels (:mod:`skgpsparse.latent.objectives._basis_evidence`).
 
 The bias is learned with the kernel. Each selection favours the points the model gets wrong,
 so a round can produce a basis of mostly one class, whose evidence is maximised by ``b -> +-inf``
@@ -26,7 +26,7 @@ __all__ = ["fit_evidence"]
 
 
 def fit_evidence(model, X, y, rng):
-    """The IVM outer loop of ``_BinarySparseGPClassifier.fit`` for ``"evidence"``.
+    """The IVM outer loop of ``LatentSparseGP.fit`` for ``"evidence"``.
 
     Rounds of: basis selection under ``(theta, b)``; ``(theta, b)`` by the EP evidence of the
     basis labels and the prior of ``b``. Keeps the visited model (basis, sites and the

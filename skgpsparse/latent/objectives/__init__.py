@@ -1,4 +1,4 @@
-"""The classifier's hyperparameter objectives, each with its analytic gradient.
+"""The latent model's hyperparameter objectives, each with its analytic gradient.
 
 - :mod:`._nlp_loss`: the validation NLP over the non-basis rows (validation paper eq. (2.8)),
   and :mod:`._nlp_loss_partitioned` its sums over row partitions;

@@ -37,7 +37,7 @@ terms with the ``p x p`` matrix ``-(sum_i a_i g_i) w^T + sum_i c_i g_i g_i^T``. 
 (:mod:`skgpsparse.kernels._contraction`: one ``(n_chunk x p)(p x d)`` product). Each chunk of
 non-basis rows costs one GEMM ``K C`` (``C`` formed once in O(p^3)), from which ``f_i = k_iu . w``
 and ``A_ii = k_ii - k_iu . g_i``: :func:`nlp_sums`, which the rows on partitions
-(:mod:`skgpsparse.classification.objectives._nlp_loss_partitioned`) run as well. Total cost
+(:mod:`skgpsparse.latent.objectives._nlp_loss_partitioned`) run as well. Total cost
 O(n p^2 + n p n_theta) time and O(n_chunk p n_theta + p^2 n_theta) memory.
 """
 
@@ -192,7 +192,7 @@ def nlp_loss(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.classification.objectives._nlp_loss import nlp_loss
+    >>> from skgpsparse.latent.objectives._nlp_loss import nlp_loss
     >>> from skgpsparse.likelihoods import Probit
     >>> X = np.linspace(-2, 2, 9)[:, None]
     >>> y = np.where(X[:, 0] > 0, 1.0, -1.0)

@@ -1,30 +1,33 @@
-"""``posterior="all_rows"`` (the default) on row partitions: the in-memory model.
+"""The latent model's all-rows posterior on row partitions: the in-memory model.
+
+For the classifier's binary models (``positive``: the class against the rest) and the
+regressor's non-Gaussian ones (``positive``: a
+:class:`~skgpsparse.inference._ep_partitioned.Targets`, the real targets' scaling).
 
 Learning runs on the driver, with the in-memory code, over the rows learning sees
 (:mod:`skgpsparse._learning_rows`), gathered from the partitions: every row when there are at most
 ``learning_rows`` (then the whole binary fit is the in-memory one, on rows that fit in the driver's
 memory by that rule), else the in-memory fit's random subsample, drawn by the same random state
-(:func:`~skgpsparse.classification.learning._ep_rounds._learn_rounds` on it). EP over every row
+(:func:`~skgpsparse.latent.learning._ep_rounds._learn_rounds` on it). EP over every row
 under the kept kernel, bias and basis then runs on the partitions
 (:mod:`skgpsparse.inference._ep_partitioned`), as the in-memory fit's
-:func:`~skgpsparse.classification.learning._ep_rounds._round_on_all_rows` does in memory. With
+:func:`~skgpsparse.latent.learning._ep_rounds._round_on_all_rows` does in memory. With
 fixed hyperparameters above that size the basis is selected on the partitions
-(:class:`~skgpsparse.classification.partitioned._fit.PartitionedBinary`'s ADF state) and EP runs
-there too.
+(the classifier's ``PartitionedBinary`` ADF state) and EP runs there too.
 """
 
 import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..._learning_rows import learning_size, learning_subsample
-from ..._row_weights import total_weight
-from ...inference._ep_partitioned import partitioned_ep
-from .._prediction import AllRowsPredictor
-from ..learning._binary import _FIT_BLAS_THREADS, _BinarySparseGPClassifier
-from ..learning._ep_rounds import _learn_rounds
-from ..learning._hyperparameters import check_bounds
-from ..objectives._hyperprior import with_length_scale_prior
+from .._learning_rows import learning_size, learning_subsample
+from .._row_weights import total_weight
+from ..inference._ep_partitioned import encode_targets, partitioned_ep
+from ._model import _FIT_BLAS_THREADS, LatentSparseGP
+from ._predictors import AllRowsPredictor
+from .learning._ep_rounds import _learn_rounds
+from .learning._hyperparameters import check_bounds
+from .objectives._hyperprior import with_length_scale_prior
 
 __all__ = ["driver_subsample", "fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
 
@@ -51,7 +54,7 @@ def driver_subsample(learning_rows, n, max_basis, rng, what):
 
 
 def _labels(labels, positive):
-    return np.where(np.asarray(labels) == positive, 1.0, -1.0)
+    return encode_targets(labels, positive)
 
 
 def fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned_binary):
@@ -63,10 +66,10 @@ def fit_binary_on_rows(params, rows, positive, rng, gathered, partitioned_binary
     """
     if gathered is not None:
         X, labels = gathered
-        return _BinarySparseGPClassifier(**params).fit(X, _labels(labels, positive), rng)
+        return LatentSparseGP(**params).fit(X, _labels(labels, positive), rng)
     # the in-memory fit's BLAS threads (p x p and p x block work, _binary.py)
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
-        return _fit_partitioned(_BinarySparseGPClassifier(**params), rows, positive, rng,
+        return _fit_partitioned(LatentSparseGP(**params), rows, positive, rng,
                                 partitioned_binary)
 
 

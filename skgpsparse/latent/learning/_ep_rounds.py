@@ -103,7 +103,7 @@ def _better_start(model, kernel, X, y, rng):
 def _units(kernel, n_biases, X):
     """The natural unit of each entry of ``(theta, b)``: 1 for a log hyperparameter, the
     prior latent's standard deviation ``sqrt(1 + k(x, x))`` (as in
-    :func:`~skgpsparse.classification.learning._hyperparameters.initial_bias`) for a bias."""
+    :func:`~skgpsparse.latent.learning._hyperparameters.initial_bias`) for a bias."""
     scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
     return np.append(np.ones(kernel.n_dims), np.full(n_biases, scale))
 
@@ -112,7 +112,7 @@ def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
     """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
     ``bias_bounds``, if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the
     start (the bias in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
-    :func:`~skgpsparse.classification.learning._hyperparameters.initial_bias`)."""
+    :func:`~skgpsparse.latent.learning._hyperparameters.initial_bias`)."""
     biases = np.atleast_1d(biases)
     bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
     if not boxed:
@@ -128,9 +128,9 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
 
     Per-feature length scales also carry the hyperprior of
-    :mod:`skgpsparse.classification.objectives._hyperprior` (MAP); the loss is then minus the log
+    :mod:`skgpsparse.latent.objectives._hyperprior` (MAP); the loss is then minus the log
     evidence and log prior per row. ``stop``: a function of the run's bounds giving a
-    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound`, which may end the
+    :class:`~skgpsparse.latent.learning._charge_bound.ChargeBound`, which may end the
     L-BFGS-B run early.
     """
     objective = AllRowsObjective(
@@ -222,7 +222,7 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
 
 def _round_bound(best_loss, tol):
     """``stop`` of a round's learn after the first (:func:`_learn`): its L-BFGS-B run ends when
-    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot get
+    :class:`~skgpsparse.latent.learning._charge_bound.ChargeBound` says that it cannot get
     ``tol`` below the best round's loss. Such a round ends the rounds whatever its run gains
     (:func:`_rounds`); the runs of the confirming rounds crept along ridges of the evidence for
     their whole 15 iterations (twonorm: a third of the fit's evaluations; session 23 in the
@@ -246,7 +246,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     (``None``: ``y``'s, their summed weights in a weighted fit); ``select`` and ``learn`` are
     :func:`_rounds`'s steps (``learn`` takes ``stop``, see :func:`_learn`). ``early_exit``: the
     first learn stops when
-    :class:`~skgpsparse.classification.learning._charge_bound.ChargeBound` says that it cannot pay
+    :class:`~skgpsparse.latent.learning._charge_bound.ChargeBound` says that it cannot pay
     the charge (the decision is then "not kept", as the full run's would be).
     """
     loss, kernel, bias, basis, sites, curve = best
@@ -372,7 +372,7 @@ def _round_on_all_rows(model, best, X, y, rows):
 
 @reusing_priors()
 def fit_all_rows(model, X, y, rng):
-    """The outer loop of ``_BinarySparseGPClassifier.fit`` for ``posterior="all_rows"``.
+    """The outer loop of ``LatentSparseGP.fit`` for ``posterior="all_rows"``.
 
     Rounds of: greedy basis selection (ADF, the model's selector) under ``(theta, b)``; then
     ``(theta, b)`` by the all-rows EP evidence with that basis. Stops after ``max_iter`` rounds,

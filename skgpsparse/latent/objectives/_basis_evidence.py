@@ -142,7 +142,7 @@ def negative_log_evidence(
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgpsparse.classification.objectives._basis_evidence import negative_log_evidence
+    >>> from skgpsparse.latent.objectives._basis_evidence import negative_log_evidence
     >>> from skgpsparse.likelihoods import Probit
     >>> X = np.array([[-1.0], [1.0]]); y = np.array([1.0, 1.0])
     >>> v, g = negative_log_evidence(RBF(1.0), X, y, 0.0, likelihood=Probit(),

@@ -1,12 +1,12 @@
 """The validation NLP loss (eq. (2.8)) and its gradient as sums over row partitions.
 
-The same loss as :func:`~skgpsparse.classification.objectives._nlp_loss.nlp_loss` for rows held in
+The same loss as :func:`~skgpsparse.latent.objectives._nlp_loss.nlp_loss` for rows held in
 the partitions of a :class:`~skgpsparse.rows._store.RowStore`: the driver forms the ``p x p``
 quantities of the basis (``C = S B^-1 S``, ``w = C m_u``, ``dK_uu``), every partition runs
-:func:`~skgpsparse.classification.objectives._nlp_loss.nlp_sums` over its non-basis rows and
+:func:`~skgpsparse.latent.objectives._nlp_loss.nlp_sums` over its non-basis rows and
 returns its sums (the loss; with the gradient its ``sum_i a_i``, ``sum_i a_i g_i``,
 ``sum_i c_i g_i g_i^T``, the contracted ``dK_iu`` terms and ``sum_i c_i dk_ii``), and the driver
-adds them (:func:`~skgpsparse.classification.objectives._nlp_loss.nlp_from_sums`):
+adds them (:func:`~skgpsparse.latent.objectives._nlp_loss.nlp_from_sums`):
 ``O(p^2 + n_theta)`` numbers each way.
 """
 
@@ -33,7 +33,7 @@ def partitioned_nlp_loss(kernel, rows, positive, bias, basis_indices, site_mean,
                          site_precision, *, likelihood, eval_gradient=False):
     """NLP eq. (2.8) over the non-basis rows of ``rows`` (class ``positive`` against the rest).
 
-    As :func:`~skgpsparse.classification.objectives._nlp_loss.nlp_loss` (same value and gradient,
+    As :func:`~skgpsparse.latent.objectives._nlp_loss.nlp_loss` (same value and gradient,
     up to the order of the sums), with the rows in the partitions of the row store ``rows``.
     """
     basis = np.asarray(basis_indices, dtype=np.intp)

@@ -7,27 +7,27 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..._memory import FitMemory, max_basis_advice
-from ..._progress import Progress
-from ..._row_weights import total_weight
-from ...inference._adf import ADFState
-from ...likelihoods import Probit
-from ...selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
-from .._prediction import AllRowsPredictor, BinaryPredictor
-from ..objectives._basis_evidence import negative_log_evidence
-from ..objectives._ep_evidence import AllRowsObjective
-from ..objectives._nlp_loss import nlp_loss
-from ._drawn_basis import DrawnBasis, draws_only
-from ._duplicate_inputs import DuplicateInputs
-from ._ep_rounds import fit_all_rows
-from ._evidence_rounds import fit_evidence
-from ._hyperparameters import (
+from .._memory import FitMemory, max_basis_advice
+from .._progress import Progress
+from .._row_weights import total_weight
+from ..inference._adf import ADFState
+from ..likelihoods import Probit
+from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
+from ._predictors import AllRowsPredictor, BinaryPredictor
+from .learning._drawn_basis import DrawnBasis, draws_only
+from .learning._duplicate_inputs import DuplicateInputs
+from .learning._ep_rounds import fit_all_rows
+from .learning._evidence_rounds import fit_evidence
+from .learning._hyperparameters import (
     BIAS_BOUNDS,
     PATIENCE,
     check_bounds,
     initial_bias,
     minimize_theta,
 )
+from .objectives._basis_evidence import negative_log_evidence
+from .objectives._ep_evidence import AllRowsObjective
+from .objectives._nlp_loss import nlp_loss
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
 # matrix M (memory bound), where a second thread cost 3.7x the CPU time at n = 20,000,
@@ -53,7 +53,8 @@ def _make_selector(selection, working_set_size):
     )
 
 
-def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_rows=False):
+def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_rows=False,
+               name="SparseGPClassifier"):
     """:class:`~skgpsparse._memory.FitMemory` of a classifier fit on ``n`` rows, basis ``p``.
 
     One binary fit holds the posterior's ``p x n`` matrix ``M``
@@ -104,13 +105,13 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
 
     def need(q):
         return fit_memory(
-            n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows
+            n, n_features, q, n_theta, learn, working_set, n_parallel, all_rows, name
         ).total
 
-    return FitMemory("SparseGPClassifier", parts, max_basis_advice(need, p))
+    return FitMemory(name, parts, max_basis_advice(need, p))
 
 
-class _BinarySparseGPClassifier:
+class LatentSparseGP:
     """Binary model, labels in {-1, +1}: the two-loop design of the validation paper §2.5."""
 
     def __init__(
@@ -134,6 +135,7 @@ class _BinarySparseGPClassifier:
         likelihood=None,
         sample_weight=None,
         expected_at_bounds=(),
+        name="SparseGPClassifier",
     ):
         self.kernel = kernel
         # the rows' weights (each row counts as that many copies; None: once each), and
@@ -142,6 +144,8 @@ class _BinarySparseGPClassifier:
         # hyperparameters of the package's default kernel whose upper bound is not warned
         # about (_fitting.default_kernel, learning._hyperparameters.check_bounds)
         self.expected_at_bounds = expected_at_bounds
+        # the estimator whose fit this is, in progress lines and memory errors
+        self.name = name
         # p(y | f + b): every engine, objective and predictor asks it (skgpsparse.likelihoods)
         self.likelihood = Probit() if likelihood is None else likelihood
         # rows the all-rows posterior's learning sees (skgpsparse._learning_rows)
@@ -166,7 +170,7 @@ class _BinarySparseGPClassifier:
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
-        self._progress = Progress("SparseGPClassifier", verbose)
+        self._progress = Progress(name, verbose)
 
     def _select(self, kernel, X, y, bias, rng):
         """Inner loop: forward selection from an empty basis (Algorithm 1, steps 2-5), or
@@ -188,8 +192,9 @@ class _BinarySparseGPClassifier:
         return self._select_into(state, rng)
 
     def _twins_of(self, X):
-        """The rows of ``X`` sharing an input (:mod:`._duplicate_inputs`), under the all-rows
-        posterior (None otherwise, or when no input repeats); computed once per ``X``."""
+        """The rows of ``X`` sharing an input (:mod:`.learning._duplicate_inputs`), under
+        the all-rows posterior (None otherwise, or when no input repeats); computed once per
+        ``X``."""
         cached = getattr(self, "_twins", None)
         if cached is None or cached[0] is not X:
             twins = DuplicateInputs(X) if self.posterior == "all_rows" else None
@@ -243,11 +248,11 @@ class _BinarySparseGPClassifier:
         self._last_exchange_curve = curve
 
     def fit(self, X, y, rng):
-        self._progress = Progress("SparseGPClassifier", self.verbose)
+        self._progress = Progress(self.name, self.verbose)
         need = fit_memory(
             X.shape[0], X.shape[1], self.max_basis, self.kernel.n_dims,
             self.optimizer is not None, getattr(self.selector, "working_set_size", None) or 0,
-            all_rows=self.posterior == "all_rows",
+            all_rows=self.posterior == "all_rows", name=self.name,
         )
         all_rows = self.posterior == "all_rows"
         objective = "the all-rows EP evidence" if all_rows else self.hyperparameter_objective
