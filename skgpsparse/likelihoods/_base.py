@@ -17,7 +17,19 @@ follows from ``log Z`` and its two derivatives ``d1 = d log Z / dm``, ``d2 = d l
 
 The bias ``b`` of the classifier is a shift of the latent value: the engines pass
 ``m = f + b``, so a likelihood never sees it.
+
+A likelihood may have parameters of its own (the Student-t's scale and degrees of freedom)
+that a learning loop fits beside the kernel's. They follow scikit-learn's kernels:
+:attr:`Likelihood.hyperparameters` lists them (``sklearn.gaussian_process.kernels.
+Hyperparameter``: name, bounds, fixed), :attr:`Likelihood.theta` holds the logs of those not
+fixed, :attr:`Likelihood.bounds` their log bounds, :meth:`Likelihood.clone_with_theta` makes
+the likelihood at another ``theta``, and :meth:`Likelihood.parameter_gradient` gives each
+row's ``d log Z / d theta`` at its cavity. An objective made of ``log Z`` terms (the EP
+evidence) then has its gradient in ``theta`` as the sum of those rows (at an EP fixed point
+the sites' own dependence drops out: GPML eq. (3.65) differentiated at fixed sites).
 """
+
+import copy
 
 import numpy as np
 from scipy.special import ndtri
@@ -70,6 +82,71 @@ class Likelihood:
         ndarray
         """
         raise NotImplementedError(f"{type(self).__name__} must define log_density(y, f).")
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def hyperparameters(self):
+        """The likelihood's own parameters, as scikit-learn kernels list theirs.
+
+        A list of ``sklearn.gaussian_process.kernels.Hyperparameter`` named after attributes
+        of the likelihood, in :attr:`theta`'s order; empty by default (Probit, Poisson).
+        """
+        return []
+
+    @property
+    def theta(self):
+        """``log`` of the values of the hyperparameters that are not fixed, shape ``(k,)``."""
+        return np.array([np.log(float(getattr(self, h.name)))
+                         for h in self.hyperparameters if not h.fixed], dtype=float)
+
+    @property
+    def bounds(self):
+        """``log`` of their bounds, shape ``(k, 2)`` (a kernel's ``bounds``)."""
+        rows = [np.log(np.asarray(h.bounds, dtype=float)).reshape(2)
+                for h in self.hyperparameters if not h.fixed]
+        return np.array(rows, dtype=float).reshape(len(rows), 2)
+
+    def clone_with_theta(self, theta):
+        """A copy of the likelihood with the free hyperparameters at ``exp(theta)``.
+
+        Parameters
+        ----------
+        theta : array-like of shape (k,)
+            Log-values in :attr:`theta`'s order.
+
+        Returns
+        -------
+        Likelihood
+        """
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        free = [h.name for h in self.hyperparameters if not h.fixed]
+        if theta.size != len(free):
+            raise ValueError(f"theta must have {len(free)} values ({', '.join(free) or 'none'}"
+                             f" of {type(self).__name__}), got {theta.size}.")
+        clone = copy.copy(self)
+        for name, value in zip(free, theta):
+            setattr(clone, name, float(np.exp(value)))
+        return clone
+
+    def parameter_gradient(self, y, mean, var):
+        """``d log Z / d theta`` of each row under ``N(f; mean, var)``.
+
+        Parameters
+        ----------
+        y, mean, var : ndarray
+            As :meth:`tilted`.
+
+        Returns
+        -------
+        ndarray of shape ``broadcast shape + (k,)``
+            Column ``j`` is the derivative in ``theta[j]``; ``k = 0`` (an empty array) for a
+            likelihood without free hyperparameters.
+        """
+        shape = np.broadcast_shapes(np.shape(y), np.shape(mean), np.shape(var))
+        if self.theta.size:
+            raise NotImplementedError(
+                f"{type(self).__name__} has hyperparameters and must define parameter_gradient.")
+        return np.empty(shape + (0,))
 
     # ------------------------------------------------------------------ targets
     def target_statistic(self, y):
