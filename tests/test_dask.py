@@ -295,5 +295,9 @@ def test_non_gaussian_regressor_on_dask_is_the_in_memory_model(client, likelihoo
                                               da.from_array(y, chunks=300))
     np.testing.assert_array_equal(on_dask.basis_indices_, memory.basis_indices_)
     np.testing.assert_allclose(on_dask.kernel_.theta, memory.kernel_.theta, rtol=1e-9)
+    # Poisson (log-concave): the same EP steps, to rounding. Student-t: its negative sites make
+    # the in-memory EP halve steps the partitioned driver takes whole, so the two reach the
+    # same fixed point along other paths, each to EP's tolerance on the sites (1e-6)
+    tol = dict(rtol=1e-8) if likelihood == "poisson" else dict(rtol=0, atol=1e-6)
     for a, b in zip(on_dask.predict(X, return_std=True), memory.predict(X, return_std=True)):
-        np.testing.assert_allclose(a, b, rtol=1e-8)
+        np.testing.assert_allclose(a, b, **tol)
