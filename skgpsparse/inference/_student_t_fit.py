@@ -47,8 +47,8 @@ StudentTFit = namedtuple(
     ["kernel", "likelihood", "bias", "sites", "posterior", "log_evidence", "converged",
      "n_evaluations"],
 )
-StudentTFit.__doc__ = """The learned model: ``kernel``, ``likelihood`` (its scale learned), ``bias``,
-the EP ``sites`` ``(tau~, nu~)`` of every row, the ``posterior`` of ``w``
+StudentTFit.__doc__ = """The learned model: ``kernel``, ``likelihood`` (its scale learned),
+``bias``, the EP ``sites`` ``(tau~, nu~)`` of every row, the ``posterior`` of ``w``
 (:class:`~skgpsparse.inference._ep_passes.WeightPosterior`: predictions are
 ``k_*u L^-T mean_w + b``), the EP ``log_evidence``, whether EP ``converged`` there, and the
 number of evidence evaluations."""

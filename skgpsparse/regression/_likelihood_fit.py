@@ -8,9 +8,9 @@ selection on the ADF posterior (criteria on the site-augmented posterior), EP ov
 under the FITC prior of the basis, the kernel and the bias learned on the EP evidence of a
 subsample of ``learning_rows`` rows (the classifier's default:
 :mod:`skgpsparse.latent.learning._ep_rounds`); the likelihood's own parameters are kept as
-given (``"student_t"``: 4 degrees of freedom, scale 1 in its standardised units). The Gaussian regressor's
-own machinery (the DTC/VFE objectives, the leave-one-out calibration, the refinement of the
-basis inputs) does not apply.
+given (``"student_t"``: 4 degrees of freedom, scale 1 in its standardised units). The
+Gaussian regressor's own machinery (the DTC/VFE objectives, the leave-one-out calibration,
+the refinement of the basis inputs) does not apply.
 
 - ``"poisson"``: counts with the log link (:class:`~skgpsparse.likelihoods.Poisson`); the
   default kernel adds a latent ``WhiteKernel`` term, a random effect per row, which is how a

@@ -16,11 +16,11 @@ from ..._row_weights import fit_weights, refuse_weights
 from ...inference._adf_partitioned import PartitionedADFState, label_counts
 from ...inference._ep_partitioned import set_row_weights
 from ...latent._model import LatentSparseGP
+from ...latent._partitioned import fit_binary_on_rows, gathered_rows
 from ...latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from ...rows._store import row_centre
 from .._fitting import binary_params, store_binary, store_one_vs_rest
 from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
-from ...latent._partitioned import fit_binary_on_rows, gathered_rows
 from ._shared_fit import fit_shared_on_rows
 
 __all__ = ["PartitionedBinary", "fit_partitioned", "fit_rows"]

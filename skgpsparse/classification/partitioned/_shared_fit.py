@@ -15,8 +15,8 @@ import numpy as np
 from sklearn.base import clone
 
 from ...latent._model import LatentSparseGP
-from ..multiclass._shared_fit import shared_stage
 from ...latent._partitioned import driver_subsample, partitioned_posterior
+from ..multiclass._shared_fit import shared_stage
 
 __all__ = ["fit_shared_on_rows"]
 
