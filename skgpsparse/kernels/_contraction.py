@@ -17,6 +17,11 @@ For the exact ``RBF`` and ``ConstantKernel * RBF`` kernels (GPML eq. (2.31)),
 ``M = W o G`` for the length scales, ``G`` the slopes of :mod:`skgpsparse.kernels._radial`
 (``dK / d log l_k = G D_k``, GPML eqs. (4.16)-(4.17)), and ``sum_ij (W o K)_ij`` for ``c``.
 
+A ``WhiteKernel`` term of a top-level sum (``k + WhiteKernel()``, the latent random effect of
+the regressor's default kernel for counts) adds nothing to a cross block ``K(X, Z)`` nor to
+its gradient (scikit-learn's convention whenever ``Z`` is given, :mod:`._rules`): such a sum
+contracts as ``k`` does, with zeros for the white term's ``theta``.
+
 The centre ``m`` is the mean of ``Z``, as for the kernel blocks of
 :func:`skgpsparse.kernels._columns.iter_cross_kernel`, which keeps the cancellation in the
 expanded square at a few ``eps (|s_x|^2 + |s_z|^2)``; blocks with a row (and bases with a
@@ -26,7 +31,7 @@ goes through
 """
 
 import numpy as np
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, Product
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, Product, Sum, WhiteKernel
 
 from ._columns import MAX_HALF_SQNORM, CrossKernel, rbf_parameters
 from ._gradients import chunk_rows, iter_kernel_gradient, row_blocks
@@ -105,6 +110,12 @@ def iter_kernel_contractions(kernel, X, Z, *, chunk_size=None):
     >>> bool(np.allclose(contract(W), W.ravel() @ dK.reshape(-1, 3)))
     True
     """
+    if type(kernel) is Sum and type(kernel.k2) is WhiteKernel:  # K(X, Z) and dK: k1's alone
+        n_white = kernel.k2.n_dims
+        for rows, K, contract in iter_kernel_contractions(kernel.k1, X, Z,
+                                                           chunk_size=chunk_size):
+            yield rows, K, (lambda W, c=contract: np.concatenate([c(W), np.zeros(n_white)]))
+        return
     layout = _rbf_layout(kernel, X.shape[1], radial_parameters) if Z.shape[0] else None
     cross = CrossKernel(kernel, Z) if layout is not None else None
     if cross is None or not cross.product_form:

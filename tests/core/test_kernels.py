@@ -493,6 +493,9 @@ def test_cross_kernel_far_row_goes_through_the_kernel():
         Matern([0.5, 1.5, 3.0], nu=np.inf) * ConstantKernel(0.7),
         Matern(1.1, nu=0.5),
         ConstantKernel(1.5) * RBF(1.0) + WhiteKernel(0.1),
+        ConstantKernel(1.5) * RBF([0.5, 1.5, 3.0]) + WhiteKernel(0.1),
+        ConstantKernel(1.5) * Matern(1.0, nu=1.5) + WhiteKernel(0.1, "fixed"),
+        Matern(1.1, nu=0.5) + WhiteKernel(0.1),
     ],
     ids=repr,
 )
@@ -537,7 +540,8 @@ def test_rbf_contractions_never_form_the_gradient_array(monkeypatch):
     rng = np.random.RandomState(1)
     X, Z = rng.normal(size=(50, 4)), rng.normal(size=(7, 4))
     for kernel in (ConstantKernel(2.0) * RBF(np.ones(4)), RBF(1.5),
-                   ConstantKernel(2.0) * Matern(np.ones(4), nu=2.5)):
+                   ConstantKernel(2.0) * Matern(np.ones(4), nu=2.5),
+                   ConstantKernel(2.0) * RBF(np.ones(4)) + WhiteKernel(0.1)):
         blocks = list(gc.iter_kernel_contractions(kernel, X, Z, chunk_size=20))
         assert len(blocks) == 3
         assert all(np.all(np.isfinite(c(np.ones_like(K)))) for _, K, c in blocks)
