@@ -45,6 +45,7 @@ class FullBasisGPR(SparseGPRegressor):
         self.random_state = random_state
 
     # the SparseGPRegressor parameters the shim does not take: the full-basis exact GP
+    likelihood = "gaussian"
     noise_variance_bounds = "fixed"
     selection = "matching_pursuit"
     working_set_size = None

@@ -17,7 +17,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import skgpsparse.kernels._columns as columns
 import skgpsparse.kernels._structured as structured
-import skgpsparse.regression._estimator as reg_module
+import skgpsparse.regression._predict as reg_module
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
 
 D = 4
