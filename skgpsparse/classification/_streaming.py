@@ -32,9 +32,7 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classi
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._warm_start import fit_signature
-from ..inference._online import OnlinePosterior
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
-from ..latent._predictors import AllRowsPredictor
 from ..rows import in_memory_only
 from ._fitting import fit_models, store_binary, store_one_vs_rest
 from .multiclass._one_vs_one import class_pairs, pair_rows
@@ -262,7 +260,7 @@ def _refit(clf, X, y_enc, previous, weights=None):
     keep posteriors only."""
     fit_models(clf, X, y_enc, previous, weights)
     for model in _models(clf):
-        _online(model)
+        model.online_posterior()
 
 
 def _buffer_rows(clf):
@@ -297,45 +295,19 @@ def _open_buffer(clf, X, y_enc, weights=None):
         clf._stream_buffer = (X, y_enc, X.shape[0], weights)
 
 
-def _online(model):
-    """``model``'s :class:`OnlinePosterior`, made from its fit's sites (its rows then dropped)."""
-    if getattr(model, "_online", None) is None:
-        train = getattr(model, "_train", None)
-        if model.posterior != "all_rows" or train is None:
-            raise ValueError(
-                "partial_fit can update a model fitted with the all-rows posterior only, and "
-                "not a pickled one (it does not keep its sites' rows); fit it again, or start "
-                "the stream with partial_fit."
-            )
-        X, y = train
-        tau = model.site_precision_
-        model._online = OnlinePosterior.from_sites(
-            model.kernel_, model.basis_vectors_, model.bias_, X, tau, tau * model.site_mean_,
-            likelihood=model.likelihood, weights=getattr(model, "sample_weight", None),
-        )
-        model._train = None
-    return model._online
-
-
 def _stream(clf, X, y_enc, weights=None):
     """Each binary model's posterior updated with the rows (ADF, then EP sweeps; each row's
     site counted ``weights`` times)."""
     models = _models(clf)
     for k, model in enumerate(models):
-        online = _online(model)
         X_k, y_k, w_k = _rows(clf, X, y_enc, k, weights)
         if not y_k.size:  # a pair whose two classes are not in the batch
             model.site_precision_ = model.site_mean_ = np.zeros(0)
             continue
-        tau, nu = online.update(X_k, y_k, ep_sweeps=clf.stream_ep_sweeps, tol=_EP_TOL,
-                                weights=w_k)
+        tau, nu = model.stream(X_k, y_k, clf.stream_ep_sweeps, _EP_TOL, weights=w_k)
         # the sites of this batch's rows (the earlier rows' are folded into the posterior)
         model.site_precision_ = tau
         model.site_mean_ = np.divide(nu, tau, out=np.zeros_like(nu), where=tau > 0)
-        model._predictor = AllRowsPredictor.from_posterior(
-            online.kernel, online.basis_vectors, *online.weight_posterior(), online.bias,
-            online.likelihood,
-        )
     if len(models) == 1:
         store_binary(clf, models[0])
     else:

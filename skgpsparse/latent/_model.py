@@ -11,6 +11,7 @@ from .._memory import FitMemory, max_basis_advice
 from .._progress import Progress
 from .._row_weights import total_weight
 from ..inference._adf import ADFState
+from ..inference._online import OnlinePosterior
 from ..likelihoods import Probit
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._predictors import AllRowsPredictor, BinaryPredictor
@@ -334,6 +335,39 @@ class LatentSparseGP:
         obj_func = self._progress.counting("hyperparameters", obj_func)
         theta, loss = minimize_theta(self.optimizer, obj_func, theta0, bounds)
         return kernel.clone_with_theta(theta[:-1]), float(theta[-1]), loss
+
+    def online_posterior(self):
+        """The all-rows posterior as an :class:`~skgpsparse.inference._online.OnlinePosterior`
+        (``O(max_basis^2)``), made from the fit's sites once, its rows then dropped: what the
+        estimators' ``partial_fit`` updates."""
+        if getattr(self, "_online", None) is None:
+            train = getattr(self, "_train", None)
+            if self.posterior != "all_rows" or train is None:
+                raise ValueError(
+                    "partial_fit can update a model fitted with the all-rows posterior only, and "
+                    "not a pickled one (it does not keep its sites' rows); fit it again, or "
+                    "start the stream with partial_fit."
+                )
+            X, y = train
+            tau = self.site_precision_
+            self._online = OnlinePosterior.from_sites(
+                self.kernel_, self.basis_vectors_, self.bias_, X, tau, tau * self.site_mean_,
+                likelihood=self.likelihood, weights=getattr(self, "sample_weight", None),
+            )
+            self._train = None
+        return self._online
+
+    def stream(self, X, y, ep_sweeps, tol, weights=None):
+        """Rows into :meth:`online_posterior` (one ADF pass, then up to ``ep_sweeps`` EP sweeps
+        over them, each row's site counted ``weights`` times), the predictor formed from it;
+        returns the rows' sites ``(tau, nu)``."""
+        online = self.online_posterior()
+        tau, nu = online.update(X, y, ep_sweeps=ep_sweeps, tol=tol, weights=weights)
+        self._predictor = AllRowsPredictor.from_posterior(
+            online.kernel, online.basis_vectors, *online.weight_posterior(), online.bias,
+            online.likelihood,
+        )
+        return tau, nu
 
     def __getstate__(self):
         """Pickle without the training rows that ``posterior="all_rows"`` keeps for

@@ -20,9 +20,7 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ..inference._online import OnlinePosterior
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
-from ..latent._predictors import AllRowsPredictor
 from ..rows import in_memory_only
 from ._likelihood_fit import check_targets
 
@@ -86,35 +84,8 @@ def _keep_if_few(model, X, y, w):
         model._stream = "online"
 
 
-def _online(model):
-    """The latent model's :class:`OnlinePosterior`, made from its fit's sites once."""
-    latent = model._latent
-    if getattr(latent, "_online", None) is None:
-        train = getattr(latent, "_train", None)
-        if train is None:
-            raise ValueError(
-                "partial_fit cannot update a pickled model fitted with a non-Gaussian "
-                "likelihood (it does not keep its sites' rows); fit it again, or start the "
-                "stream with partial_fit."
-            )
-        X, y = train
-        tau = latent.site_precision_
-        latent._online = OnlinePosterior.from_sites(
-            latent.kernel_, latent.basis_vectors_, latent.bias_, X, tau, tau * latent.site_mean_,
-            likelihood=latent.likelihood, weights=getattr(latent, "sample_weight", None),
-        )
-        latent._train = None
-    return latent._online
-
-
 def _stream(model, X, y, weights):
     """The batch into the online posterior (ADF, then EP sweeps), the predictor updated."""
-    online = _online(model)
     y_fit = (y - model._y_train_mean) / model._y_train_std
-    online.update(X, y_fit, ep_sweeps=EP_SWEEPS, tol=_EP_TOL, weights=weights)
-    latent = model._latent
-    latent._predictor = AllRowsPredictor.from_posterior(
-        online.kernel, online.basis_vectors, *online.weight_posterior(), online.bias,
-        online.likelihood,
-    )
-    model._predictor.latent = latent._predictor
+    model._latent.stream(X, y_fit, EP_SWEEPS, _EP_TOL, weights=weights)
+    model._predictor.latent = model._latent._predictor
