@@ -295,6 +295,13 @@ def test_non_gaussian_regressor_on_dask_is_the_in_memory_model(client, likelihoo
                                               da.from_array(y, chunks=300))
     np.testing.assert_array_equal(on_dask.basis_indices_, memory.basis_indices_)
     np.testing.assert_allclose(on_dask.kernel_.theta, memory.kernel_.theta, rtol=1e-9)
+    # the likelihood's learned parameters (the Student-t's scale) are the in-memory ones, and
+    # the partitions' EP ran under them
+    np.testing.assert_allclose(on_dask.likelihood_.theta, memory.likelihood_.theta, rtol=1e-9)
+    if likelihood == "student_t":  # learned: away from its start, half the robust spread
+        start = 0.5 * memory._y_train_std
+        assert abs(np.log(memory.likelihood_.scale / start)) > 0.1
+        assert on_dask._latent.likelihood.scale == memory._latent.likelihood.scale
     # Poisson (log-concave): the same EP steps, to rounding. Student-t: its negative sites make
     # the in-memory EP halve steps the partitioned driver takes whole, so the two reach the
     # same fixed point along other paths, each to EP's tolerance on the sites (1e-6)

@@ -42,8 +42,10 @@ and ``diag(M)`` are O(n p^2)),
     tr(M dQ) = 2 tr(P M dK_fu) - tr(P M P^T dK_uu),   dLambda = diag(dK_ff - dQ),
 
 and ``d log Z / d b = sum_i d log Z_i / d mu_-i``, with ``log Z_i`` the log normaliser of row
-``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``). The
-``n x p`` gradient of ``K_fu`` enters only through contractions
+``i``'s tilted distribution at its cavity ``N(mu_-i, s2_-i)`` (the likelihood's ``tilted``);
+alike, in the likelihood's own log parameters (the Student-t's scale and degrees of freedom),
+``d log Z / d theta_lik = sum_i d log Z_i / d theta_lik`` at the cavities (the likelihood's
+``parameter_gradient``). The ``n x p`` gradient of ``K_fu`` enters only through contractions
 (:func:`~skgpsparse.kernels._contraction.iter_kernel_contractions`).
 
 Row weights (``sample_weight``, the prior's ``weights``): a row of weight ``c_i`` stands for
@@ -82,6 +84,7 @@ __all__ = [
     "basis_cholesky",
     "contract_theta_gradient",
     "evidence_row_terms",
+    "likelihood_gradient",
     "marginals",
     "negative_log_evidence_all_rows",
     "reusing_priors",
@@ -323,8 +326,10 @@ def negative_log_evidence_all_rows(
     -------
     value : float
         ``-log Z_EP``.
-    grad : ndarray of shape (n_theta + 1,)
-        Only if ``eval_gradient``: with respect to ``[theta..., b]``.
+    grad : ndarray of shape (n_theta + k + 1,)
+        Only if ``eval_gradient``: with respect to ``[theta..., theta_lik..., b]``, with
+        ``theta_lik`` the likelihood's ``k`` free log parameters (:func:`likelihood_gradient`;
+        none for the probit).
     sites : tuple ``(tau, nu)``
         The EP sites (to warm-start the next call).
     """
@@ -345,7 +350,26 @@ def negative_log_evidence_all_rows(
     if not contract:
         return float(-log_z), -grad_b, weights, (tau, nu)
     grad_theta = contract_theta_gradient(prior, *weights)
-    return float(-log_z), -np.append(grad_theta, grad_b), (tau, nu)
+    grad_likelihood = likelihood_gradient(mu, s2, tau, nu, y, bias, likelihood, prior.weights)
+    return float(-log_z), -np.concatenate([grad_theta, grad_likelihood, [grad_b]]), (tau, nu)
+
+
+def likelihood_gradient(mu, s2, tau, nu, y, bias, likelihood, weights=None):
+    """``d log Z / d theta_lik``: the sum over rows (times ``weights``) of the likelihood's
+    :meth:`~skgpsparse.likelihoods.Likelihood.parameter_gradient` at the rows' cavities.
+
+    ``theta_lik`` enters the evidence (module docstring) only through the rows' ``log Z_i``,
+    and at EP's fixed point the sites' own dependence drops out (GPML eq. (5.26)), so this is
+    the explicit derivative; an empty array for a likelihood without free parameters (Probit,
+    Poisson: no quadrature is run).
+    """
+    k = likelihood.theta.size
+    if not k:
+        return np.empty(0)
+    mc, s2c, ok = cavities(mu, s2, tau, nu)  # a row without a cavity carries no information
+    b = np.broadcast_to(bias, np.shape(y))
+    rows = likelihood.parameter_gradient(y[ok], mc[ok] + b[ok], s2c[ok]).reshape(-1, k)
+    return rows.sum(axis=0) if weights is None else weights[ok] @ rows
 
 
 def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):

@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state
 
 from ..likelihoods import StudentT
 from ._ep import _EP_TOL, all_rows_ep, negative_log_evidence_all_rows
-from ._ep_passes import WeightPosterior, cavities
+from ._ep_passes import WeightPosterior
 from ._sparse_prior import SparsePrior
 
 __all__ = ["StudentTFit", "fit_student_t", "robust_scale"]
@@ -83,7 +83,7 @@ class _Evidence:
         start = self.sites if self.best is None else self.best[1]
         try:
             prior = SparsePrior(kernel, self.X, self.X_u, self.prior, weights=self.weights)
-            tau, nu, (mu, s2, _), converged = all_rows_ep(
+            tau, nu, _, converged = all_rows_ep(
                 prior, self.y, bias, *start, tol=tol, accelerate=True, likelihood=likelihood
             )
             if not converged:  # the fixed-point gradient holds only at the fixed point
@@ -96,18 +96,13 @@ class _Evidence:
             return refused
         if not np.isfinite(value) or not np.all(np.isfinite(grad)):
             return refused
-        grad_log_scale = -self._scale_derivative(likelihood, mu, s2, tau, nu, bias)
         self.sites = (tau, nu)
         if self.best is None or value <= self.best[0]:
             self.best = (value, self.sites)
         n = self.y.size if self.weights is None else float(np.sum(self.weights))
-        return value / n, np.append(grad, grad_log_scale) / n
-
-    def _scale_derivative(self, likelihood, mu, s2, tau, nu, bias):
-        """``sum_i d log Z_i / d log s`` at the rows' cavities (module docstring)."""
-        mc, s2c, ok = cavities(mu, s2, tau, nu)
-        rows = likelihood.parameter_gradient(self.y[ok], mc[ok] + bias, s2c[ok])[:, 0]
-        return float(np.sum(rows) if self.weights is None else rows @ self.weights[ok])
+        # the engine's order is [theta, log s, b]; z's is [theta, b, log s]
+        k = self.kernel.n_dims
+        return value / n, np.concatenate([grad[:k], grad[k + 1:], grad[k:k + 1]]) / n
 
 
 def fit_student_t(kernel, X, y, X_u, *, scale, dof=4.0, bias=0.0, prior="dtc", max_iter=15,

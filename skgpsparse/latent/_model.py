@@ -27,7 +27,7 @@ from .learning._hyperparameters import (
     minimize_theta,
 )
 from .objectives._basis_evidence import negative_log_evidence
-from .objectives._ep_evidence import AllRowsObjective
+from .objectives._ep_evidence import AllRowsObjective, joint_theta
 from .objectives._nlp_loss import nlp_loss
 
 # BLAS threads during fit: the selection's products are matrix-vector ones over the p x n
@@ -427,11 +427,11 @@ class LatentSparseGP:
                 self.kernel_, X, y, self.basis_vectors_, (prec, prec * self.site_mean_),
                 likelihood=self.likelihood, weights=weights,
             )
-            out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
+            out = objective(joint_theta(kernel, self.likelihood, self.bias_), eval_gradient)
             n = total_weight(y.size, weights)
             if not eval_gradient:
                 return -out * n
-            return -out[0] * n, -out[1][:-1] * n
+            return -out[0] * n, -out[1][:kernel.n_dims] * n
         if getattr(self, "_basis_weights", None) is not None:
             return self._weighted_basis_evidence(kernel, eval_gradient)
         out = negative_log_evidence(
@@ -459,9 +459,9 @@ class LatentSparseGP:
             self.kernel_, X_u, self._basis_labels, X_u, (tau, tau * self.site_mean_),
             prior="dtc", likelihood=self.likelihood, weights=c,
         )
-        out = objective(np.append(kernel.theta, self.bias_), eval_gradient)
+        out = objective(joint_theta(kernel, self.likelihood, self.bias_), eval_gradient)
         n = float(np.sum(c))
-        return -out * n if not eval_gradient else (-out[0] * n, -out[1][:-1] * n)
+        return -out * n if not eval_gradient else (-out[0] * n, -out[1][:kernel.n_dims] * n)
 
     def latent_mean_and_variance(self, X):
         """Mean of ``f_* + b`` and variance of ``f_*`` (validation paper eq. (2.7)), by blocks."""

@@ -89,7 +89,7 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         )
         best, n_iter = _learn_rounds(model, X_l, _labels(labels, positive), rng,
                                      subsample=True)
-        _, kernel, bias, basis, _, curve = best
+        _, kernel, bias, basis, _, curve, model.likelihood = best
         basis, X_u = idx[basis], X_l[basis]
     else:
         selector = partitioned_binary()

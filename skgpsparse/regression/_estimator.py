@@ -176,7 +176,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         subsample of that many rows (drawn by ``random_state``), and the posterior on the
         learned basis, the fitted objective and the leave-one-out calibration use every
         row: each evaluation of the objective is then a pass over the subsample, not over
-        every row. ``"auto"`` means ``max(20000, 200 * max_basis)`` rows; an int ``m``
+        every row. ``"auto"`` means ``max(20000, 200 * max_basis)`` rows (with
+        ``likelihood="student_t"``, ``max(2000, 20 * max_basis)``: user guide, "Non-Gaussian
+        targets"); an int ``m``
         means ``max(m, max_basis)``; ``None`` learns on every row. At scale ``max_basis``
         is still the basis size of the model of every row, ``max_iter``, ``tol`` and
         ``refine_basis`` count the subsample's alternations and iterations (``tol`` per
@@ -232,7 +234,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
         Number of selection / hyperparameter alternations run.
     likelihood_ : Likelihood
-        With a non-Gaussian ``likelihood``: the one fitted with (its parameters as given).
+        With a non-Gaussian ``likelihood``: the one fitted, its free parameters learned
+        (``"student_t"``: the scale, in the units of ``y``; its ``dof`` stays 4). An
+        instance's parameters are learned unless their bounds are ``"fixed"``, and are those
+        of the targets as given.
     bias_ : float
         With a non-Gaussian ``likelihood``: the latent offset ``b`` (the log rate of the prior's
         median function for counts).

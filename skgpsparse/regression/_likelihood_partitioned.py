@@ -20,6 +20,7 @@ from ._likelihood_fit import (
     check_targets,
     fit_likelihood,
     latent_params,
+    learning_rows_of,
     store_likelihood_fit,
     target_scaling,
 )
@@ -40,7 +41,7 @@ def fit_likelihood_partitioned(model, backend, X, y, sample_weight=None):
     weights = sample_weight
     if weights is not None and backend.owns(weights):
         weights = backend.gather(weights)
-    m = learning_size(model.learning_rows, min(model.max_basis, n))
+    m = learning_size(learning_rows_of(model, min(model.max_basis, n)), min(model.max_basis, n))
     if m is not None and n <= m:  # learning sees every row: the in-memory fit on them
         return fit_likelihood(model, backend.gather(X), backend.gather(y), weights)
     if model.optimizer is None or model.learning_rows is None:

@@ -113,23 +113,29 @@ def test_signed_evidence_gradient_at_the_fixed_point(prior_kind):
     kernel = C(1.0) * RBF(1.0)
     likelihood = StudentT(dof=4.0, scale=0.15)
 
-    def evidence(theta, bias, eval_gradient=False):
-        prior = SparsePrior(kernel.clone_with_theta(theta), X, X_u, prior_kind)
-        return negative_log_evidence_all_rows(prior, y, bias, tol=1e-11,
-                                              eval_gradient=eval_gradient, likelihood=likelihood)
+    k = kernel.n_dims
 
-    theta, bias = kernel.theta, 0.2
-    _, grad, (tau, _) = evidence(theta, bias, eval_gradient=True)
+    def evidence(z, eval_gradient=False):
+        # z = [theta, log scale, log dof, b]: the engine's order
+        prior = SparsePrior(kernel.clone_with_theta(z[:k]), X, X_u, prior_kind)
+        return negative_log_evidence_all_rows(
+            prior, y, z[-1], tol=1e-11, eval_gradient=eval_gradient,
+            likelihood=likelihood.clone_with_theta(z[k:-1]))
+
+    z = np.concatenate([kernel.theta, likelihood.theta, [0.2]])
+    _, grad, (tau, _) = evidence(z, eval_gradient=True)
     assert np.any(tau < 0)
+    assert grad.shape == (k + 3,)
     h = 1e-5
     numeric = []
-    for j in range(theta.size + 1):
-        up, down = np.append(theta, bias), np.append(theta, bias)
+    for j in range(z.size):
+        up, down = z.copy(), z.copy()
         up[j] += h
         down[j] -= h
-        numeric.append((evidence(up[:-1], up[-1])[0] - evidence(down[:-1], down[-1])[0])
-                       / (2 * h))
+        numeric.append((evidence(up)[0] - evidence(down)[0]) / (2 * h))
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)
+    # the likelihood's entries are not negligible: a wrong sign or factor would fail above
+    assert np.min(np.abs(grad[k:k + 2])) > 1e-2
 
 
 def test_log_concave_likelihoods_keep_their_path():

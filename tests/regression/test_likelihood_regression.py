@@ -166,7 +166,8 @@ def test_log_predictive_density_is_the_likelihoods(likelihood):
     latent = model._predictor.latent
     mean, var = latent.latent_mean_and_variance(X[:10])
     centre, scale = model._y_train_mean, model._y_train_std
-    want = model.likelihood_.log_predictive((y[:10] - centre) / scale, mean, var) - np.log(scale)
+    fitted = model._latent.likelihood  # likelihood_ in the units of y, this in the fitted ones
+    want = fitted.log_predictive((y[:10] - centre) / scale, mean, var) - np.log(scale)
     np.testing.assert_allclose(model.log_predictive_density(X[:10], y[:10]), want, rtol=1e-12)
     # return_cov's diagonal is return_std's square
     _, cov = model.predict(X[:10], return_cov=True)
@@ -174,6 +175,76 @@ def test_log_predictive_density_is_the_likelihoods(likelihood):
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=1e-8)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+
+
+def test_student_t_learns_the_scale_of_its_noise():
+    # targets with Student-t noise of a known scale (4 degrees of freedom, the default's):
+    # likelihood_ holds the learned scale in the units of y (the fit divides the targets by
+    # their robust spread), within 20 % of the truth (a fixed scale would sit at its start,
+    # half that spread, 3.5 times the truth here)
+    rng = np.random.RandomState(11)
+    n, truth = 1500, 0.15
+    X = rng.uniform(-3, 3, (n, 2))
+    y = 3.0 * (np.sin(X[:, 0]) + 0.5 * X[:, 1]) + truth * rng.standard_t(4.0, n)
+    model = SparseGPRegressor(likelihood="student_t", max_basis=30, random_state=0).fit(X, y)
+    assert isinstance(model.likelihood_, StudentT)
+    assert model.likelihood_.dof == 4.0  # fixed (docs: why)
+    assert model.likelihood_.scale == pytest.approx(truth, rel=0.2)
+    # likelihood_ is the fitted likelihood in the units of y
+    assert model.likelihood_.scale == pytest.approx(
+        model._latent.likelihood.scale * model._y_train_std, rel=1e-12)
+
+
+def test_learning_objective_gradient_in_the_likelihoods_parameters():
+    # the all-rows objective at z = [theta, log scale, log dof, b] (FITC prior, weighted rows):
+    # its gradient against central differences of the converged EP evidence
+    from skgpsparse.latent.objectives._ep_evidence import AllRowsObjective, joint_theta
+
+    X, y, _ = _real(n=60, seed=12, outliers=0.1)
+    weights = np.random.RandomState(0).randint(1, 3, 60).astype(float)
+    kernel = C(1.0) * RBF(1.0)
+    likelihood = StudentT(dof=4.0, scale=0.2)
+    objective = AllRowsObjective(kernel, X, y, X[::4], (None, None), tol=1e-11,
+                                 likelihood=likelihood, weights=weights)
+    z = joint_theta(kernel, likelihood, 0.1)
+    assert z.size == kernel.n_dims + 3
+    _, grad = objective(z)
+    h = 1e-5
+    numeric = np.empty(z.size)
+    for j in range(z.size):
+        up, down = z.copy(), z.copy()
+        up[j] += h
+        down[j] -= h
+        numeric[j] = (objective(up, eval_gradient=False)
+                      - objective(down, eval_gradient=False)) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-7)
+    assert abs(grad[kernel.n_dims]) > 1e-2  # log scale: the evidence is not flat in it
+
+
+def test_student_t_partial_fit_keeps_the_learned_scale():
+    # later batches enter under the first fit's kernel, basis, bias and learned likelihood;
+    # the stream approaches EP over every row under those
+    X, y, _ = _real(n=900, seed=13, outliers=0.05)
+    stream = SparseGPRegressor(likelihood="student_t", max_basis=20, random_state=0)
+    stream.partial_fit(X[:300], y[:300])
+    first = stream.predict(X)
+    latent = stream._latent
+    kernel, basis, bias = latent.kernel_, latent.basis_vectors_, latent.bias_
+    learned = stream.likelihood_
+    fitted = latent.likelihood
+    for rows in np.array_split(np.arange(300, 900), 3):
+        stream.partial_fit(X[rows], y[rows])
+    assert stream.likelihood_ is learned and stream._latent.likelihood.scale == fitted.scale
+    centre, scale = stream._y_train_mean, stream._y_train_std
+    prior = SparsePrior(kernel, X, basis, "fitc")
+    tau, nu, _, converged = all_rows_ep(prior, (y - centre) / scale, bias, likelihood=fitted)
+    assert converged
+    full = AllRowsPredictor(kernel, basis, X, (y - centre) / scale, tau, nu, bias,
+                            likelihood=fitted)
+    want = centre + scale * full.latent_mean_and_variance(X)[0]
+    got = stream.predict(X)
+    assert np.max(np.abs(got - want)) < 0.05
+    assert np.max(np.abs(got - want)) < 0.5 * np.max(np.abs(first - want))
 
 
 def test_gaussian_log_predictive_density_is_the_normal_density():

@@ -343,7 +343,7 @@ def learn_shared(params, X, y_enc, n_classes, n, rng, warm=None, bias_offset=0.0
         best, more = _per_feature_choice(learner, best, X_l, Y_l, rng,
                                          min(model.max_iter - n_iter, 1), n_classes * n, **steps)
         n_iter += more
-    _, kernel, biases, _, _, _ = best
+    kernel, biases = best[1], best[2]
     if model.optimizer is not None:
         check_bounds(model, kernel)
     return kernel, biases, n_iter, model

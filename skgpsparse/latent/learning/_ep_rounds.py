@@ -25,7 +25,7 @@ from ..._row_weights import total_weight, weighted_std
 from ...inference._ep import _EP_TOL
 from ...inference._sparse_prior import reusing_priors
 from ...kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
-from ..objectives._ep_evidence import AllRowsObjective
+from ..objectives._ep_evidence import AllRowsObjective, joint_theta, split_theta
 from ..objectives._hyperprior import with_length_scale_prior
 from ._charge_bound import ChargeBound
 from ._hyperparameters import (
@@ -77,7 +77,7 @@ def _start_evidence(model, kernel, X, y, rng):
     objective = AllRowsObjective(  # EP from ADF
         kernel, X, y, X[basis], (None, None), likelihood=model.likelihood, weights=weights
     )
-    return float(objective(np.append(kernel.theta, bias), eval_gradient=False))
+    return float(objective(joint_theta(kernel, model.likelihood, bias), eval_gradient=False))
 
 
 def _better_start(model, kernel, X, y, rng):
@@ -100,25 +100,30 @@ def _better_start(model, kernel, X, y, rng):
     return other if theirs < mine else kernel
 
 
-def _units(kernel, n_biases, X):
-    """The natural unit of each entry of ``(theta, b)``: 1 for a log hyperparameter, the
-    prior latent's standard deviation ``sqrt(1 + k(x, x))`` (as in
+def _units(kernel, n_biases, X, n_likelihood=0):
+    """The natural unit of each entry of ``(theta, theta_lik, b)``: 1 for a log
+    hyperparameter (the kernel's and the likelihood's ``n_likelihood``), the prior latent's
+    standard deviation ``sqrt(1 + k(x, x))`` (as in
     :func:`~skgpsparse.latent.learning._hyperparameters.initial_bias`) for a bias."""
     scale = np.sqrt(1.0 + np.mean(kernel.diag(X[:256])))
-    return np.append(np.ones(kernel.n_dims), np.full(n_biases, scale))
+    return np.append(np.ones(kernel.n_dims + n_likelihood), np.full(n_biases, scale))
 
 
-def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
-    """The bounds of one round's search from ``(kernel.theta, biases)``: the kernel's and
-    ``bias_bounds``, if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the
-    start (the bias in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
+def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True, likelihood=None):
+    """The bounds of one round's search from ``(kernel.theta, likelihood.theta, biases)``:
+    the kernel's, the likelihood's (None: one without free parameters) and ``bias_bounds``,
+    if ``boxed`` intersected with the box of :data:`_ROUND_STEP` around the start (the bias
+    in standard deviations of the prior latent, ``sqrt(1 + k(x, x))`` as in
     :func:`~skgpsparse.latent.learning._hyperparameters.initial_bias`)."""
     biases = np.atleast_1d(biases)
-    bounds = np.vstack([kernel.bounds.reshape(-1, 2), np.tile(bias_bounds, (biases.size, 1))])
+    own = np.empty((0, 2)) if likelihood is None else likelihood.bounds
+    own_theta = np.empty(0) if likelihood is None else likelihood.theta
+    bounds = np.vstack([kernel.bounds.reshape(-1, 2), own,
+                        np.tile(bias_bounds, (biases.size, 1))])
     if not boxed:
         return bounds
-    start = np.append(kernel.theta, biases)
-    step = _ROUND_STEP * _units(kernel, biases.size, X)
+    start = np.concatenate([kernel.theta, own_theta, biases])
+    step = _ROUND_STEP * _units(kernel, biases.size, X, own_theta.size)
     lower = np.minimum(np.maximum(bounds[:, 0], start - step), start)
     upper = np.maximum(np.minimum(bounds[:, 1], start + step), start)
     return np.column_stack([lower, upper])
@@ -126,6 +131,11 @@ def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True):
 
 def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
+
+    The likelihood's free parameters (the Student-t's scale and degrees of freedom) are
+    learned with them, as ``theta_lik`` in the objective's ``[theta, theta_lik, b]``
+    (:func:`~skgpsparse.latent.objectives._ep_evidence.joint_theta`); the learned likelihood
+    becomes ``model.likelihood``, the next round's selection's and start.
 
     Per-feature length scales also carry the hyperprior of
     :mod:`skgpsparse.latent.objectives._hyperprior` (MAP); the loss is then minus the log
@@ -138,22 +148,26 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
         likelihood=model.likelihood, weights=model._row_weights,
     )
     target = with_length_scale_prior(objective, kernel, total_weight(y.size, objective.weights))
+    likelihood = model.likelihood
     if model.optimizer is not None:
-        theta0 = np.append(kernel.theta, bias)
+        theta0 = joint_theta(kernel, likelihood, bias)
         search = model._progress.counting("hyperparameters", target)
         # the fit's first learn starts from the user's kernel, every later one from a learned
         # theta: only those are boxed (_ROUND_STEP)
-        bounds = round_bounds(kernel, bias, X, boxed=bool(getattr(model, "loss_curve_", None)))
+        bounds = round_bounds(kernel, bias, X, boxed=bool(getattr(model, "loss_curve_", None)),
+                              likelihood=likelihood)
         bound = None if stop is None else stop(bounds)
         search = search if bound is None else bound.watch(search)
+        units = _units(kernel, 1, X, likelihood.theta.size)
         theta, _ = minimize_theta(model.optimizer, search, theta0, bounds, callback=bound,
-                                  resolution=(_units(kernel, 1, X), _STEP_TOL))
-        kernel, bias = kernel.clone_with_theta(theta[:-1]), float(theta[-1])
+                                  resolution=(units, _STEP_TOL))
+        kernel, likelihood, bias = split_theta(kernel, likelihood, theta)
+        model.likelihood = likelihood
     # the sites at the kept theta (the last evaluation may have been another), refined;
     # without learning they are the fitted posterior, by plain EP as on row partitions
     objective.tol = _EP_TOL
     objective.accelerate = objective.accelerate and model.optimizer is not None
-    loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
+    loss = float(target(joint_theta(kernel, likelihood, bias), eval_gradient=False))
     return loss, kernel, bias, objective.sites
 
 
@@ -186,7 +200,8 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
     ``tol``, or when the next round's gain predicted from the last two is below ``tol``
     (:func:`next_gain_small`); a round after the first ends its L-BFGS-B run when it cannot improve
     by ``tol`` (:func:`_round_bound`). Returns the round with the highest evidence,
-    ``(loss, kernel, bias, basis, sites, exchange_curve)``, and the number of rounds.
+    ``(loss, kernel, bias, basis, sites, exchange_curve, likelihood)`` (``model.likelihood``
+    after the round: its learned parameters, if any), and the number of rounds.
     ``select(model, kernel, X, y, bias, rng)`` (basis indices) and
     ``learn(model, kernel, bias, sites, X, y, basis, stop)`` (``(loss, kernel, bias, sites)``) are
     the two steps; the shared one-vs-rest fit
@@ -206,11 +221,13 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
         losses.append(loss)
         improved = best is None or loss < best[0] - model.tol
         if best is None or loss < best[0]:
-            best = (loss, kernel, bias, basis, sites, model._last_exchange_curve)
+            best = (loss, kernel, bias, basis, sites, model._last_exchange_curve,
+                    model.likelihood)
         b = f"b {bias:+.4f}" if np.ndim(bias) == 0 else f"mean b {np.mean(bias):+.4f}"
+        lik = f"  {model.likelihood}" if model.likelihood.theta.size else ""
         model._progress.line(
             f"iter {len(model.loss_curve_):3d}  -logZ/n {loss:.6f}  basis {basis.size}  "
-            f"{b}  kernel {kernel}  ({time.perf_counter() - tic:.2f} s)"
+            f"{b}  kernel {kernel}{lik}  ({time.perf_counter() - tic:.2f} s)"
         )
         if model.optimizer is None or not improved:
             break
@@ -249,10 +266,11 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     :class:`~skgpsparse.latent.learning._charge_bound.ChargeBound` says that it cannot pay
     the charge (the decision is then "not kept", as the full run's would be).
     """
-    loss, kernel, bias, basis, sites, curve = best
+    loss, kernel, bias, basis, sites, curve, likelihood = best
     ard = per_feature_length_scales(kernel, X.shape[1])
     if ard is None or max_rounds < 1:
         return best, 0
+    model.likelihood = likelihood  # the trial starts from the kept round's
     n = total_weight(np.shape(y)[-1], model._row_weights) if n is None else n
     charge = bic_charge(ard.n_dims - kernel.n_dims, n)
     # the first learn's early exit (:mod:`._charge_bound`), when it cannot pay
@@ -267,7 +285,7 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
         model._progress.line("one length scale per feature: the first learn cannot pay the "
                              "charge (its L-BFGS-B run stopped early)")
     model.loss_curve_.append(first[0])
-    candidate = (first[0], first[1], first[2], basis, first[3], curve)
+    candidate = (first[0], first[1], first[2], basis, first[3], curve, model.likelihood)
     rounds = 1
     if n * (loss - first[0]) > charge and max_rounds > 1:
         more_best, more = _rounds(model, first[1], first[2], first[3], X, y, rng,
@@ -281,10 +299,12 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
         f"one length scale per feature: log evidence and prior {gain:+.2f} nats, BIC charge "
         f"{charge:.2f}: {'kept' if keep else 'not kept'}"
     )
-    return (candidate if keep else best), rounds
+    kept = candidate if keep else best
+    model.likelihood = kept[6]
+    return kept, rounds
 
 
-def _converged(best, X, y, likelihood, weights=None):
+def _converged(best, X, y, weights=None):
     """The kept round with ``(theta, b)`` taken to L-BFGS-B's own convergence on its basis.
 
     The rounds give the optimiser a few iterations each (and EP a loose tolerance) between
@@ -295,17 +315,17 @@ def _converged(best, X, y, likelihood, weights=None):
     measured in standard deviations of the prior latent), at a bound, or at a step below
     :data:`_STEP_TOL`; a ``ConvergenceWarning`` says when the iterations ran out first.
     """
-    loss, kernel, bias, basis, sites, curve = best
+    loss, kernel, bias, basis, sites, curve, likelihood = best
     n = total_weight(y.size, weights)
     objective = AllRowsObjective(kernel, X, y, X[basis], sites, likelihood=likelihood,
                                  weights=weights)
     target = with_length_scale_prior(objective, kernel, n)
-    bounds = np.vstack([kernel.bounds.reshape(-1, 2), BIAS_BOUNDS])
+    bounds = np.vstack([kernel.bounds.reshape(-1, 2), likelihood.bounds, BIAS_BOUNDS])
     # L-BFGS-B sees b in units of the prior latent's standard deviation (_units): in probit
     # units its curvature is far below theta's where the amplitude is large (b trades against
     # the kernel's near-constant part), and the run crept along b (twonorm: 13-16 evaluations
     # where 5-11 reach the same optimum; session 23 in benchmarks/README.md, "History")
-    units = _units(kernel, 1, X)
+    units = _units(kernel, 1, X, likelihood.theta.size)
 
     def in_units(z, eval_gradient=True):
         value, grad = target(z * units, eval_gradient=True)
@@ -313,7 +333,8 @@ def _converged(best, X, y, likelihood, weights=None):
 
     options = {"gtol": _POLISH_GTOL, "ftol": 1e-15, "maxiter": _POLISH_MAXITER}
     z, _, res = StepResolution(in_units, np.ones(units.size), _STEP_TOL).minimize(
-        np.append(kernel.theta, bias) / units, bounds=bounds / units[:, None], options=options
+        joint_theta(kernel, likelihood, bias) / units, bounds=bounds / units[:, None],
+        options=options
     )
     if res is not None and res.status == 1:  # the iterations ran out (scikit-learn's warning)
         _check_optimize_result("lbfgs", res)
@@ -321,8 +342,8 @@ def _converged(best, X, y, likelihood, weights=None):
     value = float(target(theta, eval_gradient=False))  # the sites at the kept theta
     if not value <= loss:
         return best
-    kernel = kernel.clone_with_theta(theta[:-1])
-    return value, kernel, float(theta[-1]), basis, objective.sites, curve
+    kernel, likelihood, bias = split_theta(kernel, likelihood, theta)
+    return value, kernel, bias, basis, objective.sites, curve, likelihood
 
 
 def _learn_rounds(model, X, y, rng, subsample=False):
@@ -346,7 +367,8 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
-        best = _converged(best, X, y, model.likelihood, model._row_weights)
+        best = _converged(best, X, y, model._row_weights)
+    model.likelihood = best[6]  # the kept round's (its parameters learned, if any)
     return best, n_iter
 
 
@@ -356,18 +378,18 @@ def _round_on_all_rows(model, best, X, y, rows):
     ``(theta, b)`` and the basis stay (its indices mapped to the training set's); EP runs
     on all rows to the full tolerance, its sites started by one ADF pass over them.
     """
-    loss, kernel, bias, basis, _, curve = best
+    loss, kernel, bias, basis, _, curve, likelihood = best
     basis = rows[basis]
     n = total_weight(y.size, model.sample_weight)
     # EP from an ADF pass, plain (damped) as the same step on row partitions (a partitioned fit's
     # posterior equals the in-memory one): acceleration saves little here (adult 40,000
     # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
     objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False,
-                                 likelihood=model.likelihood, weights=model.sample_weight)
+                                 likelihood=likelihood, weights=model.sample_weight)
     target = with_length_scale_prior(objective, kernel, n)
-    loss = float(target(np.append(kernel.theta, bias), eval_gradient=False))
+    loss = float(target(joint_theta(kernel, likelihood, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
-    return loss, kernel, bias, basis, objective.sites, curve
+    return loss, kernel, bias, basis, objective.sites, curve, likelihood
 
 
 @reusing_priors()
@@ -403,7 +425,7 @@ def fit_all_rows(model, X, y, rng):
         model._row_weights = weights
         best = _round_on_all_rows(model, best, X, y, rows)
     model.n_iter_ = n_iter
-    _, model.kernel_, model.bias_, model.basis_indices_, sites, curve = best
+    _, model.kernel_, model.bias_, model.basis_indices_, sites, curve, model.likelihood = best
     if sites[0] is None:  # no EP run was finite (AllRowsObjective keeps the last finite sites)
         raise ValueError(
             "EP failed at every hyperparameter value tried from "

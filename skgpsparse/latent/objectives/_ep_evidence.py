@@ -1,9 +1,12 @@
 """The all-rows posterior's hyperparameter objective: minus the EP evidence of every label.
 
-``AllRowsObjective(theta_and_b)`` is ``-log Z_EP / n`` under the sparse (FITC) prior of the basis
+``AllRowsObjective(z)`` is ``-log Z_EP / n`` under the sparse (FITC) prior of the basis
 (:func:`~skgpsparse.inference._ep.negative_log_evidence_all_rows`, GPML eq. (3.65) under the sparse
-prior) and its gradient in ``[theta, b]``, EP warm-started from the sites of the best evaluation so
-far (the sites belong to rows, not to the basis, so they carry over).
+prior) and its gradient in ``z = [theta, theta_lik, b]``: the kernel's log hyperparameters, the
+likelihood's free log parameters (the Student-t's scale and degrees of freedom; none for the
+probit and the Poisson, whose ``z`` is ``[theta, b]``) and the bias (:func:`joint_theta`,
+:func:`split_theta`). EP is warm-started from the sites of the best evaluation so far (the sites
+belong to rows, not to the basis, so they carry over).
 """
 
 import numpy as np
@@ -13,7 +16,7 @@ from ...inference._ep import _EP_TOL, negative_log_evidence_all_rows
 from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
 
-__all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective"]
+__all__ = ["ACCELERATE", "PRIOR", "AllRowsObjective", "joint_theta", "split_theta"]
 
 # The sparse prior of the all-rows posterior (FITC keeps each row's own prior variance).
 PRIOR = "fitc"
@@ -22,8 +25,24 @@ PRIOR = "fitc"
 ACCELERATE = True
 
 
+def joint_theta(kernel, likelihood, bias):
+    """``z = [kernel.theta, likelihood.theta, b]``: the point the objective is evaluated at."""
+    return np.concatenate([kernel.theta, likelihood.theta, np.atleast_1d(bias)])
+
+
+def split_theta(kernel, likelihood, z):
+    """``(kernel, likelihood, b)`` at ``z`` (:func:`joint_theta`'s layout); ``likelihood``
+    itself when it has no free parameters or ``z`` holds its own."""
+    k, m = kernel.n_dims, likelihood.theta.size
+    lik = z[k:k + m]
+    if m and not np.array_equal(lik, likelihood.theta):
+        likelihood = likelihood.clone_with_theta(lik)
+    return kernel.clone_with_theta(z[:k]), likelihood, float(z[-1])
+
+
 class AllRowsObjective:
-    """``obj_func(theta_and_b, eval_gradient=True)``: ``-log Z_EP`` of all labels, per row.
+    """``obj_func(z, eval_gradient=True)``: ``-log Z_EP`` of all labels, per row, at
+    ``z = [theta, theta_lik, b]`` (:func:`joint_theta`).
 
     Divided by ``n`` so that the optimiser's tolerances do not depend on the data size. EP is
     warm-started from the sites of the previous finite evaluation, its sweeps
@@ -41,6 +60,18 @@ class AllRowsObjective:
         self.accelerate = ACCELERATE if accelerate is None else accelerate
         self._best = None
 
+    def likelihood_at(self, theta_lik):
+        """The likelihood at its log parameters ``theta_lik``: the same object for the same
+        values (EP's converged run is remembered for it, :mod:`skgpsparse.inference._ep`)."""
+        last = getattr(self, "_last_likelihood", None)
+        if last is not None and np.array_equal(last.theta, theta_lik):
+            return last
+        if np.array_equal(self.likelihood.theta, theta_lik):
+            self._last_likelihood = self.likelihood
+        else:
+            self._last_likelihood = self.likelihood.clone_with_theta(theta_lik)
+        return self._last_likelihood
+
     def _warm(self):
         """EP's start: the sites of the lowest evaluation so far (the optimiser's iterate; a
         line search's next trial lies between it and the last, often rejected, trial), or
@@ -48,15 +79,20 @@ class AllRowsObjective:
         return self.sites if self._best is None else self._best[1]
 
     def __call__(self, theta, eval_gradient=True):
-        kernel = self.kernel.clone_with_theta(theta[:-1])
+        k = self.kernel.n_dims
+        kernel = self.kernel.clone_with_theta(theta[:k])
+        likelihood = self.likelihood
+        if likelihood.theta.size:  # theta = [kernel's, likelihood's, b] (joint_theta)
+            likelihood = self.likelihood_at(theta[k:-1])
         n = total_weight(self.y.size, self.weights)
         try:
             prior = SparsePrior(kernel, self.X, self.X_u, self.prior, weights=self.weights)
-            out = negative_log_evidence_all_rows(
-                prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
-                tol=self.tol, progress=self.progress, accelerate=self.accelerate,
-                likelihood=self.likelihood,
-            )
+            with np.errstate(over="ignore"):  # an overflow is a refused (non-finite) value
+                out = negative_log_evidence_all_rows(
+                    prior, self.y, theta[-1], *self._warm(), eval_gradient=eval_gradient,
+                    tol=self.tol, progress=self.progress, accelerate=self.accelerate,
+                    likelihood=likelihood,
+                )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             out = None
         if out is None or not np.isfinite(out[0]) or not np.all(np.isfinite(out[-1][0])):
