@@ -176,7 +176,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         More than two classes (two: one binary fit, whatever this says). ``"shared"`` (the
         all-rows posterior), one vs rest: one kernel and length-scale decision learned on the
         classes' summed evidence over a stratified subsample, then a basis, bias and EP per
-        class on all rows; about twice one binary fit on 26 classes. ``"independent"``, or
+        class on all rows; on 26 classes (letter) about 7 binary fits' CPU. ``"independent"``, or
         scikit-learn's name ``"one_vs_rest"`` (the same fit): a whole binary fit per class
         against the rest (its own kernel, bias, basis and EP), about ``K`` fits.
         ``"one_vs_one"`` (scikit-learn's): a whole binary fit per pair of classes on their

@@ -6,7 +6,8 @@ summed evidence, a basis, bias and EP per class) wherever it exists, the all-row
 memory; the independent fits (a whole binary fit per class,
 :func:`~skgpsparse.classification.learning._restarts.fit_binary`) under ``posterior="basis"``. On
 five PMLB sets the shared fit reached the independent fits' test NLP or better at a fraction of
-their CPU, except letter (+0.016 NLP at 1/13 of the CPU): benchmarks/README.md, "Many classes".
+their CPU, except letter (+0.009 NLP at a fifth of the CPU, +0.016 before its learning basis
+grew with the classes): benchmarks/README.md, "Many classes".
 ``multi_class="one_vs_rest"`` (scikit-learn's name) is ``"independent"``; ``"one_vs_one"`` is
 :mod:`skgpsparse.classification.multiclass._one_vs_one`.
 """

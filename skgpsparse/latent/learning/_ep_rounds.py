@@ -193,7 +193,7 @@ def next_gain_small(losses, tol):
 
 
 def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_basis,
-            learn=_learn, previous=None):
+            learn=_learn, previous=None, bound_rounds=True):
     """Rounds of basis selection and ``(theta, b)`` learning from ``(kernel, bias, sites)``.
 
     Stops after ``max_rounds`` rounds, when a round improves the evidence per row by less than
@@ -208,14 +208,15 @@ def _rounds(model, kernel, bias, sites, X, y, rng, max_rounds, select=_select_ba
     (:mod:`skgpsparse.classification.multiclass._shared_learning`) passes its own, with ``y`` and
     ``bias`` a row and an entry per class. ``previous``: the loss of a round before these with the
     same kernel (the per-feature trial's first learn), which counts in the predicted gain; ``None``
-    if there was none.
+    if there was none. ``bound_rounds=False``: every round's run goes on to its own end (no
+    :func:`_round_bound`).
     """
     best = None
     losses = [] if previous is None else [previous]
     for it in range(max_rounds):
         tic = time.perf_counter()
         basis = select(model, kernel, X, y, bias, rng)
-        stop = None if best is None else _round_bound(best[0], model.tol)
+        stop = None if best is None or not bound_rounds else _round_bound(best[0], model.tol)
         loss, kernel, bias, sites = learn(model, kernel, bias, sites, X, y, basis, stop=stop)
         model.loss_curve_.append(loss)
         losses.append(loss)
