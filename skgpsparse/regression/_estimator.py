@@ -12,6 +12,7 @@ from ..kernels._structured import fit_indexed, is_structured
 from ..likelihoods import Likelihood
 from ..rows import backend_for
 from ..selection import BaseSelector
+from ._basis_size import is_auto
 from ._fitting import fit_in_memory
 from ._likelihood_fit import LIKELIHOODS, fit_likelihood
 from ._partitioned_fit import fit_partitioned
@@ -30,6 +31,7 @@ _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
     "_noise_scale", "_fit_signature", "_warm", "_stream_weighted", "_latent",
+    "_basis_cap", "_size_curve", "_stream_basis",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -289,7 +291,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood],
         "noise_variance": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
-        "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_basis": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [
             StrOptions({"random", "exact", "matching_pursuit", "info_gain", "vfe"}),
             BaseSelector,
@@ -417,6 +419,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         return partial_fit(self, X, y, sample_weight, noise_variance)
 
     def _fit(self, X, y, sample_weight=None):
+        if self.likelihood != "gaussian" and is_auto(self.max_basis):
+            raise ValueError(
+                "max_basis='auto' is available with likelihood='gaussian' (its stopping "
+                "rule reads Titsias' bound); with likelihood="
+                f"{self.likelihood!r} pass an int max_basis, e.g. 100."
+            )
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y, sample_weight)
