@@ -35,7 +35,7 @@ from ._fit_memory import fit_memory
 
 __all__ = [
     "AUTO_START", "FIRST_SIZE", "GAIN_PER_ROW", "MAX_AUTO_BASIS", "auto_basis_cap",
-    "grow_until_saturated", "is_auto", "profiled_bound", "start_size",
+    "grow_until_saturated", "is_auto", "profile", "profiled_bound", "start_size",
 ]
 
 #: Per-row gain (nats) of the profiled bound below which a doubling does not pay.
@@ -117,6 +117,12 @@ def _negative_bound(z, lam, g, yy, t, n_rest, m):
 
 
 def profiled_bound(state, noise_bounds):
+    """Titsias' bound per row of ``state``'s basis, maximised over the amplitude and the
+    noise: the first value of :func:`profile`."""
+    return profile(state, noise_bounds)[0]
+
+
+def profile(state, noise_bounds):
     """Titsias' bound of ``state``'s basis, maximised over the amplitude and the noise.
 
     Parameters
@@ -131,30 +137,32 @@ def profiled_bound(state, noise_bounds):
     -------
     value : float
         The bound per row (per unit of weight with ``sample_weight``), in nats.
+    scale : float
+        The factor ``c`` of the kernel at the maximum (1 with ``noise_bounds=None``).
+    noise_variance : float
+        The noise variance ``s2`` at the maximum.
     """
     n, p = state.n, state.n_basis
     m = 1 if state.y.ndim == 1 else state.y.shape[1]
     row_noise = getattr(state, "row_noise", None)
     # repeated rows (weights) count (w_i - 1) more times in the log s2 term (_row_noise)
     extra = 0.0 if row_noise is None else float(np.sum(row_noise.weight - 1.0))
-    constant = 0.0
-    if row_noise is not None:
-        constant = row_noise.log_constant(1.0, m)
-    count = n + extra
+    constant = 0.0 if row_noise is None else row_noise.log_constant(1.0, m)
     lam, g, yy, t = _eig_terms(state)
 
     def negative(z):
         return _negative_bound(z, lam, g, yy, t, n - p + extra, m)
 
-    z0 = np.array([0.0, np.log(state.noise_variance)])
+    z = np.array([0.0, np.log(state.noise_variance)])
+    best = -negative(z)[0]
     if noise_bounds is not None:
         bounds = [_LOG_SCALE_BOUNDS, tuple(np.log(np.maximum(noise_bounds, 1e-300)))]
-        z0[1] = np.clip(z0[1], *bounds[1])
-        result = minimize(negative, z0, jac=True, method="L-BFGS-B", bounds=bounds)
-        best = max(-result.fun, -negative(z0)[0])
-    else:
-        best = -negative(z0)[0]
-    return (best + constant - 0.5 * m * n * np.log(2.0 * np.pi)) / count
+        start = np.array([0.0, np.clip(z[1], *bounds[1])])
+        result = minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds)
+        if -result.fun > best:
+            best, z = -result.fun, result.x
+    value = (best + constant - 0.5 * m * n * np.log(2.0 * np.pi)) / (n + extra)
+    return float(value), float(np.exp(z[0])), float(np.exp(z[1]))
 
 
 def grow_until_saturated(state, selector, rng, cap, noise_bounds, curve, progress=None):

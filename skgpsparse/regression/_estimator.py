@@ -88,8 +88,20 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
         Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
         learning; ``"fixed"`` keeps it.
-    max_basis : int, default=100
+    max_basis : int or "auto", default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
+        ``"auto"``: the selection decides. At the starting hyperparameters it grows the basis
+        to 50, 100, 200, ... and after each doubling evaluates Titsias' bound per training row
+        with the kernel's amplitude and the noise re-fitted to the basis; it stops at the
+        first doubling that gains less than 0.01 nats per row and keeps the basis from before
+        it (the doubling would cost about four times the work for less). The basis never
+        exceeds 800, half the training rows (every row when there are at most 50) or what
+        fits in the memory available. Learning, refinement and exchange then run on the
+        chosen basis as with an int; ``n_basis_`` is the size chosen, ``basis_size_curve_``
+        the sizes tried and ``verbose=1`` prints them. The subset start and
+        ``learning_rows="auto"`` take ``max_basis=100``'s sizes. Not available with a
+        non-Gaussian ``likelihood``. Set an int for a latency or memory budget (the
+        prediction's cost is O(p) per row for the mean, O(p^2) for the variance).
     selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
             default="matching_pursuit"
         Forward-selection strategy. ``"matching_pursuit"``: Keerthi & Chu's DMAX (the cost
@@ -226,6 +238,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         were selected from before they moved.
     basis_vectors_ : ndarray of shape (n_basis, n_features)
         The basis vectors: ``X[basis_indices_]``, or where ``refine_basis`` moved them.
+    n_basis_ : int
+        Number of basis vectors of the fitted model (the size ``max_basis="auto"`` chose).
+    basis_size_curve_ : ndarray of shape (n_sizes, 2) or None
+        With ``max_basis="auto"``: each basis size the selection reached and Titsias' bound
+        per training row there, with the amplitude and noise re-fitted (what the stopping
+        rule compared); ``None`` with an int ``max_basis``.
     alpha_ : ndarray of shape (n_basis,) or (n_basis, n_targets)
         Weights of the predictive mean on the basis (in the units of ``y``).
     log_marginal_likelihood_value_ : float
