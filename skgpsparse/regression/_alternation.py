@@ -232,10 +232,11 @@ def alternate(model, X, y, p, rng):
     row_noise = getattr(model, "_row_noise", None)  # (._row_noise; None: s2 on every row)
     rows, kept = None, getattr(model, "_row_kept", None)  # partitions: rows of weight > 0
     n_kept = X.shape[0] if kept is None else kept.size
-    if is_auto(model.max_basis):  # the largest basis "auto" grows: n x p of every row
-        model._basis_cap = auto_basis_cap(model, X, y, n_kept, learn)
     if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
         rows = learning_subsample(model.learning_rows, n_kept, p, rng)
+    if is_auto(model.max_basis):  # the largest basis "auto" grows: n x p of every row
+        # (the gradient's n x p arrays only when learning on every row)
+        model._basis_cap = auto_basis_cap(model, X, y, n_kept, learn and rows is None)
     if isinstance(X, RowStore) and learn and model.learning_rows is not None:
         # a fit on row partitions (a partitioned array): learning in memory on the driver, on the
         # learning rows gathered from the partitions (the in-memory fit's rows, drawn by the

@@ -99,7 +99,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         fits in the memory available. Learning, refinement and exchange then run on the
         chosen basis as with an int; ``n_basis_`` is the size chosen, ``basis_size_curve_``
         the sizes tried and ``verbose=1`` prints them. The subset start and
-        ``learning_rows="auto"`` take ``max_basis=100``'s sizes. Not available with a
+        ``learning_rows="auto"`` take ``max_basis=100``'s sizes; with more rows than
+        ``learning_rows`` the size is chosen on the learning subsample, and the model of
+        every row has that size. Not available with a
         non-Gaussian ``likelihood``. Set an int for a latency or memory budget (the
         prediction's cost is O(p) per row for the mean, O(p^2) for the variance).
     selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
