@@ -168,7 +168,8 @@ def profile(state, noise_bounds):
 def grow_until_saturated(state, selector, rng, cap, noise_bounds, curve, progress=None):
     """Forward-select on ``state`` in doublings until one gains less than ``GAIN_PER_ROW``.
 
-    The state (built for ``cap`` basis vectors) is grown to ``FIRST_SIZE``, then doubled
+    The state (built for ``cap`` basis vectors) is grown to ``FIRST_SIZE`` (or starts from
+    the size it has, if larger), then doubled
     (the last step to ``cap``); after each size the :func:`profiled_bound` per row is
     computed. When a doubling from ``p`` raises it by less than ``GAIN_PER_ROW``, the vectors
     it added are deleted (the last ones: no rotation needed) and ``p`` is kept.
@@ -181,7 +182,8 @@ def grow_until_saturated(state, selector, rng, cap, noise_bounds, curve, progres
     ``curve`` gets the cost (2) after every forward step, as in
     :func:`~._basis.select_and_exchange`.
     """
-    sizes, size = [], min(FIRST_SIZE, cap)
+    # (a warm start's basis is there already: the doublings start from its size)
+    sizes, size = [], min(max(FIRST_SIZE, state.n_basis), cap)
     while True:
         sizes.append(size)
         if size >= cap:

@@ -174,3 +174,14 @@ def test_profiled_bound_with_weights_is_that_of_the_repeated_rows():
     for bounds in [None, (1e-6, 1e2)]:
         a, b = profile(weighted, bounds), profile(repeated, bounds)
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_warm_start_doubles_from_the_previous_size():
+    X, y = _data(lambda X: np.sin(6 * X[:, 0]), 1200)
+    model = SparseGPRegressor(C(1.0) * RBF(0.3), max_basis="auto", optimizer=None,
+                              noise_variance=0.01, random_state=0, warm_start=True)
+    model.fit(X, y)
+    first = model.n_basis_
+    model.fit(X, y)
+    assert model.basis_size_curve_[0, 0] == first
+    assert model.n_basis_ >= first
