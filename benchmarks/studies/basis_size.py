@@ -219,6 +219,8 @@ def _plot(fits, path):
         for r in rows:
             ax.annotate(f"{r['cpu']:.0f} s", (r["n_basis"], r["nlpd"]), fontsize=7)
         ax.set_xscale("log")
+        ax.set_xticks(SIZES, [str(p) for p in SIZES])
+        ax.minorticks_off()
         ax.set_xlabel("basis size")
         ax.set_ylabel("test NLPD")
         ax.set_title(name)
