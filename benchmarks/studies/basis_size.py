@@ -151,7 +151,8 @@ def report(runs, path):
         "| data | max_basis | basis | NMSE | NLPD | mean z^2 | fit CPU s | bound / n |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    fits = [r for r in recs if r["kind"] == "fit"]
+    fits = sorted((r for r in recs if r["kind"] == "fit"),
+                  key=lambda r: (r["set"], r["max_basis"] == "auto", r["n_basis"]))
     for r in fits:
         lines.append(
             f"| {r['set']} | {r['max_basis']} | {r['n_basis']} | {r['nmse']:.4f} | "
@@ -171,6 +172,14 @@ def report(runs, path):
             f"| {name} | {a['n_basis']} | {a['nlpd'] - best['nlpd']:+.4f} ({best['max_basis']}) "
             f"| {a['cpu'] / best['cpu']:.2f} | {a['nlpd'] - default[-1]['nlpd']:+.4f} |"
         )
+    lines += ["", "## What `auto` saw: the profiled bound per row after each doubling", "",
+              "| data | p | profiled bound / n | gain |", "|---|---|---|---|"]
+    for r in fits:
+        prev = None
+        for p, v in r.get("size_curve", []):
+            gain = "" if prev is None else f"{v - prev:.4f}"
+            lines.append(f"| {r['set']} | {int(p)} | {v:.4f} | {gain} |")
+            prev = v
     lines += [
         "",
         "## The bound per row during one forward selection (fixed hyperparameters)",
