@@ -308,3 +308,22 @@ def test_non_gaussian_regressor_on_dask_is_the_in_memory_model(client, likelihoo
     tol = dict(rtol=1e-8) if likelihood == "poisson" else dict(rtol=0, atol=1e-6)
     for a, b in zip(on_dask.predict(X, return_std=True), memory.predict(X, return_std=True)):
         np.testing.assert_allclose(a, b, **tol)
+
+
+@pytest.mark.parametrize("params", [{"optimizer": None}, {"refine_basis": 0, "max_iter": 2}])
+def test_regressor_auto_basis_chooses_the_same_size_on_dask(client, no_driver_compute, params):
+    # max_basis="auto" on partitions (fixed hyperparameters: the selection and its stopping
+    # rule on the partitions; learned: on the rows gathered to the driver) and in memory
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (480, 2))
+    y = np.sin(3 * X[:, 0]) * np.sin(3 * X[:, 1]) + 0.05 * rng.randn(480)
+    Xd, yd = da.from_array(X, chunks=(160, 2)), da.from_array(y, chunks=160)
+    params = dict(max_basis="auto", random_state=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = SparseGPRegressor(**params).fit(X, y)
+        model = SparseGPRegressor(**params).fit(Xd, yd)
+    assert model.n_basis_ == reference.n_basis_ > 50
+    np.testing.assert_allclose(model.basis_size_curve_, reference.basis_size_curve_,
+                               rtol=1e-8)
+    assert_same_regressor(model, reference, X)

@@ -14,7 +14,6 @@ from functools import partial
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cholesky
 
 from .._learning_rows import learning_subsample
 from .._scaling import power_of_two_scale
@@ -22,13 +21,14 @@ from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
 from ._all_rows_posterior import factors_objective, posterior_on_all_rows, posterior_on_row_store
 from ._basis import select_and_exchange
+from ._basis_size import auto_basis_cap, grow_until_saturated, is_auto
+from ._calibration import calibrate_noise
 from ._dtc import sparse_factors
 from ._exact import FULL_BASIS_OBJECTIVES
 from ._fit_memory import fit_memory
 from ._full_basis import full_basis_fit
 from ._hyperparameters import check_noise_bounds, learn_hyperparameters
 from ._kernel_choice import DEFAULT_KERNEL_AT_BOUNDS, subset_start
-from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
@@ -81,21 +81,29 @@ def _take(X, y, indices):
     return X.take(indices) if isinstance(X, RowStore) else (X[indices], y[indices])
 
 
-def _select(model, kernel, X, y, s2, p, rng, seeds=(), row_noise=None):
+def _select(model, kernel, X, y, s2, p, rng, seeds=(), row_noise=None, auto=False):
     """Forward selection to ``p`` basis vectors (after the rows ``seeds``, a warm start's
-    basis), then ``n_exchange`` exchange steps."""
+    basis), then ``n_exchange`` exchange steps; with ``auto``, to the size that
+    :func:`~._basis_size.grow_until_saturated` chooses below ``p`` (its curve kept as
+    ``model._size_curve``)."""
     state = _new_state(model, kernel, X, y, s2, p, row_noise)
     for j in seeds[:p]:
         state.append(j)
     if isinstance(X, RowStore):  # each append pass also fetches the next working set's rows
         state.speculate(model._selector, rng)
+    curve = []
+    if auto:
+        noise_bounds = _noise_bounds(model) if _learns(model, model._noise.bounds) else None
+        model._size_curve = grow_until_saturated(
+            state, model._selector, rng, p, noise_bounds, curve, model._progress)
+        p = state.n_basis
     # Exchange steps are judged by the objective in force: cost (2) for the DTC evidence (the
     # exchange paper's rule), the bound itself for VFE, whose trace term cost (2) ignores.
     objective = None
     if model.hyperparameter_objective == "vfe":
         objective = partial(state_objective, objective="vfe")
     return select_and_exchange(
-        state, model._selector, p, model.n_exchange, rng, [], progress=model._progress,
+        state, model._selector, p, model.n_exchange, rng, curve, progress=model._progress,
         objective=objective,
     )
 
@@ -226,6 +234,9 @@ def alternate(model, X, y, p, rng):
     n_kept = X.shape[0] if kept is None else kept.size
     if learn and (model.learning_rows is not None or not isinstance(X, RowStore)):
         rows = learning_subsample(model.learning_rows, n_kept, p, rng)
+    if is_auto(model.max_basis):  # the largest basis "auto" grows: n x p of every row
+        # (the gradient's n x p arrays only when learning on every row)
+        model._basis_cap = auto_basis_cap(model, X, y, n_kept, learn and rows is None)
     if isinstance(X, RowStore) and learn and model.learning_rows is not None:
         # a fit on row partitions (a partitioned array): learning in memory on the driver, on the
         # learning rows gathered from the partitions (the in-memory fit's rows, drawn by the
@@ -255,7 +266,8 @@ def alternate(model, X, y, p, rng):
         # the posterior on all rows holds an n x p block, as a fit at fixed hyperparameters
         n_targets = y.shape[1] if y.ndim == 2 else 1
         fit_memory(
-            X.shape[0], X.shape[1], p, model.kernel_.n_dims, n_targets, False, 0,
+            X.shape[0], X.shape[1], getattr(model, "_basis_cap", p), model.kernel_.n_dims,
+            n_targets, False, 0,
             X.dtype == np.float32,
         ).check()
         fit = _learn_basis(model, X[rows], y[rows], p, rng, _take_noise(row_noise, rows))
@@ -266,7 +278,7 @@ def alternate(model, X, y, p, rng):
     calibrate = (noise_bounds is not None and model.noise_calibration is not None
                  and row_noise is None)
     if learn and calibrate and p < X.shape[0]:
-        fit = _calibrate_noise(model, fit, X, y, noise_bounds)
+        fit = calibrate_noise(model, fit, X, y, noise_bounds)
     if learn:
         expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
         warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected, model._progress)
@@ -286,6 +298,10 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
         seeds = () if isinstance(X, RowStore) else basis_rows(X, warm.basis_vectors)
     n = X.shape[0]
     learn = _learns(model, noise_bounds)
+    # "auto": p (AUTO_START) sizes the start; the selection grows to at most the cap
+    auto, p_start = is_auto(model.max_basis), p
+    if auto:
+        p = min(model._basis_cap, n)
     learn_step = _learn if row_noise is None else partial(_learn, row_noise=row_noise)
     # max_iter=0: the subset start's hyperparameters are kept, never re-learned on the basis
     learn_on_basis = learn and model.max_iter > 0
@@ -360,13 +376,13 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
                 return _subset_start(model, k, s2, X_s, y_s, noise_bounds, subset_noise(X_s))
 
         kernel, s2 = subset_start(
-            model, kernel, X, y, max(p, _INIT_SUBSET), rng, take,
+            model, kernel, X, y, max(p_start, _INIT_SUBSET), rng, take,
             lambda k, X_s, y_s: start_on(model, k, s2, X_s, y_s, noise_bounds),
             lambda k, s, X_s, y_s: exact(
                 k, X_s, y_s, X_s, s, jitter=jitter(k, X_s), row_noise=subset_noise(X_s)
             ),
         )
-    if p >= n and not refine and not isinstance(X, RowStore):
+    if p >= n and not refine and not isinstance(X, RowStore) and not auto:
         # every row in the basis: the full GP without selection (._full_basis)
         fields = full_basis_fit(
             model, X, y, kernel, s2, seeds, learn_on_basis, jitter,
@@ -379,8 +395,11 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
     n_iter = 0
     for it in range(model.max_iter if learn_on_basis else 1):
         state, curve = _select(
-            model, kernel, X, y, s2, p, rng, seeds if it == 0 else (), row_noise
+            model, kernel, X, y, s2, p, rng, seeds if it == 0 else (), row_noise,
+            auto=auto and it == 0,
         )
+        if auto and it == 0:
+            p = state.n_basis  # the size "auto" chose
         if learn_on_basis and refine:
             # The refinement learns the hyperparameters with the basis inputs, from the
             # starting ones: learning them first on the fixed basis can end in the noise-only
@@ -433,50 +452,6 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
             state_objective(state, model.hyperparameter_objective), np.asarray(curve), n_iter, 0,
         )
     return fit
-
-
-def _calibrate_noise(model, fit, X, y, noise_bounds):
-    """The noise variance, and with ``"loo"`` the kernel's amplitude, by the leave-one-out
-    predictive likelihood (``_noise_loo.py``).
-
-    The basis, the length scales and the shape of the kernel stay. Scaling the kernel by
-    ``c`` scales ``K_uu``, its jitter and ``V V^T`` by ``c`` and ``L`` and ``V y`` by
-    ``sqrt(c)``: only ``R`` (the factor of ``V V^T + s2 I``) and the objective's value are
-    recomputed. With every training row in the basis the model is the full GP and the
-    noise stays the likelihood's.
-    """
-    s2, p = fit.noise_variance, fit.L.shape[0]
-    VVt = fit.R @ fit.R.T - s2 * np.eye(p)
-    if not isinstance(X, RowStore):
-        X, Y = X.astype(np.float64, copy=False), y.reshape(len(y), -1)
-    else:
-        Y = None
-    amplitude = kernel_amplitude(fit.kernel) if model.noise_calibration == "loo" else None
-    s2_loo, c, (before, after) = loo_noise_variance(
-        fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds,
-        scale_bounds=None if amplitude is None else amplitude[2], progress=model._progress,
-    )
-    model._progress.line(
-        f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g}, kernel scaled by "
-        f"{c:.4g} (leave-one-out NLPD {before:.4f} -> {after:.4f})"
-    )
-    if s2_loo == s2 and c == 1.0:
-        return fit
-    kernel, jitter_c, L, Vy = fit.kernel, fit.jitter, fit.L, fit.Vy
-    if c != 1.0:
-        name, value, _ = amplitude
-        kernel = kernel.clone_with_theta(kernel.theta)
-        kernel.set_params(**{name: value * c})
-        jitter_c, L, Vy, VVt = c * jitter_c, np.sqrt(c) * L, np.sqrt(c) * Vy, c * VVt
-    R = cholesky(VVt + s2_loo * np.eye(p), lower=True, check_finite=False)
-    objective = (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
-        model.hyperparameter_objective
-    ]
-    value = objective(kernel, X, y, fit.basis_vectors, s2_loo, jitter=jitter_c)
-    return fit._replace(
-        kernel=kernel, noise_variance=s2_loo, L=L, R=R, Vy=Vy, jitter=jitter_c,
-        objective=float(value),
-    )
 
 
 def _refine(model, fit, X, y, learn, noise_bounds, max_iter):

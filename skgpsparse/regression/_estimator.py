@@ -12,6 +12,7 @@ from ..kernels._structured import fit_indexed, is_structured
 from ..likelihoods import Likelihood
 from ..rows import backend_for
 from ..selection import BaseSelector
+from ._basis_size import is_auto
 from ._fitting import fit_in_memory
 from ._likelihood_fit import LIKELIHOODS, fit_likelihood
 from ._partitioned_fit import fit_partitioned
@@ -30,6 +31,7 @@ _PRIVATE_STATE = (
     "_predictor", "_X_train", "_y_train", "_jitter_value", "_n_threads", "_selector",
     "_y_train_mean", "_y_train_std", "_progress", "_noise", "_stream", "_row_noise",
     "_noise_scale", "_fit_signature", "_warm", "_stream_weighted", "_latent",
+    "_basis_cap", "_size_curve", "_stream_basis",
 )
 
 # BLAS threads during fit: the selection's products are memory-bound matrix-vector ones and
@@ -86,8 +88,22 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
         Bounds of ``noise_variance`` (of its common scale, for an array) for hyperparameter
         learning; ``"fixed"`` keeps it.
-    max_basis : int, default=100
+    max_basis : int or "auto", default=100
         Number of basis vectors ``p`` (clipped to the number of samples, with a warning).
+        ``"auto"``: the selection decides. At the starting hyperparameters it grows the basis
+        to 50, 100, 200, ... and after each doubling evaluates Titsias' bound per training row
+        with the kernel's amplitude and the noise re-fitted to the basis; it stops at the
+        first doubling that gains less than 0.01 nats per row and keeps the basis from before
+        it (the doubling would cost about four times the work for less). The basis never
+        exceeds 800, half the training rows (every row when there are at most 50) or what
+        fits in the memory available. Learning, refinement and exchange then run on the
+        chosen basis as with an int; ``n_basis_`` is the size chosen, ``basis_size_curve_``
+        the sizes tried and ``verbose=1`` prints them. The subset start and
+        ``learning_rows="auto"`` take ``max_basis=100``'s sizes; with more rows than
+        ``learning_rows`` the size is chosen on the learning subsample, and the model of
+        every row has that size. Not available with a
+        non-Gaussian ``likelihood``. Set an int for a latency or memory budget (the
+        prediction's cost is O(p) per row for the mean, O(p^2) for the variance).
     selection : {"matching_pursuit", "exact", "vfe", "info_gain", "random"} or BaseSelector, \
             default="matching_pursuit"
         Forward-selection strategy. ``"matching_pursuit"``: Keerthi & Chu's DMAX (the cost
@@ -226,6 +242,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         were selected from before they moved.
     basis_vectors_ : ndarray of shape (n_basis, n_features)
         The basis vectors: ``X[basis_indices_]``, or where ``refine_basis`` moved them.
+    n_basis_ : int
+        Number of basis vectors of the fitted model (the size ``max_basis="auto"`` chose).
+    basis_size_curve_ : ndarray of shape (n_sizes, 2) or None
+        With ``max_basis="auto"``: each basis size the selection reached and Titsias' bound
+        per training row there, with the amplitude and noise re-fitted (what the stopping
+        rule compared); ``None`` with an int ``max_basis``.
     alpha_ : ndarray of shape (n_basis,) or (n_basis, n_targets)
         Weights of the predictive mean on the basis (in the units of ``y``).
     log_marginal_likelihood_value_ : float
@@ -294,7 +316,7 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood],
         "noise_variance": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "noise_variance_bounds": [StrOptions({"fixed"}), "array-like"],
-        "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_basis": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [
             StrOptions({"random", "exact", "matching_pursuit", "info_gain", "vfe"}),
             BaseSelector,
@@ -422,6 +444,12 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         return partial_fit(self, X, y, sample_weight, noise_variance)
 
     def _fit(self, X, y, sample_weight=None):
+        if self.likelihood != "gaussian" and is_auto(self.max_basis):
+            raise ValueError(
+                "max_basis='auto' is available with likelihood='gaussian' (its stopping "
+                "rule reads Titsias' bound); with likelihood="
+                f"{self.likelihood!r} pass an int max_basis, e.g. 100."
+            )
         backend = backend_for(X, y)
         if backend is not None:  # rows held in partitions (skgpsparse.rows)
             return fit_partitioned(self, backend, X, y, sample_weight)

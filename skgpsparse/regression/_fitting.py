@@ -18,6 +18,7 @@ from sklearn.utils.validation import validate_data
 from .._progress import Progress
 from ._alternation import alternate
 from ._basis import make_selector
+from ._basis_size import is_auto, start_size
 from ._hyperparameters import check_noise_bounds
 from ._prediction import RegressionPredictor, exact_factor, prediction_factors
 from ._refine import check_refinable
@@ -43,7 +44,7 @@ def fit_in_memory(model, X, y, sample_weight=None):
     # in scikit-learn's GaussianProcessRegressor; a 1-D y stays 1-D.
     y = np.asarray(y, dtype=np.float64)
     X, y, row_noise, kept = rows_of_positive_weight(model.noise_variance, X, y, sample_weight)
-    X, y, row_noise, index = exact_fit_rows(X, y, row_noise, model.max_basis)
+    X, y, row_noise, index = exact_fit_rows(X, y, row_noise, start_size(model.max_basis))
     if index is not None:
         kept = index if kept is None else kept[index]
     if row_noise is None:
@@ -97,13 +98,13 @@ def prepare_fit(model, y, n, scaling, row_noise=None):
     model._row_noise = row_noise
     model._y_train_mean, model._y_train_std = scaling
     y = (y - model._y_train_mean) / model._y_train_std
-    p = model.max_basis
-    if p > n:
+    p = start_size(model.max_basis)  # "auto": the start's size; the selection decides
+    if p > n and not is_auto(model.max_basis):
         warnings.warn(
             f"max_basis={p} exceeds the number of samples {n}; using max_basis={n}.",
             UserWarning,
         )
-        p = n
+    p = min(p, n)
     model._selector = make_selector(model.selection, model.working_set_size)
     model._progress = Progress("SparseGPRegressor", model.verbose)
     return y, p, rng
@@ -120,6 +121,9 @@ def store_fit(model, fit, n_rows):
         if np.ndim(model.noise_variance) > 0:  # per-row noise: the rows' variances s2 a_i
             model.noise_variance_ = fit.noise_variance * row_noise.relative
     model.basis_indices_ = fit.basis
+    model.n_basis_ = len(fit.basis)
+    # max_basis="auto": each size the selection reached and its profiled bound per row
+    model.basis_size_curve_ = model.__dict__.pop("_size_curve", None)
     model.basis_vectors_ = np.asarray(fit.basis_vectors, dtype=np.float64)
     model.n_iter_, model.n_refine_iter_ = fit.n_iter, fit.n_refine
     # The predictive factors with the jitter only where strictly needed (the state's L

@@ -15,6 +15,7 @@ import numpy as np
 from .._learning_rows import learning_size
 from ..rows._store import row_centre
 from ._alternation import _learns, alternate
+from ._basis_size import start_size
 from ._fitting import prepare_fit, store_fit
 from ._likelihood_partitioned import fit_likelihood_partitioned
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES, set_row_scale
@@ -76,7 +77,7 @@ def fit_partitioned(model, backend, X, y, sample_weight=None):
         _on_driver(backend, model.noise_variance), _on_driver(backend, sample_weight),
         X.shape[0],
     )
-    m = learning_size(model.learning_rows, min(model.max_basis, X.shape[0]))
+    m = learning_size(model.learning_rows, min(start_size(model.max_basis), X.shape[0]))
     if row_noise is None:
         scaling = _partitioned_scaling(backend, y, model.normalize_y,
                                        m is not None and X.shape[0] <= m)

@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight, _num_samples, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._validation import plain_float_rows
@@ -37,6 +37,7 @@ from ..kernels._columns import kernel_diag
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..linalg import solve_lower
 from ..rows import in_memory_only
+from ._basis_size import AUTO_START, is_auto
 from ._likelihood_streaming import likelihood_partial_fit
 from ._prediction import RegressionPredictor, exact_factor
 from ._row_noise import rows_of_positive_weight
@@ -145,6 +146,18 @@ def _first_fit(model, X, y, sample_weight, noise_variance):
             model.fit(X, y, sample_weight=sample_weight)
     finally:
         model.noise_variance = given
+    if is_auto(model.max_basis):  # the size chosen, or AUTO_START if it took every row
+        rows = _num_samples(X)
+        model._stream_basis = (model.n_basis_ if model.n_basis_ < rows
+                               else max(model.n_basis_, AUTO_START))
+
+
+def stream_basis_size(model):
+    """The basis size ``partial_fit`` grows to: ``max_basis``, or with ``"auto"`` the size
+    the first call chose (``AUTO_START`` when that call had every row in the basis)."""
+    if is_auto(model.max_basis):
+        return model._stream_basis
+    return model.max_basis
 
 
 def _batch_weights(model, X, y, sample_weight, noise_variance):
@@ -193,7 +206,7 @@ def _partial_fit(model, X, y, sample_weight=None, noise_variance=None):
     kdiag = kernel_diag(kernel, X)
     # weighted rows enter whitened: V's columns, y and k(x, x) times c, c and c^2 (_row_noise)
     wy = y if c is None else y * (c if y.ndim == 1 else c[:, None])
-    if model.basis_vectors_.shape[0] < model.max_basis:
+    if model.basis_vectors_.shape[0] < stream_basis_size(model):
         # growth needs the batch's V_b whole (b x p): while the basis is not full
         V_b = stream.whiten(predictor.cross.block(X))
         if c is not None:
@@ -233,7 +246,8 @@ def _grow(model, stream, X, y, V_b, kdiag, scale=None):
     grown = False
     Z, indices = model.basis_vectors_, model.basis_indices_
     first_row = stream.n_rows - b  # the stream's index of the batch's first row
-    while Z.shape[0] < model.max_basis:
+    target = stream_basis_size(model)
+    while Z.shape[0] < target:
         candidates = np.flatnonzero(~offered)
         if not len(candidates):
             break
@@ -273,6 +287,7 @@ def _grow(model, stream, X, y, V_b, kdiag, scale=None):
         indices = np.append(indices, first_row + j)
         grown = True
     model.basis_vectors_, model.basis_indices_ = Z, indices
+    model.n_basis_ = len(indices)
     return grown
 
 
