@@ -9,8 +9,8 @@ under the FITC prior of the basis, the kernel and the bias learned on the EP evi
 subsample of ``learning_rows`` rows (the classifier's default:
 :mod:`skgpsparse.latent.learning._ep_rounds`), and with them the likelihood's own free
 parameters (``"student_t"``: its scale; an instance's parameters whose bounds are not
-``"fixed"``). The Gaussian regressor's own machinery (the DTC/VFE objectives, the leave-one-out calibration,
-the refinement of the basis inputs) does not apply.
+``"fixed"``). The Gaussian regressor's own machinery (the DTC/VFE objectives, the
+leave-one-out calibration, the refinement of the basis inputs) does not apply.
 
 - ``"poisson"``: counts with the log link (:class:`~skgpsparse.likelihoods.Poisson`); the
   default kernel adds a latent ``WhiteKernel`` term, a random effect per row, which is how a
@@ -93,8 +93,8 @@ def likelihood_of(model):
         return copy.deepcopy(likelihood)
     factory = LIKELIHOODS[likelihood]
     if factory is StudentT:
-        return StudentT(dof=_STUDENT_T_DOF, scale=_STUDENT_T_SCALE, dof_bounds=_STUDENT_T_DOF_BOUNDS,
-                        scale_bounds=_STUDENT_T_SCALE_BOUNDS)
+        return StudentT(dof=_STUDENT_T_DOF, scale=_STUDENT_T_SCALE,
+                        dof_bounds=_STUDENT_T_DOF_BOUNDS, scale_bounds=_STUDENT_T_SCALE_BOUNDS)
     return None if factory is None else factory()
 
 
