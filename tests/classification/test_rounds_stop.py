@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import skgpsparse.latent.learning._ep_rounds as all_rows_fit
+from skgpsparse.likelihoods import Probit
 
 
 def _run(losses, monkeypatch, predict, previous=None, tol=1e-3):
@@ -19,7 +20,7 @@ def _run(losses, monkeypatch, predict, previous=None, tol=1e-3):
     monkeypatch.setattr(all_rows_fit, "PREDICT_GAIN", predict)
     model = SimpleNamespace(loss_curve_=[], tol=tol, optimizer="fmin_l_bfgs_b",
                             _progress=SimpleNamespace(line=lambda text: None),
-                            _last_exchange_curve=[])
+                            _last_exchange_curve=[], likelihood=Probit())
     values = iter(losses)
 
     def select(model, kernel, X, y, bias, rng):
