@@ -33,11 +33,15 @@ def joint_theta(kernel, likelihood, bias):
 def split_theta(kernel, likelihood, z):
     """``(kernel, likelihood, b)`` at ``z`` (:func:`joint_theta`'s layout); ``likelihood``
     itself when it has no free parameters or ``z`` holds its own."""
-    k, m = kernel.n_dims, likelihood.theta.size
-    lik = z[k:k + m]
-    if m and not np.array_equal(lik, likelihood.theta):
-        likelihood = likelihood.clone_with_theta(lik)
-    return kernel.clone_with_theta(z[:k]), likelihood, float(z[-1])
+    k = kernel.n_dims
+    return kernel.clone_with_theta(z[:k]), _at(likelihood, z[k:-1]), float(z[-1])
+
+
+def _at(likelihood, theta_lik):
+    """``likelihood`` at its log parameters ``theta_lik``: itself at its own values."""
+    if np.array_equal(likelihood.theta, theta_lik):
+        return likelihood
+    return likelihood.clone_with_theta(theta_lik)
 
 
 class AllRowsObjective:
@@ -64,13 +68,9 @@ class AllRowsObjective:
         """The likelihood at its log parameters ``theta_lik``: the same object for the same
         values (EP's converged run is remembered for it, :mod:`skgpsparse.inference._ep`)."""
         last = getattr(self, "_last_likelihood", None)
-        if last is not None and np.array_equal(last.theta, theta_lik):
-            return last
-        if np.array_equal(self.likelihood.theta, theta_lik):
-            self._last_likelihood = self.likelihood
-        else:
-            self._last_likelihood = self.likelihood.clone_with_theta(theta_lik)
-        return self._last_likelihood
+        if last is None or not np.array_equal(last.theta, theta_lik):
+            self._last_likelihood = last = _at(self.likelihood, theta_lik)
+        return last
 
     def _warm(self):
         """EP's start: the sites of the lowest evaluation so far (the optimiser's iterate; a
