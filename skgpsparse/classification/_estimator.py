@@ -67,13 +67,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
         ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
         keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it. ``"auto"`` (all-rows posterior, in memory): at the start's kernel and bias
-        the basis grows in doublings (50, 100, ...) with EP over every (learning) row after
-        each, and stops before the first doubling that adds less than 0.002 nats per row to
-        the log evidence; at most 800, half the rows, or what fits in memory. Learning then
-        runs at that size (learning rows and start as at 100); each class chooses its own.
-        ``n_basis_`` is the size, ``basis_size_curve_`` the curve (``verbose=1`` prints it).
-        An int suits a latency or memory budget.
+        left for it. ``"auto"`` (all-rows posterior): after one round at 100, at its kernel
+        and bias the basis grows in doublings (50, 100, ...) with EP over every (learning) row
+        after each, and stops before the first doubling that adds less than 0.001 nats per
+        row to the log evidence; at most 800, half the rows, or what fits in memory. The
+        rounds go on at that size; each class chooses its own. ``n_basis_`` is the size,
+        ``basis_size_curve_`` the curve (``verbose=1`` prints it). An int suits a latency or
+        memory budget.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
