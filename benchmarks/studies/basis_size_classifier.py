@@ -28,6 +28,7 @@ import json
 import sys
 import time
 import warnings
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +93,7 @@ def learned_rule(rows, gain):
     """The size the rule "after learning at that size" picks from fixed fits ``rows``."""
     by_size = sorted((r["max_basis"], r["loss"]) for r in rows)
     pick = by_size[0][0]
-    for (_, before), (size, after) in zip(by_size, by_size[1:]):
+    for (_, before), (size, after) in pairwise(by_size):
         if before - after < gain:
             break
         pick = size

@@ -12,8 +12,8 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
-from .._fitted_state import reset_fitted_state
 from .._auto_basis import is_auto
+from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
 from .._row_weights import distinct_rows, refuse_weights, weighted_rows

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.optimize import minimize
 
-from .._auto_basis import (  # noqa: F401 (re-exported: the regressor's names)
+from .._auto_basis import (
     AUTO_START,
     FIRST_SIZE,
     MAX_AUTO_BASIS,

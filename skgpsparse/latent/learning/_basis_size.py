@@ -115,7 +115,8 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None)):
     for size in doubling_sizes(FIRST_SIZE, cap):
         while state.size < size and state.candidates().size:
             model._add(state, model.selector.select(state, rng))
-            model._progress.step(lambda: f"max_basis='auto': basis {state.size}/{size}")
+            model._progress.step(
+                lambda size=size: f"max_basis='auto': basis {state.size}/{size}")
         objective = AllRowsObjective(kernel, X, y, X[state.basis_indices], sites,
                                      likelihood=model.likelihood, weights=model._row_weights)
         value = -float(objective(z, eval_gradient=False))

@@ -1,4 +1,4 @@
-"""SparseGPClassifier(max_basis="auto"): the EP evidence's stopping rule (latent/learning/_basis_size.py)."""
+"""SparseGPClassifier(max_basis="auto"): the stopping rule of latent/learning/_basis_size.py."""
 
 import warnings
 
