@@ -129,7 +129,11 @@ def report(runs, gain):
             label = f"{key} ({', '.join(mark)})" if mark else key
             lines.append(f"| {label} | {r['n_basis']} | {r['nlp']:.4f} | {r['error']:.4f} | "
                          f"{r['cpu']:.1f} | {r['loss']:.5f} | {r['n_iter']} |")
-        if fixed:
+        many = fixed and isinstance(fixed[0]["n_basis"], list)
+        if many:
+            lines += ["", "basis: [smallest, median, largest] over the classes; -logZ/n is the "
+                      "shared learning's (a basis of 100-104 in every fit), not the classes'."]
+        if fixed and not many:
             lines.append("")
             lines.append(f"The rule \"after learning at that size\" (learned -logZ/n gaining < "
                          f"{gain} nats/row) would pick {learned_rule(fixed, gain)}.")
