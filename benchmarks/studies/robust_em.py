@@ -29,9 +29,23 @@ Started from the Gaussian default ``SparseGPRegressor()``. Variants of the M-ste
   its kernel and basis not pulled by the gross errors; iteration 0 in the table), then
   ``em_basis`` on every row from that fit's kernel, basis and noise variance.
 
+- ``em_rows``: as ``em_full`` (every M-step a full fit with the noise array), started from the
+  squared robust scale; measured after a noise array got the scalar default's basis
+  refinement and leave-one-out calibration of its common scale (issue 47, per-row noise);
+- ``em_rows_warm``: the first M-step as ``em_rows``, later ones warm-started from the previous
+  fit (``warm_start=True``: its kernel and noise scale the start, no subset start);
+- ``em_rows_mad``: the M-steps of ``em_rows``, but every E-step's scale is the squared robust
+  scale of the current fit's training residuals instead of the learned ``s2`` (iteratively
+  reweighted least squares with Student-t weights and a robust scale: the sparse model's
+  approximation error, which the learned noise leaves out, is then not taken for outliers);
+  its records' ``s`` and Student-t NLPD are at that robust scale.
+
+The control ``rows_ones`` is ``rows_noise`` after that change (the M-step's model with every
+weight 1, now the scalar default's model).
+
 ``em_full`` and ``em_fix1`` start (the first E-step) from the Gaussian default's noise
-variance, which gross errors inflate; ``em_basis``, ``em_warm`` and ``em_trim`` from the squared robust
-scale of its training residuals (1.4826 times their median absolute deviation). The row
+variance, which gross errors inflate; the others from the squared robust scale of its
+training residuals (1.4826 times their median absolute deviation). The row
 ``rows_noise`` is the M-step's model with every weight 1 (``noise_variance=np.ones(n)``): the
 Gaussian regressor without the refinement and the calibration that a noise array turns off.
 
@@ -49,6 +63,7 @@ Usage::
 
     python benchmarks/studies/robust_em.py --datasets kin40k pol --n 8000 --seeds 0 1
     python benchmarks/studies/robust_em.py --variants em_trim     # one variant (and the Gaussian)
+    python benchmarks/studies/robust_em.py --variants rows_ones em_rows em_rows_warm --max-iter 3
     python benchmarks/studies/robust_em.py --report     # the table from the records
 
 Records go to ``results/robust_em.jsonl``; the table to ``results/robust_em.md``.
@@ -76,7 +91,9 @@ RECORDS = RESULTS / "robust_em.jsonl"
 NU = 4.0
 MAX_ITER = 5
 SETTLE = 0.01
-VARIANTS = ("em_full", "em_fix1", "em_basis", "em_warm", "em_trim")
+VARIANTS = ("em_full", "em_fix1", "em_basis", "em_warm", "em_trim", "em_rows", "em_rows_warm",
+            "em_rows_mad")
+CONTROLS = ("rows_noise", "rows_ones")
 PAD = 1e8  # the noise of the appended basis rows (with_basis_rows)
 
 
@@ -123,7 +140,8 @@ def with_basis_rows(g, X, y):
 def m_step(variant, it, data, lam, r2, previous, seed, kernels):
     """One M-step's model and its common noise scale ``s2``."""
     X, y, X_aug, y_aug, pad = data
-    if variant == "em_full" or (variant == "em_fix1" and it == 1):
+    if variant in ("em_full", "em_rows", "em_rows_mad") or (
+            variant in ("em_fix1", "em_rows_warm") and it == 1):
         model = SparseGPRegressor(noise_variance=1.0 / lam, random_state=seed).fit(X, y)
         return model, noise_scale(model)
     if variant == "em_fix1":  # the first M-step's kernel, a new greedy basis
@@ -133,6 +151,9 @@ def m_step(variant, it, data, lam, r2, previous, seed, kernels):
                                   random_state=seed).fit(X, y)
         return model, s2
     model = copy.deepcopy(previous)
+    if variant == "em_rows_warm":  # from the previous fit's kernel and noise scale
+        model.set_params(warm_start=True, noise_variance=1.0 / lam)
+        return model.fit(X, y), noise_scale(model)
     if variant in ("em_basis", "em_trim"):  # the start's kernel and basis: only the weights move
         s2 = float(np.mean(lam * r2))
         model.set_params(warm_start=True, optimizer=None, noise_variance_bounds="fixed",
@@ -165,7 +186,7 @@ def robust_noise(g, X, y):
     return (1.4826 * np.median(np.abs(residual - np.median(residual)))) ** 2
 
 
-def run(datasets, n, seeds, variants):
+def run(datasets, n, seeds, variants, max_iter=MAX_ITER):
     RESULTS.mkdir(exist_ok=True)
     for name in datasets:
         for seed in seeds:
@@ -180,13 +201,14 @@ def run(datasets, n, seeds, variants):
                            nmse=nmse(g.predict(X_test), y_test),
                            nlpd=-float(np.mean(g.log_predictive_density(X_test, y_test))),
                            cpu=cpu_g, cpu_g=cpu_g, s2=s2_g, kernel=str(g.kernel_)))
-                if "rows_noise" in variants:
-                    # the M-step's model with every weight 1: no refinement, no calibration
+                for control in [c for c in CONTROLS if c in variants]:
+                    # the M-step's model with every weight 1 (rows_noise: run before the
+                    # noise array had the refinement and the calibration)
                     tic = time.process_time()
                     ones = SparseGPRegressor(noise_variance=np.ones(n),
                                              random_state=seed).fit(X, y)
                     cpu = time.process_time() - tic
-                    write(dict(base, method="rows_noise", it=0, settled=True,
+                    write(dict(base, method=control, it=0, settled=True,
                                nmse=nmse(ones.predict(X_test), y_test),
                                nlpd=gaussian_nlpd(ones, X_test, y_test, noise_scale(ones)),
                                cpu=cpu, cpu_g=cpu_g, s2=noise_scale(ones),
@@ -196,7 +218,7 @@ def run(datasets, n, seeds, variants):
                 data = (X, y, X_aug, y_aug, pad)
                 cpu_aug = time.process_time() - tic
                 kernels = {}
-                shared = None  # em_fix1's first M-step is em_full's
+                shared = {}  # em_fix1's first M-step is em_full's, em_rows_warm's em_rows's
                 for variant in [v for v in VARIANTS if v in variants]:
                     tic = time.process_time()
                     s2 = s2_g if variant in ("em_full", "em_fix1") else robust_noise(g, X, y)
@@ -214,18 +236,23 @@ def run(datasets, n, seeds, variants):
                                    cpu=cpu, cpu_g=cpu_g, s2=s2, trimmed=trimmed,
                                    low_weight=float(np.mean(lam < 0.5)),
                                    kernel=str(model.kernel_)))
-                    for it in range(1, MAX_ITER + 1):
-                        if variant == "em_fix1" and it == 1 and shared is not None:
-                            model, s2, cpu_m = shared
+                    for it in range(1, max_iter + 1):
+                        first = {"em_fix1": "em_full", "em_rows_warm": "em_rows",
+                                 "em_rows_mad": "em_rows"}
+                        if it == 1 and first.get(variant) in shared:
+                            model, s2, cpu_m = shared[first[variant]]
                         else:
                             tic = time.process_time()
                             model, s2 = m_step(variant, it, run_data, lam, r2, model, seed,
                                                kernels)
                             cpu_m = time.process_time() - tic
+                            if variant in ("em_full", "em_rows") and it == 1:
+                                shared[variant] = (model, s2, cpu_m)
                             if variant == "em_full" and it == 1:
-                                shared = (model, s2, cpu_m)
                                 kernels["first"] = model.kernel_
                         tic = time.process_time()
+                        if variant == "em_rows_mad":  # the residuals' robust scale, not s2
+                            s2 = robust_noise(model, X, y)
                         new_lam, r2 = e_step(model, X, y, s2)
                         cpu += cpu_m + time.process_time() - tic
                         change = np.abs(new_lam - lam)
@@ -256,7 +283,7 @@ def report():
         records[(r["data"], r["n"], r["seed"], r["targets"], r["method"], r["it"])] = r
     rows = list(records.values())
     rows.sort(key=lambda r: (r["data"], r["n"], r["seed"], r["targets"],
-                             (("gaussian", "rows_noise") + VARIANTS).index(r["method"]),
+                             (("gaussian",) + CONTROLS + VARIANTS).index(r["method"]),
                              r["it"]))
     base = {(r["data"], r["n"], r["seed"]): r["nmse"] for r in rows
             if r["method"] == "gaussian" and r["targets"] == "clean"}
@@ -266,7 +293,9 @@ def report():
         ("`python benchmarks/studies/robust_em.py` (module docstring: the variants, the E- and "
         "M-steps). NMSE and NLPD on 3,000 clean test rows (NLPD: the Student-t predictive, "
         "nu = 4, scale the learned `s`, for the EM rows; the Gaussian's own for `gaussian`, "
-        "`rows_noise` and `em_trim`'s iteration 0, the trimmed Gaussian fit); "
+        "`rows_noise`, `rows_ones` and `em_trim`'s iteration 0, the trimmed Gaussian fit; "
+        "`rows_ones` and `em_rows*` were run after a noise array got the basis refinement and "
+        "the leave-one-out calibration, the other rows before); "
         "`vs clean gaussian` is NMSE over the Gaussian default's on the clean targets of the "
         "same split (goals: corrupt <= 1.15, clean <= 1.05); `CPU x` is the whole fit's "
         "process time (first Gaussian fit and every E- and M-step up to this iteration) over "
@@ -345,13 +374,15 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=["kin40k", "pol"])
     parser.add_argument("--n", type=int, default=8000)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
-    parser.add_argument("--variants", nargs="+", default=("rows_noise",) + VARIANTS,
-                        help="the rows_noise control and the EM variants to run")
+    parser.add_argument("--variants", nargs="+", default=CONTROLS + VARIANTS,
+                        help="the controls (rows_noise, rows_ones) and the EM variants to run")
+    parser.add_argument("--max-iter", type=int, default=MAX_ITER,
+                        help="largest number of M-steps of each variant")
     parser.add_argument("--report", action="store_true", help="only write the table")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if not args.report:
-        run(args.datasets, args.n, args.seeds, args.variants)
+        run(args.datasets, args.n, args.seeds, args.variants, args.max_iter)
     report()
 
 

@@ -67,13 +67,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
         ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
         keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it. ``"auto"`` (all-rows posterior): after one round at 100, at its kernel
-        and bias the basis grows in doublings (50, 100, ...) with EP over every (learning) row
-        after each, and stops before the first doubling that adds less than 0.001 nats per
-        row to the log evidence; at most 800, half the rows, or what fits in memory. The
-        rounds go on at that size; each class chooses its own. ``n_basis_`` is the size,
-        ``basis_size_curve_`` the curve (``verbose=1`` prints it). An int suits a latency or
-        memory budget.
+        left for it. ``"auto"`` (all-rows posterior): after one round at 100, the basis grows
+        in doublings (50, 100, ...) at its kernel and bias, EP over every (learning) row after
+        each, until a doubling adds less than 0.001 nats per row to the log evidence (undone);
+        at most 800, half the rows or what fits in memory. Each class chooses its own size
+        (``n_basis_``; ``basis_size_curve_`` the curve). An int: a latency or memory budget.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
@@ -85,10 +83,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         - ``"adaptive"``: working set of ``working_set_size`` (default 2) drawn with
           probabilities ``1 - Phi(y_j (f_j + b) / sqrt(1 + A_jj))`` (additive-model paper
           eq. (11)), best by NLP_a over all points (eq. (5), (10)).
-        - ``"nlp"``: uniform working set (default 59), best by NLP eq. (4) (validation paper).
-          With ``site_update="optimize"`` every one of those candidates has its site optimised
-          at every step, the slowest combination by far: practical up to about a thousand
-          rows (see ``site_update``).
+        - ``"nlp"``: uniform working set (default 59), best by NLP eq. (4) (validation paper);
+          with ``site_update="optimize"`` the slowest combination by far (``site_update``).
         - ``"entropy"``: largest posterior entropy reduction (IVM, Lawrence et al. 2003).
         - ``"info_gain"``: largest information gain (Seeger et al.).
         - ``"random"``: uniform draw.
@@ -104,11 +100,10 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         (additive-model paper §3; a bounded number of L-BFGS-B evaluations, vectorised over the
         working set). The candidates are then compared at their optimised sites; the objective
         is the selection's own (NLP_a eq. (5) for "adaptive", eq. (4) for "nlp"; eq. (5) for the
-        other selections). Cost: up to about thirty loss evaluations at all ``n`` rows, from
-        two starts, per working-set candidate and step: several default fits' CPU with the
-        default selection (practical to tens of thousands of rows), about a hundred with
-        ``selection="nlp"`` (to about a thousand rows); benchmarks page, "Where the slow fits
-        stop".
+        other selections). Cost: each step evaluates the loss at all ``n`` rows up to about
+        thirty times, from two starts, for every working-set candidate (2 under the default
+        selection, 59 under ``"nlp"``); the measured limits are on the benchmarks page ("Where
+        the slow fits stop").
     n_exchange : int, default=0
         Exchange steps after each forward selection: delete the basis vector whose deletion
         raises NLP_a (eq. (5)) least, all deletions scored in one batched computation, then add
@@ -171,9 +166,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         More than two classes (two: one binary fit, whatever this says). ``"shared"`` (the
         all-rows posterior), one vs rest: one kernel and length-scale decision learned on the
         classes' summed evidence over a stratified subsample, then a basis, bias and EP per
-        class on all rows; on 26 classes (letter) about 7 binary fits' CPU. ``"independent"``, or
-        scikit-learn's name ``"one_vs_rest"`` (the same fit): a whole binary fit per class
-        against the rest (its own kernel, bias, basis and EP), about ``K`` fits.
+        class on all rows; the class probabilities ``softmax(log p_k - t log(1 - p_k))`` of
+        the classes' ``p_k``, ``t`` in [0, 1] chosen by the training rows' leave-one-out log
+        loss (``logit_weight_``). ``"independent"``, or scikit-learn's ``"one_vs_rest"`` (the
+        same fit): a whole binary fit per class against the rest (its own kernel, bias, basis
+        and EP), about ``K`` fits, ``p_k`` normalised (scikit-learn's, ``t = 0``).
         ``"one_vs_one"`` (scikit-learn's): a whole binary fit per pair of classes on their
         rows, ``K (K - 1) / 2`` fits on about ``2 n / K`` rows each; :meth:`predict` by their
         votes, :meth:`decision_function` the votes (``OneVsOneClassifier``'s), and no
@@ -248,6 +245,9 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         ordered ``(0, 1), (0, 2), ...`` (``"one_vs_one"``: on the two classes' rows).
     multi_class_ : {"shared", "independent", "one_vs_one"}
         The fit that ran (more than two classes; ``multi_class`` resolved).
+    logit_weight_ : float
+        ``t`` of the class probabilities (one vs rest, more than two classes; see
+        ``multi_class``): 0 is the one-vs-rest probabilities normalised, 1 their logits' softmax.
     n_samples_seen_ : int
         Rows seen by :meth:`partial_fit` (only after it), those of weight zero not counted.
     n_features_in_ : int
@@ -468,8 +468,8 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities, ``P(y = +1 | x_*) = Phi((f_* + b) / sqrt(1 + s2_*))`` (eq. 2.7).
 
-        With more than two classes, the one-vs-rest probabilities normalised per row; with
-        ``multi_class="one_vs_one"`` a ValueError, as scikit-learn's GPC.
+        With more than two classes, the one-vs-rest probabilities combined per row (see
+        ``multi_class``); with ``"one_vs_one"`` a ValueError, as scikit-learn's GPC.
 
         Parameters
         ----------

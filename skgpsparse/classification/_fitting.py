@@ -22,8 +22,9 @@ from ..kernels._structured import IndexedKernel
 from ..latent._model import _make_selector, fit_memory
 from ..likelihoods import Probit
 from ._basis_size import auto_basis_cap, check_auto, stand_in
-from ._prediction import PairPredictors
+from ._prediction import OneVsRestPredictors, PairPredictors
 from .learning._restarts import fit_binary
+from .multiclass._combination import set_logit_weight
 from .multiclass._one_vs_one import class_pairs, fit_one_vs_one
 from .multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 
@@ -190,6 +191,7 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
         store_one_vs_rest(clf, fit_one_vs_one(per_model, restarts, X, y_enc, rng, clf.n_jobs))
     else:
         models, clf.multi_class_ = one_vs_rest(clf, per_model, restarts, X, y_enc, rng)
+        set_logit_weight(clf, models, X.shape[0], lambda rows: (X[rows], y_enc[rows]), weights)
         store_one_vs_rest(clf, models)
     if index is not None:  # basis_indices_ index the X given (zero-weight rows included)
         clf.basis_indices_ = (index[clf.basis_indices_] if n_classes == 2
@@ -309,8 +311,10 @@ def store_one_vs_rest(clf, models):
     for name in PER_MODEL_ATTRIBUTES:
         setattr(clf, name, [getattr(est, name) for est in models])
     predictors = [est._predictor for est in models]
-    pairwise = getattr(clf, "multi_class_", None) == "one_vs_one"
-    clf._predictors = PairPredictors(predictors, clf.classes_.size) if pairwise else predictors
+    if getattr(clf, "multi_class_", None) == "one_vs_one":
+        clf._predictors = PairPredictors(predictors, clf.classes_.size)
+    else:  # the combination's t (multiclass._combination.set_logit_weight)
+        clf._predictors = OneVsRestPredictors(predictors, getattr(clf, "logit_weight_", 0.0))
     # as scikit-learn's one-vs-rest GPC: the mean over the binary models
     clf.log_marginal_likelihood_value_ = float(
         np.mean([est.log_marginal_likelihood_value_ for est in models])

@@ -3,19 +3,21 @@ latent moments (:mod:`skgpsparse.latent._predictors`) by blocks of rows.
 
 The class probabilities are the likelihood's predictive probabilities under each model's latent
 marginal ``N(f_* + b; mean, var)`` (:mod:`skgpsparse.likelihoods`; for the probit
-``Phi(mean / sqrt(1 + var))``, validation paper eq. (2.7)), one-vs-rest normalised per row.
+``Phi(mean / sqrt(1 + var))``, validation paper eq. (2.7)); with more than two classes they
+combine per row as :mod:`skgpsparse.classification.multiclass._combination` says (the
+one-vs-rest normalisation, or the shared fit's family ``softmax(log p_k - t log(1 - p_k))``).
 One model per pair of classes (``multi_class="one_vs_one"``) gives votes, not probabilities
 (:func:`pair_votes`).
 """
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.utils.multiclass import _ovr_decision_function
 
 from ..rows._blocks import block_rows, map_row_blocks
+from .multiclass._combination import combined_log_proba
 
 __all__ = [
-    "PairPredictors", "by_row_blocks",
+    "OneVsRestPredictors", "PairPredictors", "by_row_blocks",
     "check_binary_latent", "check_probabilities", "class_scores", "labels", "latent",
     "log_proba", "margins", "pair_votes", "proba",
 ]
@@ -50,6 +52,16 @@ def latent(X, predictors):
     if len(out) == 1:
         return out[0]
     return np.column_stack([m for m, _ in out]), np.column_stack([v for _, v in out])
+
+
+class OneVsRestPredictors(list):
+    """The predictors of the one-vs-rest models, one per class, and ``logit_weight``, the
+    ``t`` of their combination (:mod:`~skgpsparse.classification.multiclass._combination`;
+    0: scikit-learn's normalisation)."""
+
+    def __init__(self, predictors, logit_weight=0.0):
+        super().__init__(predictors)
+        self.logit_weight = logit_weight
 
 
 class PairPredictors(list):
@@ -114,7 +126,7 @@ def check_probabilities(predictors):
 
 
 def log_proba(X, predictors):
-    """Log class probabilities, in log space; one-vs-rest normalised."""
+    """Log class probabilities, in log space; one-vs-rest combined (:func:`_combined`)."""
     check_probabilities(predictors)
     if len(predictors) == 1:
         predictor = predictors[0]
@@ -122,11 +134,11 @@ def log_proba(X, predictors):
         lik = predictor.likelihood
         return np.column_stack([lik.log_predictive(-1.0, mean, var),
                                 lik.log_predictive(1.0, mean, var)])
-    return _normalised(X, predictors)
+    return _combined(X, predictors)
 
 
 def proba(X, predictors):
-    """Class probabilities; one-vs-rest normalised per row."""
+    """Class probabilities; one-vs-rest combined per row (:func:`_combined`)."""
     check_probabilities(predictors)
     if len(predictors) == 1:
         predictor = predictors[0]
@@ -134,10 +146,21 @@ def proba(X, predictors):
         lik = predictor.likelihood
         return np.column_stack([lik.predictive_probability(-1.0, mean, var),
                                 lik.predictive_probability(1.0, mean, var)])
-    return np.exp(_normalised(X, predictors))
+    return np.exp(_combined(X, predictors))
 
 
-def _normalised(X, predictors):
-    """Log of the one-vs-rest probabilities ``P(y_k = +1 | x)`` normalised over the classes."""
-    log_p = np.column_stack([predictor.log_proba(X, 1.0) for predictor in predictors])
-    return log_p - logsumexp(log_p, axis=1, keepdims=True)
+def _combined(X, predictors):
+    """Log class probabilities from the one-vs-rest ``P(y_k = +1 | x)``: normalised over the
+    classes, or with the shared fit's ``logit_weight`` ``t > 0`` the softmax of
+    ``log p_k - t log(1 - p_k)``
+    (:func:`~skgpsparse.classification.multiclass._combination.combined_log_proba`)."""
+    t = getattr(predictors, "logit_weight", 0.0)
+    if t == 0.0:
+        log_p = np.column_stack([predictor.log_proba(X, 1.0) for predictor in predictors])
+        return combined_log_proba(log_p, None, 0.0)
+    log_p, log_q = [], []
+    for predictor in predictors:
+        mean, var = predictor.latent_mean_and_variance(X)
+        log_p.append(predictor.likelihood.log_predictive(1.0, mean, var))
+        log_q.append(predictor.likelihood.log_predictive(-1.0, mean, var))
+    return combined_log_proba(np.column_stack(log_p), np.column_stack(log_q), t)

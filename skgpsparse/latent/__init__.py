@@ -12,6 +12,8 @@ binary problem; the regressor one per non-Gaussian target (``likelihood="poisson
 - :mod:`._model`: :class:`~skgpsparse.latent._model.LatentSparseGP`, the two-loop design of
   the validation paper, with basis selection, exchange and the evidence;
 - :mod:`._predictors`: the latent moments at new rows from a fitted posterior;
+- :mod:`._leave_one_out`: EP's leave-one-out predictive at the training rows of an all-rows
+  fit (each row's cavity);
 - ``learning``: the loops (the all-rows posterior's rounds, the IVM's rounds, the bias start
   and the optimizer contract);
 - ``objectives``: the hyperparameter objectives with their analytic gradients.

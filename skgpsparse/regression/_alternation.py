@@ -32,7 +32,7 @@ from ._kernel_choice import DEFAULT_KERNEL_AT_BOUNDS, subset_start
 from ._partitioned import PartitionedRegressionState, row_jitter_base
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._refine import refine_basis, refine_iterations
-from ._row_noise import weighted_mean_std
+from ._row_noise import weighted_mean_var
 from ._row_scaled_state import RowScaledState
 from ._state import RELATIVE_JITTER, RegressionState
 from ._vfe import OBJECTIVES, state_objective
@@ -181,7 +181,7 @@ def _subset_start(model, kernel, s2, X_sub, y_sub, noise_bounds, row_noise=None)
     if row_noise is None:
         variance = float(np.mean(np.var(y_sub, axis=0)))
     else:  # the repeated rows' variance
-        variance = float(np.mean(weighted_mean_std(y_sub, row_noise.weight)[1] ** 2))
+        variance = float(np.mean(weighted_mean_var(y_sub, row_noise.weight)[1]))
     tried = [s2]
     for fraction in _NOISE_STARTS:
         start = min(max(fraction * variance, noise_bounds[0]), noise_bounds[1])
@@ -274,11 +274,10 @@ def alternate(model, X, y, p, rng):
         fit = posterior_on_all_rows(
             fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective, row_noise
         )
-    # the leave-one-out calibration is of unit rows with the noise s2 (see the estimator)
-    calibrate = (noise_bounds is not None and model.noise_calibration is not None
-                 and row_noise is None)
+    # with per-row noise, of the noise's common scale s2 (._noise_loo, "Per-row noise")
+    calibrate = noise_bounds is not None and model.noise_calibration is not None
     if learn and calibrate and p < X.shape[0]:
-        fit = calibrate_noise(model, fit, X, y, noise_bounds)
+        fit = calibrate_noise(model, fit, X, y, noise_bounds, row_noise)
     if learn:
         expected = DEFAULT_KERNEL_AT_BOUNDS if model.kernel is None else ()
         warn_at_bounds(model._noise, fit.kernel, fit.noise_variance, expected, model._progress)
@@ -309,14 +308,6 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
         model.refine_basis, model.hyperparameter_objective, model.optimizer, kernel,
         learn_on_basis, p, n, not isinstance(X, RowStore),
     )
-    if row_noise is not None and refine:
-        if model.refine_basis != "auto":
-            raise ValueError(
-                f"refine_basis={model.refine_basis!r} is not available with sample_weight or "
-                "a per-row noise_variance array (the refinement does not take per-row "
-                "noise); pass refine_basis=0 or 'auto' (which then keeps the selected rows)."
-            )
-        refine = 0  # "auto": the selected rows stay (documented in the estimator)
     if isinstance(X, RowStore):
         # the rows' n x p state lives in the partitions (e.g. cluster workers), not here
         # (reached with fixed hyperparameters, or learning on every row: learning_rows=None)
@@ -436,7 +427,7 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
             kernel, s2, basis, _take(X, y, basis)[0].astype(np.float64), None, None, None,
             jitter(kernel, X), np.nan, np.asarray(curve), n_iter, 0,
         )
-        fit = _refine(model, fit, X, y, learn_on_basis, noise_bounds, refine)
+        fit = _refine(model, fit, X, y, learn_on_basis, noise_bounds, refine, row_noise)
     else:
         if learn_on_basis:
             # The final state: the best basis with the hyperparameters learned on it.
@@ -454,17 +445,19 @@ def _learn_basis(model, X, y, p, rng, row_noise=None):
     return fit
 
 
-def _refine(model, fit, X, y, learn, noise_bounds, max_iter):
+def _refine(model, fit, X, y, learn, noise_bounds, max_iter, row_noise=None):
     """Move the basis inputs (and learned hyperparameters) by L-BFGS from the greedy basis:
-    at most ``max_iter`` iterations."""
+    at most ``max_iter`` iterations (``row_noise``: the rows' per-row noise and weights, the
+    whitened rows' objective)."""
     Y = y.reshape(len(y), -1)
     kernel, s2, Z, value, n_refine = refine_basis(
         fit.kernel, fit.noise_variance, X.astype(np.float64, copy=False), Y, fit.basis_vectors,
         objective=model.hyperparameter_objective, jitter=fit.jitter,
         max_iter=max_iter, learn_kernel=learn,
         noise_bounds=noise_bounds if learn else None, progress=model._progress,
+        row_noise=row_noise,
     )
-    f = sparse_factors(kernel, X, Y, Z, s2, fit.jitter, False, None)
+    f = sparse_factors(kernel, X, Y, Z, s2, fit.jitter, False, None, row_noise)
     Vy = f.V @ f.Y
     # the objective of the model kept, from its own factors (the search's evaluations may
     # have taken the Gram route, whose rounding is larger)

@@ -4,6 +4,8 @@ Applied by the alternation (:mod:`._alternation`) to the model it keeps; the bas
 length scales stay.
 """
 
+from functools import partial
+
 import numpy as np
 from scipy.linalg import cholesky
 
@@ -15,7 +17,7 @@ from ._vfe import OBJECTIVES
 __all__ = ["calibrate_noise"]
 
 
-def calibrate_noise(model, fit, X, y, noise_bounds):
+def calibrate_noise(model, fit, X, y, noise_bounds, row_noise=None):
     """The noise variance, and with ``"loo"`` the kernel's amplitude, by the leave-one-out
     predictive likelihood (``_noise_loo.py``).
 
@@ -23,7 +25,10 @@ def calibrate_noise(model, fit, X, y, noise_bounds):
     ``c`` scales ``K_uu``, its jitter and ``V V^T`` by ``c`` and ``L`` and ``V y`` by
     ``sqrt(c)``: only ``R`` (the factor of ``V V^T + s2 I``) and the objective's value are
     recomputed. With every training row in the basis the model is the full GP and the
-    noise stays the likelihood's.
+    noise stays the likelihood's. With ``row_noise`` (per-row noise and weights,
+    :mod:`._row_noise`) the fit's factors are the whitened rows' and what is calibrated is
+    the noise's common scale ``s2``: the leave-one-out residuals standardised by each row's
+    own noise (``_noise_loo.py``, "Per-row noise and weights").
     """
     s2, p = fit.noise_variance, fit.L.shape[0]
     VVt = fit.R @ fit.R.T - s2 * np.eye(p)
@@ -35,6 +40,7 @@ def calibrate_noise(model, fit, X, y, noise_bounds):
     s2_loo, c, (before, after) = loo_noise_variance(
         fit.kernel, X, Y, fit.basis_vectors, fit.L, VVt, fit.Vy, s2, noise_bounds,
         scale_bounds=None if amplitude is None else amplitude[2], progress=model._progress,
+        row_noise=row_noise,
     )
     model._progress.line(
         f"noise variance by leave-one-out: {s2:.4g} -> {s2_loo:.4g}, kernel scaled by "
@@ -52,6 +58,8 @@ def calibrate_noise(model, fit, X, y, noise_bounds):
     objective = (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
         model.hyperparameter_objective
     ]
+    if row_noise is not None:
+        objective = partial(objective, row_noise=row_noise)
     value = objective(kernel, X, y, fit.basis_vectors, s2_loo, jitter=jitter_c)
     return fit._replace(
         kernel=kernel, noise_variance=s2_loo, L=L, R=R, Vy=Vy, jitter=jitter_c,

@@ -82,7 +82,10 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         ``WhiteKernel`` term (scikit-learn's ``alpha=0``). An array gives each training row
         its own noise variance ``a_i > 0`` (scikit-learn's ``alpha`` array), fixed with
         ``noise_variance_bounds="fixed"``, else ``s a_i`` with a common scale ``s`` learned
-        (from 1) as the scalar; with every row in the basis the model is
+        (from 1) as the scalar is: the basis refinement (``refine_basis``) and the
+        leave-one-out calibration of ``s`` (``noise_calibration``) included, so that
+        ``np.ones(n)`` is the model of the scalar ``1.0`` (bit for bit) and of the default
+        (to the optimizers' tolerance). With every row in the basis the model is
         ``GaussianProcessRegressor(kernel, alpha=a)``. Not with a ``WhiteKernel`` term
         (partitioned ``X``, :meth:`partial_fit`: see those and the user guide).
     noise_variance_bounds : pair of floats >= 0 or "fixed", default=(1e-6, 1e2)
@@ -157,8 +160,11 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         whose value is not fixed; it moves within its bounds, and a kernel without one keeps
         its scale. ``"loo_noise"`` sets the noise variance alone. Two or three extra passes
         over the rows, O(n p^2) each. ``None`` keeps the objective's values. Not applied
-        when the noise is not learned, every training row is in the basis, or with
-        ``sample_weight`` or a ``noise_variance`` array.
+        when the noise is not learned or every training row is in the basis. With a
+        ``noise_variance`` array or ``sample_weight`` (row ``i``'s noise ``s a_i / w_i``) it
+        sets the common scale ``s``: each row's leave-one-out residual is standardised by
+        its predictive standard deviation, its own noise included, and counts ``w_i`` times
+        (a row is left out with its whole weight, not one copy of it).
     refine_basis : int or "auto", default="auto"
         Largest number of L-BFGS iterations that move the basis vectors off the training rows after
         selection and exchange (fewer once ten iterations together gain less than 1e-4 nats per
@@ -177,8 +183,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         rows otherwise (``"dtc"``, fixed hyperparameters, a callable optimizer, a partitioned ``X``
         with ``learning_rows=None`` (a warning says so; with the default ``learning_rows`` the
         refinement runs on the rows gathered to the driver, as in memory), other kernels, every
-        row in the basis, where the model is the full GP, or per-row noise: ``sample_weight``
-        or a ``noise_variance`` array, with which an int ``refine_basis > 0`` raises).
+        row in the basis, where the model is the full GP). With ``sample_weight`` or a
+        ``noise_variance`` array the objective is the one with each row's own noise.
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that

@@ -39,6 +39,21 @@ noise ``r``. With ``z_i^2 = res_i^2 / var_i`` at ``c = 1``, the NLPD at ``(r, c)
 
 minimised in ``c`` at ``c = mean(z_i^2)`` (within the amplitude's bounds). So the search over
 ``(r, c)`` is the same one-dimensional grid in ``r``, each point with its own closed-form ``c``.
+
+Per-row noise and weights
+-------------------------
+With row ``i``'s noise ``s2 a_i / w_i`` (:mod:`skgpsparse.regression._row_noise`) the model is
+``C = Q_ff + s2 diag(a / w) = D^-1 (D Q_ff D + s2 I) D^-1`` with ``D = diag(c)``,
+``c_i = (w_i / a_i)^(1/2)``, so ``[C^-1 y]_i = c_i [C_w^-1 y_w]_i`` and ``[C^-1]_ii = c_i^2
+[C_w^-1]_ii`` for the whitened rows (``C_w = D Q_ff D + s2 I``, ``y_w = D y``, prior variances
+``c_i^2 k_ii``): the leave-one-out residual and variance of row ``i`` are the whitened row's
+divided by ``c_i`` and ``c_i^2``. The standardised residual ``z_i`` (the residual over the
+predictive standard deviation, which holds the row's own noise ``s2 a_i / w_i``) is therefore
+the whitened row's, and ``log var_i`` is the whitened row's minus ``2 log c_i``, a constant in
+``s2`` and ``c``: the search above runs on the whitened rows unchanged, and the grid is in the
+noise's common scale ``s2``. Each row's terms count ``w_i`` times (a weight is that many copies
+of the row, as in the evidence; a noise array alone has ``w_i = 1``), and each row is left out
+with its whole weight; ``c = sum_i w_i z_i^2 / sum_i w_i``.
 """
 
 import numpy as np
@@ -47,6 +62,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Product
 
 from ..kernels import iter_kernel
 from ..rows._store import RowStore, read_only
+from ._partitioned_objectives import row_scale_of
 
 __all__ = ["kernel_amplitude", "loo_noise_variance"]
 
@@ -92,38 +108,60 @@ def _grid(s2, noise_bounds, above=_ABOVE):
     return np.logspace(low, high, count)
 
 
-def _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid):
+def _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid, scale=None, weight=None):
     """Sums over the rows of ``X`` of ``log var_i`` and ``z_i^2`` at every grid value (module
     docstring), a ``(2, grid.size)`` array; ``Y`` is ``(rows, m)``, ``W = L^-T U`` (so that
-    ``T = W^T K_uf``)."""
+    ``T = W^T K_uf``).
+
+    With per-row noise (module docstring, "Per-row noise and weights") ``scale`` holds the
+    rows' ``c_i`` (``Y`` is then the whitened targets) and ``weight`` their ``w_i`` (None:
+    ones), by which each row's terms are counted.
+    """
     total = np.zeros((2, grid.size))
     inv = 1.0 / (lam[:, None] + grid[None, :])  # (p, G)
     # row blocks whose rows x p and rows x G arrays have at most _BLOCK_ENTRIES entries
     rows_per_block = max(1, _BLOCK_ENTRIES // max(W.shape[0], grid.size))
     for rows, K_block in iter_kernel(kernel, X, X_basis, chunk_size=rows_per_block):
-        T = W.T @ K_block.T  # (p, rows)
-        kq = np.maximum(kernel.diag(X[rows]) - np.einsum("ij,ij->j", T, T), 0.0)
-        total += _row_terms(T, kq, Y[rows], inv, TY, grid)
+        kdiag = kernel.diag(X[rows])
+        if scale is None:
+            T = W.T @ K_block.T  # (p, rows)
+            weights = None
+        else:  # the whitened rows: c_i k(x_i, X_u) and c_i^2 k(x_i, x_i)
+            c = scale[rows]
+            T = W.T @ (K_block * c[:, None]).T
+            kdiag = kdiag * c**2
+            weights = np.ones(c.size) if weight is None else weight[rows]
+            weights = (weights, np.log(c, out=np.zeros(c.size), where=c > 0))
+        kq = np.maximum(kdiag - np.einsum("ij,ij->j", T, T), 0.0)
+        total += _row_terms(T, kq, Y[rows], inv, TY, grid, weights)
     return total
 
 
-def _row_terms(T, kq, Y, inv, TY, grid):
+def _row_terms(T, kq, Y, inv, TY, grid, weights=None):
     # s2 [C^-1]_ii, kept positive against round-off where a row is all but interpolated
     c_diag = np.maximum(1.0 - (T * T).T @ inv, 1e-12) / grid  # (rows, G)
     var = 1.0 / c_diag + kq[:, None]
     total = np.zeros((2, grid.size))
-    total[0] = Y.shape[1] * np.sum(np.log(var), axis=0)
+    if weights is None:
+        total[0] = Y.shape[1] * np.sum(np.log(var), axis=0)
+    else:  # log var_i = log(c_i^2 var_i) - 2 log c_i, each row counted w_i times
+        w, log_c = weights
+        total[0] = Y.shape[1] * (np.sum(w[:, None] * np.log(var), axis=0) - 2.0 * (w @ log_c))
     for t in range(Y.shape[1]):
         a = (Y[:, t][:, None] - T.T @ (TY[:, t][:, None] * inv)) / grid
         res = a / c_diag
-        total[1] += np.sum(res * res / var, axis=0)
+        z2 = res * res / var  # whitening leaves the standardised residual as it is
+        total[1] += np.sum(z2 if weights is None else weights[0][:, None] * z2, axis=0)
     return total
 
 
 @read_only
 def _partition_sums(part, kernel, X_basis, W, lam, TY, grid):
     Y = np.asarray(part.y, dtype=np.float64).reshape(part.n, -1)
-    return _block_sums(kernel, part.X, Y, X_basis, W, lam, TY, grid)
+    scale, weight = row_scale_of(part)
+    if scale is not None:
+        Y = Y * scale[:, None]
+    return _block_sums(kernel, part.X, Y, X_basis, W, lam, TY, grid, scale, weight)
 
 
 def _vertex(x, f):
@@ -137,7 +175,8 @@ def _vertex(x, f):
 
 
 def loo_noise_variance(
-    kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scale_bounds=None, progress=None
+    kernel, X, Y, X_basis, L, VVt, VY, s2, noise_bounds, scale_bounds=None, progress=None,
+    row_noise=None,
 ):
     """The noise variance (and kernel scale) minimising the leave-one-out predictive NLPD.
 
@@ -163,6 +202,11 @@ def loo_noise_variance(
         with the noise"); ``None`` keeps the kernel (``c = 1``).
     progress : Progress, default=None
         Reports each pass over the rows (the fit's ``verbose``).
+    row_noise : RowNoise, default=None
+        Per-row noise and weights of the rows (:mod:`~skgpsparse.regression._row_noise`):
+        ``L``, ``VVt`` and ``VY`` are then the whitened rows' and ``s2`` the noise's common
+        scale (module docstring, "Per-row noise and weights"); a row store's partitions hold
+        the rows' scales and weights.
 
     Returns
     -------
@@ -180,15 +224,25 @@ def loo_noise_variance(
     TY = U.T @ VY.reshape(VVt.shape[0], -1)
     W = solve_triangular(L, U, lower=True, trans="T", check_finite=False)  # L^-T U
     if isinstance(X, RowStore):
-        count = X.n * TY.shape[1]
+        # the rows counted: their weights with row noise (each 1 for a noise array)
+        count = (X.n if row_noise is None else row_noise.total_weight) * TY.shape[1]
 
         def row_sums(grid):
             return X.sum(_partition_sums, kernel, X_basis, W, lam, TY, grid) / count
-    else:
+    elif row_noise is None:
         Y = Y.reshape(X.shape[0], -1)
 
         def row_sums(grid):
             return _block_sums(kernel, X, Y, X_basis, W, lam, TY, grid) / Y.size
+    else:
+        Y = row_noise.whiten(Y.reshape(X.shape[0], -1))
+        row_scale, row_weight = row_noise.scale, row_noise.weight
+        count = row_noise.total_weight * Y.shape[1]
+
+        def row_sums(grid):
+            return _block_sums(
+                kernel, X, Y, X_basis, W, lam, TY, grid, row_scale, row_weight
+            ) / count
 
     sums = row_sums if progress is None else progress.counting("noise calibration", row_sums)
 

@@ -98,7 +98,7 @@ def fit_partitioned(model, backend, X, y, sample_weight=None):
     try:
         with backend.open(X, y) as rows:
             if row_noise is not None:
-                set_row_scale(rows, row_noise.scale)
+                set_row_scale(rows, row_noise.scale, row_noise.weight)
             fit_rows(model, rows, p, rng)
     finally:
         del model._row_kept
@@ -124,7 +124,7 @@ def objective_partitioned(backend, name, kernel, X, y, X_basis, noise_variance, 
     partitions (``row_noise``: every row's per-row noise and weights, :mod:`._row_noise`)."""
     with backend.open(X, y) as rows:
         if row_noise is not None:
-            set_row_scale(rows, row_noise.scale)
+            set_row_scale(rows, row_noise.scale, row_noise.weight)
         return PARTITIONED_OBJECTIVES[name](
             kernel, rows, None, X_basis, noise_variance, eval_gradient=eval_gradient,
             jitter=jitter, row_noise=row_noise,

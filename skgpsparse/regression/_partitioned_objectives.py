@@ -37,7 +37,7 @@ from ._dtc import (
 )
 from ._vfe import _diag_gradient_sum
 
-__all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors", "set_row_scale"]
+__all__ = ["PARTITIONED_OBJECTIVES", "partitioned_factors", "row_scale_of", "set_row_scale"]
 
 _KEY = "objective"
 _SCALE = "row_scale"  # c_i = (w_i / a_i)^(1/2) of the partition's rows (._row_noise)
@@ -46,26 +46,43 @@ _SCALE = "row_scale"  # c_i = (w_i / a_i)^(1/2) of the partition's rows (._row_n
 _BLOCK_ENTRIES = 1 << 19
 
 
+_WEIGHT = "row_weight"  # w_i of the partition's rows, set with their scales
+
+
 @state_scope(_SCALE, resets=True)
-def _p_row_scale(part, scale):
+def _p_row_scale(part, scale, weight):
     if scale is None:
         part.state.pop(_SCALE, None)
     else:
         part.state[_SCALE] = scale
+    if weight is None:
+        part.state.pop(_WEIGHT, None)
+    else:
+        part.state[_WEIGHT] = weight
 
 
-def set_row_scale(rows, scale):
-    """Give every partition of ``rows`` its rows' entries of ``scale`` (``c_i``; None: ones).
+def set_row_scale(rows, scale, weight=None):
+    """Give every partition of ``rows`` its rows' entries of ``scale`` (``c_i``; None: ones)
+    and of ``weight`` (``w_i``, read by the leave-one-out calibration; None: ones).
 
     With per-row noise or weights (:mod:`._row_noise`) the objectives below are those of the
     whitened rows: each partition scales its targets and its columns of ``V`` by ``c_i`` and
     its prior variances by ``c_i^2``; the driver adds the row noise's constant.
     """
     offsets = rows.offsets
+
+    def part_of(values, i):
+        return None if values is None else np.asarray(values[offsets[i]:offsets[i + 1]])
+
     rows.map_each(_p_row_scale, {
-        i: (None if scale is None else np.asarray(scale[offsets[i]:offsets[i + 1]]),)
-        for i in range(rows.n_partitions)
+        i: (part_of(scale, i), part_of(weight, i)) for i in range(rows.n_partitions)
     })
+
+
+def row_scale_of(part):
+    """``(c, w)``: the partition's row scales and weights (:func:`set_row_scale`), None
+    where it holds none."""
+    return part.state.get(_SCALE), part.state.get(_WEIGHT)
 
 
 def _targets(part):

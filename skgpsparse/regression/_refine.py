@@ -89,7 +89,7 @@ def refine_iterations(
     return 0
 
 
-def _gram_factors(K_fu, Y, s2, L, contract_uu):
+def _gram_factors(K_fu, Y, s2, L, contract_uu, row_noise=None):
     """:class:`SparseFactors` without ``V``, from the Gram matrix ``K_uf K_fu``.
 
     ``L`` is the factor of ``K_uu + jitter I`` and ``contract_uu`` its gradient contraction
@@ -98,7 +98,8 @@ def _gram_factors(K_fu, Y, s2, L, contract_uu):
     the triangular solves that form ``V`` (a third of the floating-point work of
     :func:`sparse_factors`). Squaring ``K_uf`` costs accuracy when ``K_uu`` is
     ill-conditioned (:func:`_gram_conditioned` decides); the fitted model's factors are
-    recomputed by :func:`sparse_factors`.
+    recomputed by :func:`sparse_factors`. With ``row_noise``, ``K_fu`` and ``Y`` are the
+    whitened rows'.
     """
     n, p = K_fu.shape
     VVt = solve_triangular(L, K_fu.T @ K_fu, lower=True, check_finite=False)
@@ -110,7 +111,7 @@ def _gram_factors(K_fu, Y, s2, L, contract_uu):
     u = solve_triangular(L, cho_solve((R, True), Vy), lower=True, trans="T", check_finite=False)
     a = (Y - K_fu @ u) / s2
     log_det = (n - p) * np.log(s2) + 2.0 * np.sum(np.log(np.diag(R)))
-    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu)
+    return SparseFactors(Y, s2, L, None, VVt, R, a, log_det, contract_uu, row_noise)
 
 
 def _cross_block(kernel, X, Z):
@@ -149,7 +150,8 @@ def _gram_gradient_weights(f, K_fu, trace_weight):
     return B_t, basis_weights(L, R, f.VVt, w, m, trace_weight)
 
 
-def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=True):
+def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=True,
+                           row_noise=None):
     """The objective at basis inputs ``Z`` and its gradient in (theta, log s2, Z).
 
     Parameters
@@ -166,6 +168,10 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     objective : {"dtc", "vfe"}
     eval_theta : bool, default=True
         Also differentiate in ``kernel.theta``.
+    row_noise : RowNoise, default=None
+        Per-row noise ``s2 a_i / w_i`` (:mod:`~skgpsparse.regression._row_noise`): the
+        objective of the whitened rows (``K_uf``'s columns and ``Y``'s rows times ``c_i``)
+        with the row noise's constant; None is ``s2`` on every row.
 
     Returns
     -------
@@ -181,10 +187,16 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
     L = cholesky(K_uu + jitter * np.eye(Z.shape[0]), lower=True, check_finite=False)
     # K_fu once: both routes' factors and both gradients' K_uf parts come from it
     K_fu = _cross_block(kernel, X, Z)
+    if row_noise is not None:
+        # the whitened rows (._row_noise): c_i K_fu and c_i y for the factors and the
+        # weights B of d(c K_fu); K_fu itself again below, for the derivatives of k
+        scale = row_noise.scale[:, None]
+        K_fu *= scale
+        Y = row_noise.whiten(Y)
     f = None
     if _gram_conditioned(L):
         try:
-            f = _gram_factors(K_fu, Y, s2, L, contract_uu)
+            f = _gram_factors(K_fu, Y, s2, L, contract_uu, row_noise)
             B_t, BW_t = _gram_gradient_weights(f, K_fu, trace_weight)
         except LinAlgError:  # the squared factors failed: the solves below decide
             f = None
@@ -192,10 +204,13 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
         # K_uu too ill-conditioned for its square (long length scales): the triangular
         # solves of the likelihood's factors (a LinAlgError there is a true failure)
         V = solve_triangular(L, K_fu.T, lower=True, check_finite=False)
-        f = factors_from_V(Y, s2, L, V, contract_uu)
+        f = factors_from_V(Y, s2, L, V, contract_uu, row_noise)
         del V
         B_t, BW_t = gradient_weights(f, trace_weight)
         f = f._replace(V=None)  # the n x p V is no longer needed: free it before the passes
+    if row_noise is not None:  # d(c K_fu) = c dK_fu: the weights of dK_fu, and K_fu again
+        B_t *= scale
+        K_fu /= scale
     trace = unexplained_variance(kernel, X, f) if vfe else 0.0
     value = vfe_value(f, trace) if vfe else dtc_value(f)
     gradient = np.zeros(kernel.n_dims + 1)
@@ -219,7 +234,8 @@ def objective_and_gradient(kernel, X, Y, Z, s2, jitter, objective, eval_theta=Tr
 
 
 def refine_basis(
-    kernel, s2, X, Y, Z, *, objective, jitter, max_iter, learn_kernel, noise_bounds, progress
+    kernel, s2, X, Y, Z, *, objective, jitter, max_iter, learn_kernel, noise_bounds, progress,
+    row_noise=None,
 ):
     """L-BFGS-B over the basis inputs (and the hyperparameters) from ``Z``.
 
@@ -245,6 +261,10 @@ def refine_basis(
         Bounds of the noise variance when it moves with ``Z``; ``None`` keeps it.
     progress : Progress
         Where the lines of ``verbose`` go.
+    row_noise : RowNoise, default=None
+        Per-row noise and weights of the rows (:mod:`~skgpsparse.regression._row_noise`):
+        the objective is the whitened rows' (:func:`objective_and_gradient`), ``s2`` the
+        noise's common scale.
 
     Returns
     -------
@@ -265,7 +285,8 @@ def refine_basis(
         k, noise, Zp = split(np.asarray(params, dtype=float))
         try:
             value, g_theta, g_noise, g_Z = objective_and_gradient(
-                k, X, Y, Zp, noise, jitter, objective, eval_theta=bool(n_k)
+                k, X, Y, Zp, noise, jitter, objective, eval_theta=bool(n_k),
+                row_noise=row_noise,
             )
         except LinAlgError:
             return np.inf, np.zeros_like(params)
@@ -286,7 +307,9 @@ def refine_basis(
     f0 = negative(x0)[0]
     progress.line(f"refine_basis: {objective} {-f0:.6g} at the greedy basis")
     # stop early, as hyperparameter learning does, once the iterations stop paying
-    stalled = Stalled(STALL_WINDOW, STALL_PER_ROW * X.shape[0])
+    # (per row of the repeated data set with weights, as their objective counts them)
+    n_rows = X.shape[0] if row_noise is None else row_noise.total_weight
+    stalled = Stalled(STALL_WINDOW, STALL_PER_ROW * n_rows)
     result = minimize(
         negative, x0, jac=True, method="L-BFGS-B", bounds=bounds,
         options={"maxiter": max_iter, "maxcor": _LBFGS_MEMORY}, callback=stalled,

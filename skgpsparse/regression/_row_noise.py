@@ -31,7 +31,7 @@ from .._row_weights import distinct_rows, positive_rows
 __all__ = [
     "RowNoise", "make_row_noise", "exact_fit_rows", "partitioned_row_noise",
     "rows_of_positive_weight",
-    "weighted_mean_std", "weighted_target_scaling",
+    "weighted_mean_std", "weighted_mean_var", "weighted_target_scaling",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -94,9 +94,16 @@ def weighted_mean_std(y, weight):
     row ``i`` repeated ``w_i`` times (for integer weights), the population standard deviation
     as scikit-learn's ``normalize_y``.
     """
+    mean, var = weighted_mean_var(y, weight)
+    return mean, np.sqrt(var)
+
+
+def weighted_mean_var(y, weight):
+    """Weighted mean and variance of the targets (per column), as of repeated rows; with unit
+    weights ``numpy.mean`` and ``numpy.var``'s values to the bit."""
     mean = np.average(y, axis=0, weights=weight)
     var = np.average((y - mean) ** 2, axis=0, weights=weight)
-    return mean, np.sqrt(var)
+    return mean, var
 
 
 def weighted_target_scaling(y, weight, normalize):

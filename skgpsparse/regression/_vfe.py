@@ -163,8 +163,8 @@ def _diag_gradient_sum(kernel, X, weight=None):
         block = kernel_diag_gradient(kernel, X[start : start + step])[1]
         if weight is None:
             total += block.sum(axis=0)
-        else:
-            total += weight[start : start + step] @ block
+        else:  # weighted rows summed as the unweighted (unit weights: the same sum)
+            total += (weight[start : start + step, None] * block).sum(axis=0)
     return total
 
 

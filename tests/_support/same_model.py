@@ -24,3 +24,5 @@ def assert_same_classifier(clf, reference, X):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X), rtol=0,
                                atol=1e-8)
+    if hasattr(reference, "logit_weight_"):  # the one-vs-rest probabilities' combination
+        assert abs(clf.logit_weight_ - reference.logit_weight_) <= 1e-6

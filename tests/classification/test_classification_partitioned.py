@@ -97,6 +97,8 @@ def test_partitioned_default_posterior_is_the_in_memory_model(data, n, params):
                          np.atleast_2d(reference.site_precision_)):
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(clf.bias_, reference.bias_, rtol=1e-10)
+    if data == "blobs":  # the class probabilities' combination, chosen on the same rows
+        assert clf.logit_weight_ == pytest.approx(reference.logit_weight_, abs=1e-6)
     if data == "moons":  # (one blobs model stops at EP's sweep limit, where the in-memory
         # evidence is that of a second EP run from its sites)
         assert clf.log_marginal_likelihood_value_ == pytest.approx(

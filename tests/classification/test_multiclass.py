@@ -5,6 +5,8 @@ import warnings
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
+from scipy.special import log_softmax
+from scipy.stats import norm
 from sklearn.datasets import make_blobs
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -46,9 +48,20 @@ def test_with_the_hyperparameters_fixed_the_shared_fit_is_the_independent_one():
         assert a.bias_ == pytest.approx(b.bias_, abs=1e-12)
         np.testing.assert_allclose(a.site_precision_, b.site_precision_, rtol=0, atol=1e-5)
     X_test = _blobs(seed=1)[0]
+    # the same one-vs-rest models; the shared fit combines their probabilities with its
+    # logit weight t (test_multiclass_combination.py), the independent fits normalise them
     np.testing.assert_allclose(
-        shared.predict_proba(X_test), independent.predict_proba(X_test), rtol=0, atol=1e-6
+        shared.decision_function(X_test), independent.decision_function(X_test), rtol=0,
+        atol=1e-5
     )
+    p = norm.cdf(independent.decision_function(X_test))
+    t = shared.logit_weight_
+    np.testing.assert_allclose(
+        shared.predict_proba(X_test),
+        np.exp(log_softmax(np.log(p) - t * np.log1p(-p), axis=1)), rtol=0, atol=1e-6
+    )
+    np.testing.assert_allclose(independent.predict_proba(X_test),
+                               p / p.sum(axis=1, keepdims=True), rtol=1e-9)
     assert shared.log_marginal_likelihood_value_ == pytest.approx(
         independent.log_marginal_likelihood_value_, rel=1e-7
     )

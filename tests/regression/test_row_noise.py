@@ -173,13 +173,6 @@ def test_partial_fit_weights_equal_repeated_rows(n_first):
         repeated.log_marginal_likelihood_value_, rel=1e-8)
 
 
-def test_explicit_refinement_refuses_weights():
-    X, y, _ = _data()
-    with pytest.raises(ValueError, match="refine_basis"):
-        _fit(SparseGPRegressor(max_basis=5, refine_basis=20, random_state=0), X, y,
-             sample_weight=np.arange(len(y)) % 3)
-
-
 # ----------------------------------------------------------------- metadata routing
 def _search(model):
     return GridSearchCV(model, {"noise_variance": [0.05, 0.2]}, cv=KFold(3))

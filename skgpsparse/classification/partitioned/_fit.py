@@ -21,6 +21,7 @@ from ...latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from ...rows._store import row_centre
 from .._basis_size import auto_cap_on_rows
 from .._fitting import binary_params, store_binary, store_one_vs_rest
+from ..multiclass._combination import set_logit_weight
 from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
 from ._shared_fit import fit_shared_on_rows
 
@@ -113,16 +114,26 @@ def fit_rows(clf, rows, classes, weights=None):
     if gathered is not None and multi_class_mode(clf, params["posterior"]) == "shared":
         # every row on the driver: the in-memory shared fit itself
         X, labels = gathered
+        y_enc = np.searchsorted(classes, labels)
         models, clf.multi_class_ = one_vs_rest(clf, [params], (0, clf.validation_fraction), X,
-                                               np.searchsorted(classes, labels), rng)
+                                               y_enc, rng)
+        set_logit_weight(clf, models, X.shape[0], lambda at: (X[at], y_enc[at]),
+                         params.get("sample_weight"))
         return store_one_vs_rest(clf, models)
     clf.multi_class_ = multi_class_mode(clf, params["posterior"],
                                         fixed_on_partitions=params["optimizer"] is None)
     if clf.multi_class_ == "shared":
         # learning and selections on the gathered subsample, each class's EP on the partitions
-        return store_one_vs_rest(clf, fit_shared_on_rows(params, rows, classes, rng,
-                                                         clf.n_jobs))
+        models = fit_shared_on_rows(params, rows, classes, rng, clf.n_jobs)
+
+        def take(at):  # the rows choosing the combination, gathered from the partitions
+            X_at, labels_at = rows.take(at)
+            return X_at, np.searchsorted(classes, labels_at)
+
+        set_logit_weight(clf, models, rows.n, take, weights)
+        return store_one_vs_rest(clf, models)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
+    clf.logit_weight_ = 0.0  # the independent fits: scikit-learn's normalisation
     return store_one_vs_rest(
         clf, [fit_one(classes[k], check_random_state(seeds[k])) for k in range(n_classes)]
     )
