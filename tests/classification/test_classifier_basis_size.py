@@ -144,3 +144,20 @@ def test_auto_does_not_modify_the_inputs():
     _fit(X, y, max_iter=2)
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(y, y0)
+
+
+def test_auto_with_warm_start_and_one_vs_one():
+    # a warm start's previous basis starts the first round (at 100), then the size is
+    # chosen again; one vs one: each pair chooses on its two classes' rows
+    X, y = _data("checkerboard", 1200)
+    model = SparseGPClassifier(max_basis="auto", warm_start=True, random_state=0, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = model.fit(X, y).n_basis_
+        again = model.fit(X, y).n_basis_
+    assert first == again == len(model.basis_indices_) > FIRST_SIZE
+    X3, y3 = np.r_[X, X + 7], np.r_[y, y + 2]
+    pairs = _fit(X3, y3, multi_class="one_vs_one", max_iter=2)
+    assert pairs.n_basis_.shape == (6,)
+    assert all(len(b) == p <= row_cap(1200) for b, p in zip(pairs.basis_indices_,
+                                                              pairs.n_basis_))
