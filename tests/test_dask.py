@@ -327,3 +327,32 @@ def test_regressor_auto_basis_chooses_the_same_size_on_dask(client, no_driver_co
     np.testing.assert_allclose(model.basis_size_curve_, reference.basis_size_curve_,
                                rtol=1e-8)
     assert_same_regressor(model, reference, X)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"max_iter": 2}, {"max_iter": 2, "learning_rows": 900}, {"optimizer": None}],
+    ids=["gathered", "learning-subsample", "fixed"],
+)
+def test_classifier_auto_basis_chooses_the_same_size_on_dask(client, no_driver_compute, params):
+    # max_basis="auto" on partitions: the size is chosen where learning runs, on the rows
+    # gathered to the driver (every row, or the in-memory fit's learning subsample)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (1200, 2))
+    y = (3 * np.sin(2 * X[:, 0]) * np.sin(2 * X[:, 1]) + 0.3 * rng.randn(1200) > 0)
+    Xd, yd = da.from_array(X, chunks=(400, 2)), da.from_array(y.astype(int), chunks=400)
+    params = dict(max_basis="auto", random_state=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = SparseGPClassifier(**params).fit(X, y.astype(int))
+        clf = SparseGPClassifier(**params).fit(Xd, yd)
+    assert clf.n_basis_ == reference.n_basis_ > 50
+    np.testing.assert_allclose(clf.basis_size_curve_, reference.basis_size_curve_, rtol=1e-8)
+    assert_same_classifier(clf, reference, X)
+
+
+def test_classifier_auto_basis_on_dask_refuses_a_selection_on_the_partitions(client):
+    X = np.random.RandomState(0).uniform(-3, 3, (300, 2))
+    Xd, yd = da.from_array(X, chunks=(100, 2)), da.from_array((X[:, 0] > 0) * 1, chunks=100)
+    with pytest.raises(ValueError, match="max_basis='auto' with optimizer=None"):
+        SparseGPClassifier(max_basis="auto", optimizer=None, learning_rows=150).fit(Xd, yd)

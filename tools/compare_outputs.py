@@ -431,8 +431,8 @@ def compare(reference, current, rtol=0.0, atol=0.0):
     the largest absolute difference, the largest relative one, where each was)``.
 
     Floats agree when ``|a - b| <= atol + rtol * max(|a|, |b|)`` elementwise (NaN equal to
-    NaN); other arrays (indices, labels) when equal. A fit only the current tree has (a
-    feature newer than the reference) is listed, not counted.
+    NaN); other arrays (indices, labels) when equal. A fit or an output only the current
+    tree has (a feature or attribute newer than the reference) is listed, not counted.
     """
     n_bad = 0
     worst_abs, worst_rel = (0.0, "-"), (0.0, "-")
@@ -451,9 +451,12 @@ def compare(reference, current, rtol=0.0, atol=0.0):
             print(f"{name:28s} ERROR {'; '.join(errors)}")
             n_bad += 1
             continue
-        diffs, fit_abs = [], 0.0
+        diffs, fit_abs, new = [], 0.0, []
         for key in sorted(set(ref) | set(cur)):
             a, b = ref.get(key), cur.get(key)
+            if a is None and b is not None:  # an attribute newer than the reference
+                new.append(key)
+                continue
             if a is None or b is None or a.shape != b.shape:
                 diffs.append(f"{key}: missing or shape differs")
                 continue
@@ -476,6 +479,8 @@ def compare(reference, current, rtol=0.0, atol=0.0):
             status = "DIFFERS: " + "; ".join(diffs)
         else:
             status = "identical" if fit_abs == 0.0 else f"within tolerance ({fit_abs:.3g})"
+        if new:
+            status += f" (not on the reference, not compared: {', '.join(new)})"
         print(f"{name:28s} {len(ref):3d} outputs  {status}")
         n_bad += len(diffs)
     return n_bad, worst_abs, worst_rel

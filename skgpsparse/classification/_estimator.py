@@ -40,40 +40,38 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     every training row's likelihood; the hyperparameters (kernel ``theta`` and ``b``)
     maximise that EP evidence, alternating with re-selection of the basis (by the IVM's
     entropy criterion, deterministic: below ``learning_rows`` it ignores ``random_state``). With
-    ``posterior="basis"`` (the papers' method) the posterior is built by assumed density
-    filtering on the basis rows only and the hyperparameters minimise the validation NLP over
-    the points outside the basis (eq. (4)), two-loop design, keeping the best model by
-    training NLP. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
-    costs O(max_basis) per row for the mean and O(max_basis^2) for the variance. More than two
-    classes are handled one vs rest (by default one kernel shared by the classes) or one vs
-    one (``multi_class``).
+    ``posterior="basis"`` (the papers' method) the posterior is ADF on the basis rows only and
+    the hyperparameters minimise the validation NLP outside the basis (eq. (4)), two-loop
+    design. Fitting costs O(n max_basis^2) time and O(n max_basis) memory; predicting
+    O(max_basis) per row (mean), O(max_basis^2) (variance). More than two classes: one vs
+    rest (by default one kernel shared by the classes) or one vs one (``multi_class``).
 
     Parameters
     ----------
     kernel : kernel instance, default=None
         Prior covariance; ``None`` means
         ``ConstantKernel(1.0, constant_value_bounds=(1e-5, 100.0)) * RBF(sqrt(n_features))``.
-        The length scale starts at ``sqrt(n_features)``, the scale of the distances between
-        standardised points. The latent amplitude is capped at a standard deviation of 10
-        (``Phi(-10) < 1e-23``): the NLP objective with the sites held fixed can otherwise run
-        it to its bound (overconfident). It is the optimiser's start; standardise the features.
-        With the all-rows posterior and an optimizer, the fit then tries the same kernel with
-        one length scale per feature (ARD), started from the fitted one, and keeps it only if
-        its log evidence is higher by more than the Bayesian information criterion's charge
-        for the extra length scales, ``(n_features - 1) / 2 * log(n_samples)`` nats: features
-        of unequal relevance get their own length scales where the data can tell them apart,
-        while a few hundred rows keep one (fitted to so few, per-feature length scales make
-        the probabilities overconfident). A kernel you pass is used as it is. With the all-rows
-        posterior, per-feature length scales (the trial's, or an ARD kernel you pass) carry a
-        log-normal hyperprior around their geometric mean (one e-fold standard deviation): a shared
-        length scale is not affected, and features differ where the evidence says so
-        (``objectives._hyperprior``). ``None``: no warning at its cap or per-feature upper bounds.
-    max_basis : int, default=100
+        The length scale starts at ``sqrt(n_features)`` (distances between standardised
+        points); the latent amplitude is capped at a standard deviation of 10 (``Phi(-10) <
+        1e-23``; the NLP with fixed sites can run it to its bound). Standardise the features.
+        With the all-rows posterior and an optimizer, the fit then tries one length scale per
+        feature (ARD), started from the fitted one, kept only if its log evidence is higher
+        by more than the BIC charge ``(n_features - 1) / 2 * log(n_samples)`` nats (a few
+        hundred rows keep one: so fitted, per-feature length scales are overconfident). A
+        kernel you pass is used as it is. With the all-rows posterior, per-feature length
+        scales carry a log-normal hyperprior around their geometric mean (one e-fold standard
+        deviation; ``objectives._hyperprior``). ``None``: no warning at its cap or
+        per-feature upper bounds.
+    max_basis : int or "auto", default=100
         Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
         ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
         keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it.
+        left for it. ``"auto"`` (all-rows posterior): after one round at 100, the basis grows
+        in doublings (50, 100, ...) at its kernel and bias, EP over every (learning) row after
+        each, until a doubling adds less than 0.001 nats per row to the log evidence (undone);
+        at most 800, half the rows or what fits in memory. Each class chooses its own size
+        (``n_basis_``; ``basis_size_curve_`` the curve). An int: a latency or memory budget.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
@@ -154,16 +152,13 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         the shared multi-class fit learns on at most 1,000 rows (fewer if this is smaller).
     n_restarts : int, default=0
         Extra fits from other starts of the bias ``b``: the class-balance start plus 4, -4,
-        2, -2, 6, -6, 1, -1, 8, -8 (probit units), in that order, at most 10. All rows
-        posterior: each start fitted on all rows, the highest evidence kept (scikit-learn's
-        ``n_restarts_optimizer`` rule: never below no restart); ``n_restarts + 1`` fits.
-        ``posterior="basis"``: the training NLP cannot tell the two-loop design's fixed points
-        apart, so each start is fitted on ``1 - validation_fraction`` of the rows
-        (stratified) for two outer iterations and judged by the held-out NLP; the class-balance
-        start is kept unless another is lower by more than 2 paired standard errors than it
-        and the class prior, and refitted on all rows. The shared multi-class fit: the same
-        offset for every class's bias, the fit with the highest log evidence summed over
-        the classes kept. Ignored when ``optimizer=None``.
+        2, -2, 6, -6, 1, -1, 8, -8 (probit units), at most 10. All-rows posterior: each fitted
+        on all rows, the highest evidence kept (``n_restarts + 1`` fits). ``"basis"``: each
+        start fitted on ``1 - validation_fraction`` of the rows (stratified) for two outer
+        iterations; the class-balance start is kept unless another's held-out NLP is lower by
+        more than 2 paired standard errors than it and the class prior, then refitted on all
+        rows. Shared multi-class fit: one offset for every class's bias, the highest summed
+        evidence kept. Ignored when ``optimizer=None``.
     validation_fraction : float, default=0.2
         Share of each class held out to choose among the restarts' starts (``"basis"``).
     multi_class : {"auto", "shared", "independent", "one_vs_rest", "one_vs_one"}, \
@@ -229,6 +224,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         than two.
     n_iter_ : int or ndarray of shape (n_classes,)
         Outer iterations run.
+    n_basis_ : int or ndarray of shape (n_classes,)
+        Basis vectors of the fitted model(s) (the size ``max_basis="auto"`` chose).
+    basis_size_curve_ : ndarray of shape (n_sizes, 2), None, or a list of them per class
+        ``max_basis="auto"``: each size reached and the EP log evidence per row there (the
+        stopping rule's curve); None with an int.
     log_marginal_likelihood_value_ : float
         EP log evidence of the basis labels under the fitted kernel and bias (see
         :meth:`log_marginal_likelihood`); the mean over the binary models with more than two
@@ -278,7 +278,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kernel": [Kernel, None],
-        "max_basis": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_basis": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [StrOptions({"auto", "adaptive", "nlp", "entropy", "info_gain", "random"}),
                       BaseSelector],
         "working_set_size": [Interval(numbers.Integral, 1, None, closed="left"), None],

@@ -12,6 +12,7 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
+from .._auto_basis import is_auto
 from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
@@ -20,6 +21,7 @@ from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
 from ..kernels._structured import IndexedKernel
 from ..latent._model import _make_selector, fit_memory
 from ..likelihoods import Probit
+from ._basis_size import auto_basis_cap, check_auto, stand_in
 from ._prediction import OneVsRestPredictors, PairPredictors
 from .learning._restarts import fit_binary
 from .multiclass._combination import set_logit_weight
@@ -51,6 +53,7 @@ PER_MODEL_ATTRIBUTES = (
     "site_mean_",
     "loss_curve_",
     "exchange_loss_curve_",
+    "basis_size_curve_",
 )
 
 
@@ -78,8 +81,9 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
     selection ``"auto"`` follows it.
     """
     check_kernel(clf.kernel)
-    max_basis = clf.max_basis
     posterior = posterior or ("all_rows" if clf.posterior == "auto" else clf.posterior)
+    check_auto(clf, posterior)
+    max_basis = stand_in(clf, n)  # "auto": 100 (or n) until the size is chosen
     if max_basis > n and posterior == "all_rows":
         max_basis = n  # every row in the basis: the full GP's EP
         warnings.warn(
@@ -168,8 +172,11 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     kappa = getattr(params["selector"], "working_set_size", None) or 0
     # the default kernel's per-feature trial has n_features - 1 more hyperparameters
     n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
+    if is_auto(clf.max_basis):  # the largest size tried: rows and memory
+        params["basis_cap"] = auto_basis_cap(X.shape[0], X.shape[1], n_theta,
+                                             clf.optimizer is not None, kappa, n_parallel)
     fit_memory(
-        X.shape[0], X.shape[1], params["max_basis"], n_theta,
+        X.shape[0], X.shape[1], params.get("basis_cap") or params["max_basis"], n_theta,
         clf.optimizer is not None, kappa, n_parallel, params["posterior"] == "all_rows",
     ).check()
     rng = check_random_state(clf.random_state)
@@ -200,6 +207,7 @@ def train_rows(clf, X, y, sample_weight=None):
     at most ``max_basis`` distinct rows, repeated rows come once with their summed weight
     (:func:`~skgpsparse._row_weights.distinct_rows`). The rows' positions in the ``X`` given
     are kept for :func:`fit_models`, whose ``basis_indices_`` then index that ``X``."""
+    check_auto(clf, "all_rows" if clf.posterior == "auto" else clf.posterior)
     X, y, weights, index = weighted_rows(X, y, sample_weight, clf.class_weight)
     clf.classes_, y_enc = encode_labels(y)
     if (clf.posterior == "basis" and clf.hyperparameter_objective == "nlp"
@@ -281,6 +289,7 @@ def store_binary(clf, model):
     clf._binary = model
     for name in ("kernel_", "bias_", "n_iter_", *PER_MODEL_ATTRIBUTES):
         setattr(clf, name, getattr(model, name))
+    clf.n_basis_ = len(model.basis_indices_)
     clf.log_marginal_likelihood_value_ = model.log_marginal_likelihood_value_
     clf._predictors = [model._predictor]
     return clf
@@ -298,6 +307,7 @@ def store_one_vs_rest(clf, models):
     clf.kernel_ = clf.kernels_[0] if shared else CompoundKernel(clf.kernels_)
     clf.bias_ = np.array([est.bias_ for est in models])
     clf.n_iter_ = np.array([est.n_iter_ for est in models])
+    clf.n_basis_ = np.array([len(est.basis_indices_) for est in models])
     for name in PER_MODEL_ATTRIBUTES:
         setattr(clf, name, [getattr(est, name) for est in models])
     predictors = [est._predictor for est in models]

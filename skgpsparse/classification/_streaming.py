@@ -31,6 +31,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import _check_partial_fit_first_call, check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from .._auto_basis import start_size
 from .._warm_start import fit_signature
 from ..kernels._structured import STRUCTURED_STREAM, refuse_structured
 from ..rows import in_memory_only
@@ -156,7 +157,7 @@ def _partial_fit(clf, X, y, classes, sample_weight=None):
     if buffer is not None and y_enc.size:
         X_buf, y_buf, n_fitted, w_buf = buffer
         # a buffer kept only for max_basis rows (stream_buffer below it) takes whole batches
-        take = y_enc.size if clf.stream_buffer < clf.max_basis else min(
+        take = y_enc.size if clf.stream_buffer < start_size(clf.max_basis) else min(
             clf.stream_buffer - y_buf.size, y_enc.size
         )
         w_buf = _join_weights(w_buf, y_buf.size, weights, take)
@@ -266,8 +267,8 @@ def _refit(clf, X, y_enc, previous, weights=None):
 def _buffer_rows(clf):
     """The rows the buffer holds before the basis and hyperparameters are left as they are:
     ``stream_buffer``, and at least ``max_basis`` (the rows a full basis needs; then the
-    batch that reaches them enters whole)."""
-    return max(clf.stream_buffer, clf.max_basis)
+    batch that reaches them enters whole; ``"auto"``: 100, each refit choosing its size)."""
+    return max(clf.stream_buffer, start_size(clf.max_basis))
 
 
 def _open_buffer(clf, X, y_enc, weights=None):
@@ -280,13 +281,14 @@ def _open_buffer(clf, X, y_enc, weights=None):
     model refitted on them with whole later batches until there are ``max_basis`` of them
     (with a warning).
     """
+    p = start_size(clf.max_basis)
     if X.shape[0] < clf.stream_buffer:
         clf._stream_buffer = (X, y_enc, X.shape[0], weights)
-    elif X.shape[0] < clf.max_basis:
+    elif X.shape[0] < p:
         warnings.warn(
             f"partial_fit: the first batch has {X.shape[0]} row(s), fewer than max_basis="
             f"{clf.max_basis}; its rows are kept and the model refitted on them and the next "
-            f"batches until {clf.max_basis} rows are seen (stream_buffer={clf.stream_buffer} "
+            f"batches until {p} rows are seen (stream_buffer={clf.stream_buffer} "
             "is fewer), "
             "as a basis and hyperparameters learned on so few rows would stay for good.",
             UserWarning,

@@ -137,8 +137,13 @@ class LatentSparseGP:
         sample_weight=None,
         expected_at_bounds=(),
         name="SparseGPClassifier",
+        basis_cap=None,
     ):
         self.kernel = kernel
+        # max_basis="auto" (learning._basis_size): the largest size tried, max_basis the
+        # stand-in until the size is chosen; None: max_basis is the size
+        self.basis_cap = basis_cap
+        self.basis_size_curve_ = None
         # the rows' weights (each row counts as that many copies; None: once each), and
         # those of the rows the current step sees (a learning subsample's)
         self.sample_weight = self._row_weights = sample_weight

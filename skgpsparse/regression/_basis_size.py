@@ -28,6 +28,15 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.optimize import minimize
 
+from .._auto_basis import (
+    AUTO_START,
+    FIRST_SIZE,
+    MAX_AUTO_BASIS,
+    doubling_sizes,
+    is_auto,
+    row_cap,
+    start_size,
+)
 from .._memory import available_memory, largest_fitting
 from ..rows._store import RowStore
 from ._basis import forward_step
@@ -40,26 +49,9 @@ __all__ = [
 
 #: Per-row gain (nats) of the profiled bound below which a doubling does not pay.
 GAIN_PER_ROW = 0.01
-#: The first size checked, and the smallest basis ``"auto"`` keeps (fewer rows: every row).
-FIRST_SIZE = 50
-#: The largest basis ``"auto"`` grows (a larger one: an int ``max_basis``).
-MAX_AUTO_BASIS = 800
-#: The size that stands for ``"auto"`` before the decision: the learning subsample
-#: (``learning_rows="auto"``) and the exact GP's subset at the start are today's default's.
-AUTO_START = 100
 
 # bounds of log c, the kernel amplitude's factor in the profile
 _LOG_SCALE_BOUNDS = (np.log(1e-3), np.log(1e3))
-
-
-def is_auto(max_basis):
-    """Whether ``max_basis`` is ``"auto"``."""
-    return isinstance(max_basis, str) and max_basis == "auto"
-
-
-def start_size(max_basis):
-    """The int that stands for ``max_basis`` until the fit has chosen (``AUTO_START``)."""
-    return AUTO_START if is_auto(max_basis) else max_basis
 
 
 def auto_basis_cap(model, X, y, n, learn, available=None):
@@ -71,7 +63,7 @@ def auto_basis_cap(model, X, y, n, learn, available=None):
     ``available`` (bytes; ``None``: the machine's). A fit that does not fit even with one
     basis vector raises at its memory check.
     """
-    cap = min(MAX_AUTO_BASIS, max(n // 2, min(n, FIRST_SIZE)))
+    cap = row_cap(n)
     if available is None:
         available = available_memory()[0]
     if isinstance(X, RowStore) or available is None:
@@ -183,14 +175,8 @@ def grow_until_saturated(state, selector, rng, cap, noise_bounds, curve, progres
     :func:`~._basis.select_and_exchange`.
     """
     # (a warm start's basis is there already: the doublings start from its size)
-    sizes, size = [], min(max(FIRST_SIZE, state.n_basis), cap)
-    while True:
-        sizes.append(size)
-        if size >= cap:
-            break
-        size = min(2 * size, cap)
     size_curve = []
-    for size in sizes:
+    for size in doubling_sizes(max(FIRST_SIZE, state.n_basis), cap):
         while state.n_basis < size and forward_step(state, selector, rng, curve):
             pass
         value = profiled_bound(state, noise_bounds)

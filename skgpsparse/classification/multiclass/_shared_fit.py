@@ -24,6 +24,7 @@ from ..._learning_rows import learning_subsample, with_basis_rows
 from ...inference._ep import all_rows_ep
 from ...inference._sparse_prior import SparsePrior, reusing_priors
 from ...latent._model import _FIT_BLAS_THREADS, LatentSparseGP
+from ...latent.learning._basis_size import choose_basis_size
 from ...latent.objectives._ep_evidence import PRIOR
 from ._shared_learning import learn_shared
 
@@ -68,8 +69,9 @@ def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
     -------
     kernel : Kernel
     biases : ndarray of shape (n_classes,)
-    chosen : list of (ndarray, list of float)
-        Each class's basis (indices of ``X``) and its exchange curve.
+    chosen : list of (ndarray, list of float, ndarray or None)
+        Each class's basis (indices of ``X``), its exchange curve and its size curve
+        (``max_basis="auto"``, :mod:`skgpsparse.latent.learning._basis_size`).
     shared : (list of float, int)
         The learning's loss curve and rounds.
     """
@@ -87,13 +89,20 @@ def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
 
 
 def _class_basis(params, kernel, bias, basis, X, y, seed):
-    """One class's basis (indices of ``X``) and exchange curve: the binary fit's selection
-    under the shared kernel and its bias, from ``basis`` (a warm start) if given."""
+    """One class's basis (indices of ``X``), exchange curve and ``max_basis="auto"``'s size
+    curve (None with an int): the binary fit's selection under the shared kernel and its
+    bias, from ``basis`` (a warm start) if given, at the size the class chooses there."""
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
         binary = LatentSparseGP(**dict(params, warm=None if basis is None
                                                   else (bias, basis)))
-        chosen = binary._select(kernel, X, y, bias, check_random_state(seed)).basis_indices
-        return chosen.copy(), [float(v) for v in binary._last_exchange_curve]
+        rng, size_curve = check_random_state(seed), None
+        if binary.basis_cap is not None:  # max_basis="auto": the class's own size
+            binary.max_basis, size_curve = choose_basis_size(binary, kernel, X, y, bias, rng,
+                                                             binary.basis_cap)
+            if binary._warm_basis is not None:
+                binary._warm_basis = binary._warm_basis[: binary.max_basis]
+        chosen = binary._select(kernel, X, y, bias, rng).basis_indices
+        return chosen.copy(), [float(v) for v in binary._last_exchange_curve], size_curve
 
 
 def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
@@ -145,8 +154,8 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
     models = Parallel(n_jobs=n_jobs)(
         delayed(_class_model)(params, shared, kernel, biases[k],
                               basis if rows is None else rows[basis], curve, X,
-                              np.where(y_enc == k, 1.0, -1.0), rows is None)
-        for k, (basis, curve) in enumerate(chosen)
+                              np.where(y_enc == k, 1.0, -1.0), rows is None, size_curve)
+        for k, (basis, curve, size_curve) in enumerate(chosen)
     )
     return restore_training_rows(models, X, y_enc, weights)
 
@@ -164,7 +173,8 @@ def restore_training_rows(models, X, y_enc, weights=None):
 
 
 @reusing_priors()
-def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate):
+def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate,
+                 size_curve=None):
     """One class's binary model: EP over all rows under the shared kernel, its bias and its
     ``basis`` (the prior and the converged EP run are reused by its predictor and evidence)."""
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
@@ -176,6 +186,7 @@ def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate):
         loss_curve, n_iter = shared
         binary.loss_curve_, binary.n_iter_ = list(loss_curve), n_iter
         binary.exchange_loss_curve_ = list(curve)
+        binary.basis_size_curve_ = size_curve
         # a kernel object per class, as the independent fits' (log_marginal_likelihood's
         # clone_kernel=False sets each class's theta in place)
         binary.kernel_, binary.bias_ = clone(kernel), float(bias)

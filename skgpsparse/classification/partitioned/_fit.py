@@ -19,6 +19,7 @@ from ...latent._model import LatentSparseGP
 from ...latent._partitioned import fit_binary_on_rows, gathered_rows
 from ...latent.objectives._nlp_loss_partitioned import partitioned_nlp_loss
 from ...rows._store import row_centre
+from .._basis_size import auto_cap_on_rows
 from .._fitting import binary_params, store_binary, store_one_vs_rest
 from ..multiclass._combination import set_logit_weight
 from ..multiclass._one_vs_rest import multi_class_mode, one_vs_rest
@@ -83,6 +84,7 @@ def fit_rows(clf, rows, classes, weights=None):
     rng = check_random_state(clf.random_state)
     centre = row_centre(rows)
     gathered = gathered_rows(rows, params) if all_rows else None
+    params = auto_cap_on_rows(clf, params, rows.n, gathered is not None)
     if weights is not None:
         if gathered is None and params["optimizer"] is None:
             refuse_weights(clf, weights, "optimizer=None on a partitioned array with more rows "

@@ -42,7 +42,7 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
         X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
     )
     models = []
-    for k, (basis, curve) in enumerate(chosen):
+    for k, (basis, curve, _) in enumerate(chosen):
         model = LatentSparseGP(**params)
         model._progress.line(f"class {classes[k]!r}: EP on the partitions")
         # a kernel object per class, as the in-memory fit's
