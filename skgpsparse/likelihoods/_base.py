@@ -38,10 +38,19 @@ __all__ = ["Likelihood"]
 
 # Gauss-Hermite nodes and weights of the default quadrature.
 _N_QUADRATURE = 80
+_RULE = []  # its nodes x_k and log(w_k / sqrt(pi)), computed once (an eigenvalue problem)
 # Variance below which the default quadrature's derivatives are taken at this variance.
 _MIN_VAR = 1e-10
 # Newton steps to the tilted density's mode (the quadrature's centre).
 _NEWTON_STEPS = 50
+
+
+def _quadrature_rule():
+    """The ``_N_QUADRATURE``-node Gauss-Hermite rule: nodes and log weights over sqrt(pi)."""
+    if not _RULE:
+        x, w = np.polynomial.hermite.hermgauss(_N_QUADRATURE)
+        _RULE.append((x, np.log(w / np.sqrt(np.pi))))
+    return _RULE[0]
 
 
 class Likelihood:
@@ -188,8 +197,7 @@ class Likelihood:
             np.asarray(y, dtype=float), np.asarray(mean, dtype=float),
             np.maximum(np.asarray(var, dtype=float), _MIN_VAR),
         )
-        x, w = np.polynomial.hermite.hermgauss(_N_QUADRATURE)
-        log_w = np.log(w / np.sqrt(np.pi))
+        x, log_w = _quadrature_rule()
         if type(self).log_density_derivatives is Likelihood.log_density_derivatives:
             # nodes of N(m, v): Z = sum_k w_k p(y | f_k)
             offsets = np.sqrt(2.0 * var)[..., None] * x  # f_k - m
