@@ -5,11 +5,13 @@ twice that, ...) and stops at the first doubling whose gain per row is too small
 measure: Titsias' bound for the regressor, :mod:`skgpsparse.regression._basis_size`; the EP
 evidence for the classifier, :mod:`skgpsparse.latent.learning._basis_size`). Here: the
 parameter's test, the int that stands for it before the decision, the sizes tried and the cap
-from the number of rows.
+from the number of rows and the memory.
 """
 
-__all__ = ["AUTO_START", "FIRST_SIZE", "MAX_AUTO_BASIS", "doubling_sizes", "is_auto",
-           "row_cap", "start_size"]
+from ._memory import available_memory, largest_fitting
+
+__all__ = ["AUTO_START", "FIRST_SIZE", "MAX_AUTO_BASIS", "basis_cap", "doubling_sizes",
+           "is_auto", "row_cap", "start_size"]
 
 #: The first size checked, and the smallest basis ``"auto"`` keeps (fewer rows: every row).
 FIRST_SIZE = 50
@@ -40,6 +42,20 @@ def row_cap(n):
     (30, 150, 800)
     """
     return min(MAX_AUTO_BASIS, max(n // 2, min(n, FIRST_SIZE)))
+
+
+def basis_cap(n, need, available=None):
+    """The largest basis ``"auto"`` may grow on ``n`` rows: :func:`row_cap` of them and the
+    largest ``q`` whose fit needs at most the memory ``available`` (bytes; None: the
+    machine's), ``need(q)`` the bytes of a fit with ``q`` basis vectors. A fit that does not
+    fit even with one basis vector raises at its memory check (the cap is then ``row_cap``)."""
+    cap = row_cap(n)
+    if available is None:
+        available = available_memory()[0]
+    if available is None:
+        return cap
+    fitting = largest_fitting(need, 1, cap, available)
+    return cap if fitting is None else fitting
 
 
 def doubling_sizes(start, cap):

@@ -8,9 +8,8 @@ the class's bias (:mod:`skgpsparse.classification.multiclass._shared_fit`). On a
 ``X`` the size is chosen where learning runs, on the rows gathered to the driver.
 """
 
-from .._auto_basis import AUTO_START, is_auto, row_cap
+from .._auto_basis import AUTO_START, basis_cap, is_auto, row_cap
 from ..latent._model import fit_memory
-from ..latent.learning._basis_size import basis_cap
 
 __all__ = ["auto_basis_cap", "auto_cap_on_rows", "check_auto", "stand_in"]
 

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils.multiclass import _ovr_decision_function
 
 from ..rows._blocks import block_rows, map_row_blocks
-from .multiclass._combination import combined_log_proba
+from .multiclass._combination import class_columns, combined_log_proba
 
 __all__ = [
     "OneVsRestPredictors", "PairPredictors", "by_row_blocks",
@@ -158,9 +158,8 @@ def _combined(X, predictors):
     if t == 0.0:
         log_p = np.column_stack([predictor.log_proba(X, 1.0) for predictor in predictors])
         return combined_log_proba(log_p, None, 0.0)
-    log_p, log_q = [], []
-    for predictor in predictors:
-        mean, var = predictor.latent_mean_and_variance(X)
-        log_p.append(predictor.likelihood.log_predictive(1.0, mean, var))
-        log_q.append(predictor.likelihood.log_predictive(-1.0, mean, var))
-    return combined_log_proba(np.column_stack(log_p), np.column_stack(log_q), t)
+    log_p, log_q = class_columns(
+        (predictor.likelihood, *predictor.latent_mean_and_variance(X))
+        for predictor in predictors
+    )
+    return combined_log_proba(log_p, log_q, t)

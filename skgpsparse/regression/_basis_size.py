@@ -32,12 +32,12 @@ from .._auto_basis import (
     AUTO_START,
     FIRST_SIZE,
     MAX_AUTO_BASIS,
+    basis_cap,
     doubling_sizes,
     is_auto,
     row_cap,
     start_size,
 )
-from .._memory import available_memory, largest_fitting
 from ..rows._store import RowStore
 from ._basis import forward_step
 from ._fit_memory import fit_memory
@@ -63,11 +63,8 @@ def auto_basis_cap(model, X, y, n, learn, available=None):
     ``available`` (bytes; ``None``: the machine's). A fit that does not fit even with one
     basis vector raises at its memory check.
     """
-    cap = row_cap(n)
-    if available is None:
-        available = available_memory()[0]
-    if isinstance(X, RowStore) or available is None:
-        return cap
+    if isinstance(X, RowStore):  # the rows' memory is the partitions'
+        return row_cap(n)
     n_targets = 1 if y.ndim == 1 else y.shape[1]
     kappa = min(getattr(model._selector, "working_set_size", None) or 0, 64)
 
@@ -75,8 +72,7 @@ def auto_basis_cap(model, X, y, n, learn, available=None):
         return fit_memory(n, X.shape[1], q, model.kernel_.n_dims, n_targets, learn, kappa,
                           X.dtype == np.float32).total
 
-    fitting = largest_fitting(need, 1, cap, available)
-    return cap if fitting is None else fitting
+    return basis_cap(n, need, available)
 
 
 def _eig_terms(state):

@@ -25,7 +25,8 @@ from scipy.special import logsumexp
 from ...latent._leave_one_out import leave_one_out_moments
 
 __all__ = [
-    "LOO_ROWS", "choose_logit_weight", "combined_log_proba", "loo_rows", "set_logit_weight",
+    "LOO_ROWS", "choose_logit_weight", "class_columns", "combined_log_proba", "loo_rows",
+    "set_logit_weight",
 ]
 
 # Rows whose leave-one-out loss chooses t: every row up to this many, else this many evenly
@@ -50,6 +51,16 @@ def combined_log_proba(log_p, log_q, t):
     return scores - logsumexp(scores, axis=1, keepdims=True)
 
 
+def class_columns(models):
+    """``log p_k`` and ``log(1 - p_k)``, a column per class, from each class model's
+    ``(likelihood, mean, var)``: its latent marginal ``N(mean, var)`` at the rows."""
+    log_p, log_q = [], []
+    for likelihood, mean, var in models:
+        log_p.append(likelihood.log_predictive(1.0, mean, var))
+        log_q.append(likelihood.log_predictive(-1.0, mean, var))
+    return np.column_stack(log_p), np.column_stack(log_q)
+
+
 def _loss(log_p, log_q, labels, weights, t):
     log_proba = combined_log_proba(log_p, log_q, t)
     chosen = log_proba[np.arange(labels.size), labels]
@@ -68,13 +79,10 @@ def choose_logit_weight(models, X, labels, rows, weights=None):
     losses : tuple of float
         The loss at ``t = 0``, at ``t = 1`` and at the chosen ``t`` (for ``verbose``).
     """
-    log_p, log_q = [], []
-    for model in models:
-        mean, var = leave_one_out_moments(model, X, rows)
-        likelihood = model._predictor.likelihood
-        log_p.append(likelihood.log_predictive(1.0, mean, var))
-        log_q.append(likelihood.log_predictive(-1.0, mean, var))
-    log_p, log_q = np.column_stack(log_p), np.column_stack(log_q)
+    log_p, log_q = class_columns(
+        (model._predictor.likelihood, *leave_one_out_moments(model, X, rows))
+        for model in models
+    )
     loss = lambda t: _loss(log_p, log_q, labels, weights, t)  # noqa: E731
     found = minimize_scalar(loss, bounds=(0.0, 1.0), method="bounded",
                             options={"xatol": 1e-3})

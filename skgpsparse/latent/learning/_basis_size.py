@@ -17,36 +17,21 @@ scale are not yet the data's, and the evidence keeps rising with the basis where
 model gains nothing (pmlb twonorm, 5,000 rows: 0.0066, 0.0032, 0.0015 nats per row from 50 to
 400 at the start, 0.0003 after one round; the start's rule chose 200 at 2.6 times the CPU
 of the 50 the learned curve chooses, at the same test NLP;
-``benchmarks/studies/results/basis_size_classifier.md``). The cap (:func:`basis_cap`) is
-:func:`~skgpsparse._auto_basis.row_cap` of the rows and the largest basis whose fit fits in
-the memory available.
+``benchmarks/studies/results/basis_size_classifier.md``). The cap
+(:func:`~skgpsparse._auto_basis.basis_cap`) is :func:`~skgpsparse._auto_basis.row_cap` of the
+rows and the largest basis whose fit fits in the memory available.
 """
 
 import numpy as np
 
 from ..._auto_basis import FIRST_SIZE, doubling_sizes, row_cap
-from ..._memory import available_memory, largest_fitting
 from ...inference._adf import ADFState
 from ..objectives._ep_evidence import AllRowsObjective, joint_theta
 
-__all__ = ["GAIN_PER_ROW", "basis_cap", "choose_basis_size", "sized_rounds"]
+__all__ = ["GAIN_PER_ROW", "choose_basis_size", "sized_rounds"]
 
 #: Per-row gain (nats) of the EP log evidence below which a doubling does not pay.
 GAIN_PER_ROW = 0.001
-
-
-def basis_cap(n, need, available=None):
-    """The largest basis ``"auto"`` may grow on ``n`` rows: :func:`row_cap` of them and the
-    largest ``q`` whose fit needs at most the memory ``available`` (bytes; None: the
-    machine's), ``need(q)`` the bytes of a fit with ``q`` basis vectors. A fit that does not
-    fit even with one basis vector raises at its memory check (the cap is then ``row_cap``)."""
-    cap = row_cap(n)
-    if available is None:
-        available = available_memory()[0]
-    if available is None:
-        return cap
-    fitting = largest_fitting(need, 1, cap, available)
-    return cap if fitting is None else fitting
 
 
 def sized_rounds(model, kernel, bias, sites, X, y, rng, rounds):
@@ -95,7 +80,7 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None)):
     rng : numpy.random.RandomState
         The selector's draws (none for the entropy criterion).
     cap : int
-        The largest size tried (:func:`basis_cap`).
+        The largest size tried (:func:`~skgpsparse._auto_basis.basis_cap`).
     sites : pair of ndarray or None
         EP's start (None: one ADF pass).
 
