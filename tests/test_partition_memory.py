@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import Kernel
 
-import skgpsparse.inference._ep_passes as ep_passes
+import skgpsparse.inference._row_columns as row_columns
 import skgpsparse.regression._noise_loo as noise_loo
 import skgpsparse.regression._partitioned_objectives as objectives
 from skgpsparse import SparseGPClassifier, SparseGPRegressor
@@ -77,7 +77,7 @@ def small_blocks(monkeypatch):
     # small part of the N x P block (4.9 MiB)
     monkeypatch.setattr(objectives, "_BLOCK_ENTRIES", 1 << 13)
     monkeypatch.setattr(noise_loo, "_BLOCK_ENTRIES", 1 << 13)
-    monkeypatch.setattr(ep_passes, "_BLOCK_ENTRIES", 1 << 13)
+    monkeypatch.setattr(row_columns, "_BLOCK_ENTRIES", 1 << 13)
 
 
 def _data():

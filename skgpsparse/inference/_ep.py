@@ -61,7 +61,6 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from ..kernels import kernel_diag_gradient
 from ..kernels._contraction import iter_kernel_contractions
-from ..kernels._gradients import row_blocks
 from ._ep_acceleration import AndersonSites
 from ._ep_passes import (
     PROBIT,
@@ -381,12 +380,12 @@ def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):
     ``V G P^T = (B - I) L^-1`` (``B = I + V G V^T``), so ``V^T B^-1 V G P^T = V^T W`` with
     ``W = (I - B^-1) L^-1``, a ``p x p`` matrix: one product per block and no ``p x n`` ``P``.
     """
-    X, L, V, c = prior.X, prior.L, prior.V, prior.weights
-    p, n = V.shape
+    L, columns, c = prior.L, prior.columns, prior.weights
+    p, n = columns.shape
     # alpha = (Q + Lambda + S~^-1)^-1 mu~ = a - G V^T B^-1 V a
-    alpha = a - g * (V.T @ mean_w)
+    alpha = a - g * columns.rdot(mean_w)
     L_inv = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
-    P_alpha = L_inv.T @ (V @ (alpha if c is None else c * alpha))  # over the copies
+    P_alpha = L_inv.T @ columns.dot(alpha if c is None else c * alpha)  # over the copies
     W = L_inv - cho_solve((L_B, True), L_inv, check_finite=False)
     right = np.hstack([W, L_inv])
     # diag(M) and M P^T with M = alpha alpha^T - G + G V^T B^-1 V G
@@ -395,15 +394,15 @@ def theta_gradient_weights(prior, g, a, L_B, uu, mean_w):
     shift = g + diag_M if prior.prior == "fitc" else g
     MPt = np.empty((n, p))
     VMPt = np.zeros((p, p))
-    for J in row_blocks(X, block_rows(p)):
-        both = V[:, J].T @ right  # [V^T W, P^T] of the block
+    for J, V_J in columns.blocks(block_rows(p)):
+        both = V_J.T @ right  # [V^T W, P^T] of the block
         block = MPt[J]
         np.multiply(both[:, :p], g[J, None], out=block)
         block -= shift[J, None] * both[:, p:]
         block += np.outer(alpha[J], P_alpha)
         if c is not None:  # the rows' copies: c_i equal rows of M P^T each
             block *= c[J, None]
-        VMPt += V[:, J] @ block
+        VMPt += V_J @ block
     if c is not None:
         diag_M = c * diag_M
     return diag_M, MPt, L_inv.T @ VMPt  # P M P^T

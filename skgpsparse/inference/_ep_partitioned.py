@@ -39,7 +39,6 @@ from ._ep_passes import (
     _ADF_ROWS_PER_BASIS,
     PROBIT,
     WeightPosterior,
-    _blocks,
     _zero_system,
     adf_block,
     block_rows,
@@ -48,6 +47,7 @@ from ._ep_passes import (
     system_sums,
     weight_posterior,
 )
+from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky
 
 __all__ = ["PartitionedEP", "Targets", "encode_targets", "partitioned_ep", "set_row_weights"]
@@ -148,14 +148,14 @@ def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
     """Continue the ADF blocks of ``rows`` global rows over this partition's rows."""
     st = part.state[_KEY]
     prior, y = st["prior"], st["y"]
-    V, lam, weights = prior.V, prior.lam, prior.weights
+    columns, lam, weights = prior.columns, prior.lam, prior.weights
     tau, nu = np.zeros(part.n), np.zeros(part.n)
     start = 0
     while start < part.n:
         first = part.offset + start
         end = min((first // rows + 1) * rows, n_total)  # the global block's end
         J = slice(start, min(part.n, end - part.offset))
-        tau[J], nu[J], S = adf_block(V[:, J], lam[J], y[J], bias, (S, Va), post, likelihood,
+        tau[J], nu[J], S = adf_block(columns.block(J), lam[J], y[J], bias, (S, Va), post, likelihood,
                                      None if weights is None else weights[J])
         if part.offset + J.stop == end:  # the block is complete: it joins the posterior
             post = weight_posterior(S, Va)
@@ -168,7 +168,7 @@ def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
 def _p_evidence(part, bias, likelihood):
     st = part.state[_KEY]
     total = 0.0
-    for J in _blocks(part.n, block_rows(st["prior"].V.shape[0])):  # temporaries of a block
+    for J in row_slices(part.n, block_rows(st["prior"].columns.shape[0])):  # temporaries of a block
         weights = st["prior"].weights
         total += evidence_row_terms(
             st["mu"][J], st["s2"][J], st["tau"][J], st["nu"][J], st["prior"].lam[J],

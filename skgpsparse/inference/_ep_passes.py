@@ -44,9 +44,11 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.blas import dsyrk
 
 from ..likelihoods import Probit
+from ._row_columns import block_rows
 
 __all__ = [
     "WeightPosterior",
+    "block_rows",
     "adf_block",
     "adf_sites",
     "cavities",
@@ -59,9 +61,6 @@ __all__ = [
     "weight_posterior",
 ]
 
-# Entries of one p x rows block of V (4 MiB): a block stays in the cache between its solve and
-# its SYRK.
-_BLOCK_ENTRIES = 1 << 19
 # An ADF block has at least this many rows per basis vector (each block refactors B, p^3 / 3).
 _ADF_ROWS_PER_BASIS = 4
 
@@ -74,15 +73,6 @@ _GUARD = 0.99
 
 WeightPosterior = namedtuple("WeightPosterior", ["L_B", "Ua", "mean_w"])
 WeightPosterior.__doc__ = "``B = L_B L_B^T``, ``Ua = L_B^-1 V a`` and ``mean_w = B^-1 V a``."
-
-
-def block_rows(p):
-    """Rows per block of a pass over the ``p x n`` array ``V``."""
-    return max(64, _BLOCK_ENTRIES // max(p, 1))
-
-
-def _blocks(n, rows):
-    return (slice(start, min(start + rows, n)) for start in range(0, n, rows))
 
 
 def _rows_of(bias, J):
@@ -141,12 +131,10 @@ def weight_posterior(S, Va):
 def system_sums(prior, tau, nu):
     """``(B - I, V a)`` of the sites ``(tau~, nu~)`` (lower triangle), by one SYRK pass over
     ``V``: a row partition's part of the system."""
-    V = prior.V
-    p, n = V.shape
     _, g, a = effective_sites(prior.lam, tau, nu)
-    S, Va = _zero_system(p)
-    for J in _blocks(n, block_rows(p)):
-        S = _accumulate(S, Va, V[:, J], *_weighted(prior.weights, J, g[J], a[J]))
+    S, Va = _zero_system(prior.columns.shape[0])
+    for J, V_J in prior.columns.blocks():
+        S = _accumulate(S, Va, V_J, *_weighted(prior.weights, J, g[J], a[J]))
     return S, Va
 
 
@@ -166,12 +154,12 @@ def _block_marginals(V_J, lam_J, h_J, nu_J, post):
 
 def marginal_pass(prior, tau, nu, post):
     """Marginals ``(mu, s2, uu)`` of all rows under ``post`` (the posterior of ``(tau~, nu~)``)."""
-    V, lam = prior.V, prior.lam
-    p, n = V.shape
+    lam = prior.lam
+    n = lam.size
     h = 1.0 + lam * tau
     mu, s2, uu = np.empty(n), np.empty(n), np.empty(n)
-    for J in _blocks(n, block_rows(p)):
-        mu[J], s2[J], uu[J] = _block_marginals(V[:, J], lam[J], h[J], nu[J], post)
+    for J, V_J in prior.columns.blocks():
+        mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
     return mu, s2, uu
 
 
@@ -276,13 +264,12 @@ def ep_sweep(prior, y, bias, tau, nu, post, damping, *, accumulate=True, out=Non
     system : tuple ``(S, Va)`` or None
         ``B - I`` (lower triangle) and ``V a`` of the damped next sites.
     """
-    V, lam = prior.V, prior.lam
-    p, n = V.shape
+    lam = prior.lam
+    p, n = prior.columns.shape
     h = 1.0 + lam * tau
     mu, s2, uu, new_tau, new_nu = out or tuple(np.empty(n) for _ in range(5))
     S, Va = _zero_system(p)
-    for J in _blocks(n, block_rows(p)):
-        V_J = V[:, J]
+    for J, V_J in prior.columns.blocks():
         mu[J], s2[J], uu[J] = _block_marginals(V_J, lam[J], h[J], nu[J], post)
         new_tau[J], new_nu[J] = _ep_sites(
             mu[J], s2[J], tau[J], nu[J], y[J], _rows_of(bias, J), likelihood, lam[J]
@@ -369,15 +356,15 @@ def adf_sites(prior, y, bias, rows=None, *, likelihood=PROBIT):
     >>> bool(np.all(tau > 0.0)), post.L_B.shape
     (True, (5, 5))
     """
-    V, lam = prior.V, prior.lam
-    p, n = V.shape
+    lam = prior.lam
+    p, n = prior.columns.shape
     rows = rows or max(block_rows(p), _ADF_ROWS_PER_BASIS * p)
     tau, nu = np.zeros(n), np.zeros(n)
     S, Va = _zero_system(p)
     post = WeightPosterior(np.eye(p), np.zeros(p), np.zeros(p))
-    for J in _blocks(n, rows):
+    for J, V_J in prior.columns.blocks(rows):
         tau[J], nu[J], S = adf_block(
-            V[:, J], lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood,
+            V_J, lam[J], y[J], _rows_of(bias, J), (S, Va), post, likelihood,
             None if prior.weights is None else prior.weights[J],
         )
         post = weight_posterior(S, Va)

@@ -40,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from ._ep import all_rows_ep
 from ._ep_passes import PROBIT
+from ._row_columns import StoredColumns
 from ._sparse_prior import SparsePrior
 
 __all__ = ["OnlinePosterior"]
@@ -59,9 +60,11 @@ class _WhitenedBatch:
     """
 
     def __init__(self, prior, L_0, mean_0, weights=None):
-        self.V = solve_triangular(L_0, prior.V, lower=True, check_finite=False)
+        V = prior.V
+        self.V = solve_triangular(L_0, V, lower=True, check_finite=False)
+        self.columns = StoredColumns(self.V)  # what the passes read
         self.lam = prior.lam
-        self.offset = prior.V.T @ mean_0
+        self.offset = V.T @ mean_0
         self.weights = weights  # the batch's rows' weights (None: once each)
 
 
@@ -107,7 +110,12 @@ class OnlinePosterior:
         ``weights``: its rows' weights, each row's site entering that many times)."""
         post = cls(kernel, basis_vectors, bias, likelihood=likelihood)
         prior = SparsePrior(kernel, X, basis_vectors)
-        post._add_sites(prior.V, prior.lam, tau, nu, weights)
+        if prior.columns.stored:
+            post._add_sites(prior.V, prior.lam, tau, nu, weights)
+            return post
+        for J, V_J in prior.columns.blocks():  # V not held whole (_row_columns)
+            weights_J = None if weights is None else weights[J]
+            post._add_sites(V_J, prior.lam[J], tau[J], nu[J], weights_J)
         return post
 
     def _add_sites(self, V, lam, tau, nu, weights=None):
@@ -153,6 +161,7 @@ class OnlinePosterior:
 
     def _update(self, X, y, ep_sweeps, tol, weights):
         prior = SparsePrior(self.kernel, X, self.basis_vectors)
+        V = prior.V  # a batch's, whole
         L_0, mean_0 = self._factor()
         start_state = (self.precision.copy(), self.eta.copy())  # the earlier rows' posterior
         tau, nu = np.zeros(y.size), np.zeros(y.size)
@@ -162,10 +171,10 @@ class OnlinePosterior:
             L_B, mean = (L_0, mean_0) if start == 0 else self._factor()
             weights_J = None if weights is None else weights[rows]
             tau[rows], nu[rows] = _adf_block(
-                prior.V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean,
+                V[:, rows], prior.lam[rows], y[rows], self.bias, L_B, mean,
                 self.likelihood, weights_J,
             )
-            self._add_sites(prior.V[:, rows], prior.lam[rows], tau[rows], nu[rows], weights_J)
+            self._add_sites(V[:, rows], prior.lam[rows], tau[rows], nu[rows], weights_J)
         if ep_sweeps > 0:
             self.precision, self.eta = start_state
             tau, nu = self._ep(prior, y, tau, nu, L_0, mean_0, ep_sweeps, tol, weights)

@@ -4,18 +4,19 @@ With ``K_uu = L L^T`` and ``V = L^-1 K_uf`` (``p x n``), ``f = V^T w + e``, ``w 
 ``e ~ N(0, Lambda)``, ``Lambda = diag(K_ff - V^T V)`` (FITC) or 0 (DTC; GPML §8.3.3, Naish-Guzman
 and Holden 2008). :class:`SparsePrior` holds ``L``, ``V`` and ``Lambda`` for one kernel; the
 engines over every row (:mod:`skgpsparse.inference._ep`, :mod:`skgpsparse.inference._online`) read
-them a block of rows at a time.
+them a block of rows at a time, ``V`` through its ``columns``
+(:mod:`skgpsparse.inference._row_columns`: held whole, or formed again from the rows in each
+pass when it would be large).
 """
 
 import threading
 from contextlib import contextmanager
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, cholesky
 from sklearn.gaussian_process.kernels import Kernel
 
-from ..kernels._columns import iter_cross_kernel
-from ._ep_passes import block_rows
+from ._row_columns import row_columns
 
 __all__ = ["PRIORS", "SparsePrior", "basis_cholesky", "reusing_priors"]
 
@@ -115,15 +116,18 @@ class SparsePrior:
 
     def _factor(self, kernel, X, X_u, prior, L=None):
         self.L = basis_cholesky(kernel, X_u) if L is None else L
-        # V = L^-1 K_uf chunk by chunk (Fortran order: a block of rows is contiguous)
-        self.V = np.empty((X_u.shape[0], X.shape[0]), order="F")
-        # in blocks of a pass's rows: beside V the loop holds a few p x block arrays
-        for rows, K in iter_cross_kernel(kernel, X, X_u, chunk_size=block_rows(X_u.shape[0])):
-            self.V[:, rows] = solve_triangular(self.L, K.T, lower=True, check_finite=False)
+        # V = L^-1 K_uf by blocks of rows, and diag(Q_ff) = |v_i|^2 for FITC's Lambda
+        self.columns, sq_norms = row_columns(kernel, X, X_u, self.L, norms=prior == "fitc")
         if prior == "fitc":
-            self.lam = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", self.V, self.V), 0.0)
+            self.lam = np.maximum(kernel.diag(X) - sq_norms, 0.0)
         else:
             self.lam = np.zeros(X.shape[0])
+
+    @property
+    def V(self):
+        """``V = L^-1 K_uf`` (``p x n``) whole: the stored array, or a new one formed by a
+        pass when the columns are recomputed (the passes read ``columns`` by blocks)."""
+        return self.columns.array()
 
 
 def basis_cholesky(kernel, X_u):

@@ -13,6 +13,7 @@ from skgpsparse.inference._ep import (
     negative_log_evidence_all_rows,
     weight_posterior_of,
 )
+from skgpsparse.inference._row_columns import StoredColumns
 from skgpsparse.inference._sparse_prior import SparsePrior, reusing_priors
 from skgpsparse.likelihoods import Probit
 
@@ -203,7 +204,7 @@ def test_passes_read_either_layout_of_v():
     sparse, y = _problem()
     tau, nu = _random_sites(y.size, 5)
     post_f = passes.system(sparse, tau, nu)
-    sparse.V = np.ascontiguousarray(sparse.V)
+    sparse.columns = StoredColumns(np.ascontiguousarray(sparse.V))
     post_c = passes.system(sparse, tau, nu)
     np.testing.assert_allclose(post_c.L_B, post_f.L_B, rtol=1e-12)
     np.testing.assert_allclose(post_c.mean_w, post_f.mean_w, rtol=1e-12)

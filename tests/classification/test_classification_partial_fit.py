@@ -128,14 +128,14 @@ def test_batch_ep_over_several_row_blocks_equals_one_block(monkeypatch):
     """A second batch's EP (each row's bias shifted by the earlier rows' posterior mean) gives
     the same sites when its sweeps pass over the rows in several blocks (a batch larger than
     ``block_rows(p)``, as 10^5-row chunks are) as in one."""
-    from skgpsparse.inference import _ep_passes
+    from skgpsparse.inference import _row_columns
 
     X, y01 = _problem(300, seed=6)
     y = np.where(y01 == 1, 1.0, -1.0)
     kernel, Z = ConstantKernel(1.5) * RBF(1.0), X[:10]
     sites = []
     for entries in (1 << 19, 640):  # one block of 150 rows; blocks of 64 rows
-        monkeypatch.setattr(_ep_passes, "_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(_row_columns, "_BLOCK_ENTRIES", entries)
         post = OnlinePosterior(kernel, Z, -0.2)
         post.update(X[:150], y[:150])
         sites.append(post.update(X[150:], y[150:], ep_sweeps=50, tol=1e-10))
