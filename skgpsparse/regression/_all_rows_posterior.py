@@ -5,15 +5,21 @@ learning and the basis refinement of :func:`~._alternation.alternate` run on a r
 their result (the kernel, the noise variance and the basis inputs) then fixes the model whose
 posterior is formed on every row here: one pass for ``V = L^-1 K_uf`` and ``V V^T`` (GPML
 eq. (8.26) and the matrix inversion lemma, :func:`~._dtc.sparse_factors`), after which
-the leave-one-out calibration runs on every row as in any fit. On a row store (a fit on a
+the leave-one-out calibration runs on every row as in any fit. Where ``V`` would be larger
+than the classifier's all-rows passes keep whole
+(:func:`~skgpsparse.inference._row_columns.stores_columns`: 1 GiB, or the size of ``X``),
+the rows in memory take the row store's route below as one partition: two passes that form
+``V``'s blocks again and keep only ``V V^T`` and ``V Y`` (the same posterior to rounding). On a row store (a fit on a
 partitioned array) the learning rows are gathered to the driver and the same pass runs on the
 partitions (:func:`posterior_on_row_store`).
 """
 
 import numpy as np
 
+from ..inference._row_columns import stores_columns
+from ..rows._store import LocalRows
 from ._dtc import dtc_value, sparse_factors
-from ._partitioned_objectives import partitioned_factors
+from ._partitioned_objectives import partitioned_factors, set_row_scale
 from ._vfe import unexplained_variance, vfe_value
 
 __all__ = ["factors_objective", "posterior_on_all_rows", "posterior_on_row_store"]
@@ -38,6 +44,13 @@ def posterior_on_all_rows(fit, X, y, rows, jitter, objective, row_noise=None):
     """
     Y = y.reshape(len(y), -1)
     X64 = X.astype(np.float64, copy=False)
+    if not stores_columns(X.shape[0], len(fit.basis_vectors), X64):
+        # V (p x n) above the budget of inference._row_columns: the row store's two passes,
+        # which form V's blocks from the rows and keep only their p x p and p x m sums
+        store = LocalRows(X64, y, partition_rows=X.shape[0])
+        if row_noise is not None:
+            set_row_scale(store, row_noise.scale, row_noise.weight)
+        return posterior_on_row_store(fit, store, rows, jitter, objective, row_noise)
     f = sparse_factors(
         fit.kernel, X64, Y, fit.basis_vectors, fit.noise_variance, jitter, False, None,
         row_noise,
