@@ -22,7 +22,9 @@ from ._dtc import dtc_value, sparse_factors
 from ._partitioned_objectives import partitioned_factors, set_row_scale
 from ._vfe import unexplained_variance, vfe_value
 
-__all__ = ["factors_objective", "posterior_on_all_rows", "posterior_on_row_store"]
+__all__ = [
+    "factors_objective", "posterior_on_all_rows", "posterior_on_row_store", "rows_by_passes",
+]
 
 
 def factors_objective(objective, kernel, X, f):
@@ -31,6 +33,22 @@ def factors_objective(objective, kernel, X, f):
     if objective == "vfe":
         return float(vfe_value(f, unexplained_variance(kernel, X, f)))
     return float(dtc_value(f))
+
+
+def rows_by_passes(X, y, p, row_noise=None):
+    """The rows ``X, y`` as one in-memory partition of a row store when ``V`` of ``p`` basis
+    vectors would be larger than :func:`~skgpsparse.inference._row_columns.stores_columns`
+    keeps (else None): the store's objectives form ``V``'s blocks again in each pass.
+
+    ``X`` is float64 (not copied); ``row_noise``: the rows' per-row noise and weights, whose
+    scales the partition then holds (:func:`~._partitioned_objectives.set_row_scale`).
+    """
+    if stores_columns(X.shape[0], p, X):
+        return None
+    store = LocalRows(X, y, partition_rows=X.shape[0])
+    if row_noise is not None:
+        set_row_scale(store, row_noise.scale, row_noise.weight)
+    return store
 
 
 def posterior_on_all_rows(fit, X, y, rows, jitter, objective, row_noise=None):
@@ -44,12 +62,8 @@ def posterior_on_all_rows(fit, X, y, rows, jitter, objective, row_noise=None):
     """
     Y = y.reshape(len(y), -1)
     X64 = X.astype(np.float64, copy=False)
-    if not stores_columns(X.shape[0], len(fit.basis_vectors), X64):
-        # V (p x n) above the budget of inference._row_columns: the row store's two passes,
-        # which form V's blocks from the rows and keep only their p x p and p x m sums
-        store = LocalRows(X64, y, partition_rows=X.shape[0])
-        if row_noise is not None:
-            set_row_scale(store, row_noise.scale, row_noise.weight)
+    store = rows_by_passes(X64, y, len(fit.basis_vectors), row_noise)
+    if store is not None:  # the row store's two passes, which keep only p x p and p x m sums
         return posterior_on_row_store(fit, store, rows, jitter, objective, row_noise)
     f = sparse_factors(
         fit.kernel, X64, Y, fit.basis_vectors, fit.noise_variance, jitter, False, None,

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.linalg import cholesky
 
 from ..rows._store import RowStore
+from ._all_rows_posterior import rows_by_passes
 from ._noise_loo import kernel_amplitude, loo_noise_variance
 from ._partitioned_objectives import PARTITIONED_OBJECTIVES
 from ._vfe import OBJECTIVES
@@ -55,6 +56,8 @@ def calibrate_noise(model, fit, X, y, noise_bounds, row_noise=None):
         kernel.set_params(**{name: value * c})
         jitter_c, L, Vy, VVt = c * jitter_c, np.sqrt(c) * L, np.sqrt(c) * Vy, c * VVt
     R = cholesky(VVt + s2_loo * np.eye(p), lower=True, check_finite=False)
+    if not isinstance(X, RowStore):  # V whole only below the budget (._all_rows_posterior)
+        X = rows_by_passes(X, y, p, row_noise) or X
     objective = (PARTITIONED_OBJECTIVES if isinstance(X, RowStore) else OBJECTIVES)[
         model.hyperparameter_objective
     ]

@@ -11,7 +11,8 @@ import pytest
 
 from skgpsparse import SparseGPRegressor
 from skgpsparse.inference import _row_columns
-from skgpsparse.regression import _all_rows_posterior
+from skgpsparse.regression import _all_rows_posterior, _alternation, _dtc, _full_basis, _vfe
+from skgpsparse.regression._dtc import sparse_factors
 
 
 def _data(n, seed):
@@ -34,13 +35,23 @@ def test_the_all_rows_posterior_by_passes_equals_the_stored_one(weighted, monkey
         return original(fit, store, *args, **kwargs)
 
     monkeypatch.setattr(_all_rows_posterior, "posterior_on_row_store", spy)
+    sizes = []  # the rows of every p x n block V formed whole
+
+    def factors(kernel, X, *args, **kwargs):
+        sizes.append(X.shape[0])
+        return sparse_factors(kernel, X, *args, **kwargs)
+
+    for module in (_all_rows_posterior, _alternation, _dtc, _full_basis, _vfe):
+        monkeypatch.setattr(module, "sparse_factors", factors)
     fits = []
     # 15 basis vectors: V is 36 kB on the 300 learning rows, 108 kB on all 900
     for budget in (1 << 30, 60_000):
         monkeypatch.setattr(_row_columns, "STORE_BYTES", budget)
         model = SparseGPRegressor(max_basis=15, learning_rows=300, max_iter=2, random_state=0)
+        sizes.clear()
         fits.append(model.fit(X, y, sample_weight=weights))
     assert passes == [900]  # the second fit only
+    assert sizes and max(sizes) == 300  # its V whole on the learning rows only (calibration too)
     stored, again = fits
     np.testing.assert_array_equal(again.basis_indices_, stored.basis_indices_)
     np.testing.assert_allclose(again.noise_variance_, stored.noise_variance_, rtol=1e-10)
