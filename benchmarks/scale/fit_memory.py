@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _common.machine import machine  # noqa: E402
+from _common.machine import machine
 
 N_TEST = 20_000
 BUDGETS = {"default": None, "stored": 1 << 62, "recomputed": 0}
@@ -98,7 +98,7 @@ def _fit(name, n, path):
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     res = subprocess.run(
         [sys.executable, "-c", _CHILD, name, str(n), str(BUDGETS[path]), str(N_TEST)],
-        env=env, cwd=REPO, capture_output=True, text=True,
+        env=env, cwd=REPO, capture_output=True, text=True, check=False,
     )
     if res.returncode != 0:
         return {"error": res.stderr.strip().splitlines()[-1] if res.stderr else "failed"}
@@ -132,15 +132,19 @@ def main(argv=None):
         "",
         f"`python benchmarks/scale/fit_memory.py {' '.join(argv or sys.argv[1:])}`",
         "",
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; one BLAS "
-        "thread, one subprocess per line, one at a time (the machine is shared: CPU time is "
-        "the figure to compare). X standard normal n x 20 (+ 20,000 test rows); 'before' "
-        "is the resident memory just before `fit` (interpreter, X with the test rows, "
-        "targets); 'peak' is the process's VmHWM; peak / data divides it by the training "
-        "X's bytes.",
+        (
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; one BLAS "
+            "thread, one subprocess per line, one at a time (the machine is shared: CPU time "
+            "is the figure to compare). X standard normal n x 20 (+ 20,000 test rows); "
+            "'before' is the resident memory just before `fit` (interpreter, X with the test "
+            "rows, targets); 'peak' is the process's VmHWM; peak / data divides it by the "
+            "training X's bytes."
+        ),
         "",
-        "| estimator | rows | V | basis | fit CPU s | fit wall s | data GB | before GB | "
-        "peak GB | peak / data | test |",
+        (
+            "| estimator | rows | V | basis | fit CPU s | fit wall s | data GB | before GB | "
+            "peak GB | peak / data | test |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)

@@ -155,8 +155,8 @@ def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
         first = part.offset + start
         end = min((first // rows + 1) * rows, n_total)  # the global block's end
         J = slice(start, min(part.n, end - part.offset))
-        tau[J], nu[J], S = adf_block(columns.block(J), lam[J], y[J], bias, (S, Va), post, likelihood,
-                                     None if weights is None else weights[J])
+        tau[J], nu[J], S = adf_block(columns.block(J), lam[J], y[J], bias, (S, Va), post,
+                                     likelihood, None if weights is None else weights[J])
         if part.offset + J.stop == end:  # the block is complete: it joins the posterior
             post = weight_posterior(S, Va)
         start = J.stop
@@ -168,7 +168,8 @@ def _p_adf(part, S, Va, post, rows, n_total, bias, likelihood):
 def _p_evidence(part, bias, likelihood):
     st = part.state[_KEY]
     total = 0.0
-    for J in row_slices(part.n, block_rows(st["prior"].columns.shape[0])):  # temporaries of a block
+    # blocks of rows: the temporaries of a block
+    for J in row_slices(part.n, block_rows(st["prior"].columns.shape[0])):
         weights = st["prior"].weights
         total += evidence_row_terms(
             st["mu"][J], st["s2"][J], st["tau"][J], st["nu"][J], st["prior"].lam[J],

@@ -48,9 +48,9 @@ from ._row_columns import block_rows
 
 __all__ = [
     "WeightPosterior",
-    "block_rows",
     "adf_block",
     "adf_sites",
+    "block_rows",
     "cavities",
     "ep_sweep",
     "marginal_pass",

@@ -9,9 +9,9 @@ the leave-one-out calibration runs on every row as in any fit. Where ``V`` would
 than the classifier's all-rows passes keep whole
 (:func:`~skgpsparse.inference._row_columns.stores_columns`: 1 GiB, or the size of ``X``),
 the rows in memory take the row store's route below as one partition: two passes that form
-``V``'s blocks again and keep only ``V V^T`` and ``V Y`` (the same posterior to rounding). On a row store (a fit on a
-partitioned array) the learning rows are gathered to the driver and the same pass runs on the
-partitions (:func:`posterior_on_row_store`).
+``V``'s blocks again and keep only ``V V^T`` and ``V Y`` (the same posterior to rounding).
+On a row store (a fit on a partitioned array) the learning rows are gathered to the driver
+and the same pass runs on the partitions (:func:`posterior_on_row_store`).
 """
 
 import numpy as np
