@@ -44,12 +44,13 @@ def row_slices(n, rows):
     return (slice(start, min(start + rows, n)) for start in range(0, n, rows))
 
 
-def stores_columns(n, p, X):
-    """Whether ``V`` (``p x n`` float64) is kept whole for the rows ``X``: while it takes at
-    most :data:`STORE_BYTES` bytes or no more than ``X`` itself (the fit then holds at most
-    twice its data in these two, and a pass that forms its blocks again would cost a fit
-    on data that small more time than the memory is worth)."""
-    return 8 * n * p <= max(STORE_BYTES, getattr(X, "nbytes", 0))
+def stores_columns(n, p, x_bytes):
+    """Whether ``V`` (``p x n`` float64) is kept whole for rows whose inputs take ``x_bytes``
+    bytes: while it takes at most :data:`STORE_BYTES` bytes or no more than the inputs
+    themselves (the fit then holds at most twice its data in these two, and a pass that forms
+    its blocks again would cost a fit on data that small more time than the memory is
+    worth)."""
+    return 8 * n * p <= max(STORE_BYTES, x_bytes)
 
 
 class StoredColumns:
@@ -163,7 +164,7 @@ def row_columns(kernel, X, X_u, L, *, store=None, norms=True):
     """
     p, n = X_u.shape[0], X.shape[0]
     if store is None:
-        store = stores_columns(n, p, X)
+        store = stores_columns(n, p, X.nbytes)
     if store:
         V = np.empty((p, n), order="F")
         # in blocks of a pass's rows: beside V the loop holds a few p x block arrays

@@ -12,6 +12,7 @@ from .._progress import Progress
 from .._row_weights import total_weight
 from ..inference._adf import ADFState
 from ..inference._online import OnlinePosterior
+from ..inference._row_columns import stores_columns
 from ..likelihoods import Probit
 from ..selection import BaseSelector, GreedySelector, RandomSelector, check_working_set_size
 from ._predictors import AllRowsPredictor, BinaryPredictor
@@ -66,7 +67,8 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
     block (four ``rows x p`` arrays of about 32 MB). ``n_parallel`` binary fits (one-vs-rest with
     ``n_jobs``) run at the same time. ``all_rows`` (``posterior="all_rows"``) adds the EP's
     ``p x n`` array ``V = L^-1 K_uf`` (:mod:`skgpsparse.inference._ep`; its passes read it by row
-    blocks) and, when learning, the evidence gradient's ``n x p`` ``M P^T`` and one row block of
+    blocks) where it is held whole (:func:`~skgpsparse.inference._row_columns.stores_columns`)
+    and, when learning, the evidence gradient's ``n x p`` ``M P^T`` and one row block of
     its kernel contraction in place of the NLP gradient's four.
     """
     kept = working_set if working_set <= 64 else 0
@@ -87,7 +89,7 @@ def fit_memory(n, n_features, p, n_theta, learn, working_set, n_parallel=1, all_
             f"fit on fewer rows (now {n})",
         ),
     ]
-    if all_rows:
+    if all_rows and stores_columns(n, p, 8 * n * n_features):  # else formed by blocks
         parts.append((
             "the all-rows EP's max_basis x n array",
             # V (tracemalloc in tests/test_bounded_memory.py: with fixed hyperparameters the

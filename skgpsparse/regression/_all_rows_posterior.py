@@ -43,7 +43,7 @@ def rows_by_passes(X, y, p, row_noise=None):
     ``X`` is float64 (not copied); ``row_noise``: the rows' per-row noise and weights, whose
     scales the partition then holds (:func:`~._partitioned_objectives.set_row_scale`).
     """
-    if stores_columns(X.shape[0], p, X):
+    if stores_columns(X.shape[0], p, X.nbytes):
         return None
     store = LocalRows(X, y, partition_rows=X.shape[0])
     if row_noise is not None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._learning_rows import learning_subsample
 from .._scaling import power_of_two_scale
+from ..inference._row_columns import stores_columns
 from ..kernels._columns import kernel_diag
 from ..rows._store import RowStore, row_centre
 from ._all_rows_posterior import factors_objective, posterior_on_all_rows, posterior_on_row_store
@@ -263,13 +264,15 @@ def alternate(model, X, y, p, rng):
             f"learning on {rows.size} of {X.shape[0]} rows (learning_rows="
             f"{model.learning_rows!r}); the posterior and the calibration on all of them"
         )
-        # the posterior on all rows holds an n x p block, as a fit at fixed hyperparameters
+        # the posterior on all rows holds an n x p block, as a fit at fixed hyperparameters,
+        # where it is held whole (else its passes form V's blocks: ._all_rows_posterior)
         n_targets = y.shape[1] if y.ndim == 2 else 1
-        fit_memory(
-            X.shape[0], X.shape[1], getattr(model, "_basis_cap", p), model.kernel_.n_dims,
-            n_targets, False, 0,
-            X.dtype == np.float32,
-        ).check()
+        cap = getattr(model, "_basis_cap", p)
+        if stores_columns(X.shape[0], cap, 8 * X.shape[0] * X.shape[1]):
+            fit_memory(
+                X.shape[0], X.shape[1], cap, model.kernel_.n_dims, n_targets, False, 0,
+                X.dtype == np.float32,
+            ).check()
         fit = _learn_basis(model, X[rows], y[rows], p, rng, _take_noise(row_noise, rows))
         fit = posterior_on_all_rows(
             fit, X, y, rows, jitter(fit.kernel, X), model.hyperparameter_objective, row_noise

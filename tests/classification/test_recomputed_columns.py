@@ -34,10 +34,10 @@ def recomputed(monkeypatch):
 
 def test_the_budget_keeps_v_up_to_its_bytes_or_those_of_x(monkeypatch):
     X = np.zeros((1000, 20))
-    assert _row_columns.stores_columns(1000, 100, X)  # 0.8 MB, below the budget
+    assert _row_columns.stores_columns(1000, 100, X.nbytes)  # 0.8 MB, below the budget
     monkeypatch.setattr(_row_columns, "STORE_BYTES", 0)
-    assert _row_columns.stores_columns(1000, 20, X)  # as large as X
-    assert not _row_columns.stores_columns(1000, 21, X)
+    assert _row_columns.stores_columns(1000, 20, X.nbytes)  # as large as X
+    assert not _row_columns.stores_columns(1000, 21, X.nbytes)
 
 
 def test_recomputed_blocks_and_products_equal_the_stored_array(recomputed):
