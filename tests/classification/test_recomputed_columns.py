@@ -117,3 +117,28 @@ def test_a_fit_whose_all_rows_stage_recomputes_v_equals_the_stored_fit(weighted,
                                rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(again.log_marginal_likelihood_value_,
                                stored.log_marginal_likelihood_value_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_online_posterior_of_a_fit_sums_the_same_sites_by_blocks(weighted, monkeypatch):
+    from skgpsparse.inference._online import OnlinePosterior
+
+    X, y = _problem(600, seed=7)
+    kernel, X_u = C(1.2) * RBF(0.9), X[::40]
+    rng = np.random.RandomState(8)
+    tau, nu = rng.uniform(0.1, 2.0, y.size), rng.randn(y.size)
+    weights = rng.randint(1, 4, y.size).astype(float) if weighted else None
+    posts = []
+    for budget in (1 << 30, 0):
+        monkeypatch.setattr(_row_columns, "STORE_BYTES", budget)
+        monkeypatch.setattr(_row_columns, "_BLOCK_ENTRIES", 1 << 10)
+        posts.append(OnlinePosterior.from_sites(kernel, X_u, 0.2, X, tau, nu, weights=weights))
+    # the dense formula: B = I + V G V^T, eta = V a (g = c tau / h, a = c nu / h)
+    prior = SparsePrior(kernel, X, X_u)
+    h = 1.0 + prior.lam * tau
+    c = 1.0 if weights is None else weights
+    V = np.linalg.solve(prior.L, kernel(X_u, X))
+    for post in posts:
+        np.testing.assert_allclose(post.precision, np.eye(len(X_u)) + (V * (c * tau / h)) @ V.T,
+                                   rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(post.eta, V @ (c * nu / h), rtol=1e-10, atol=1e-10)
