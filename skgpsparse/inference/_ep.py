@@ -75,6 +75,7 @@ from ._ep_passes import (
     weight_posterior,
 )
 from ._ep_signed import proper_step, proper_system, signed_start
+from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky, reusing_priors
 
 __all__ = [
@@ -132,6 +133,27 @@ def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=Fa
         + np.sum(nu**2 * (lam - s2c) / (2.0 * h * e))
     )
     return float(total), d_mean
+
+
+def _all_row_terms(prior, mu, s2, tau, nu, y, bias, likelihood, gradient):
+    """:func:`evidence_row_terms` of every row under ``prior``: at once, or by the row blocks
+    of its passes where ``V`` is not held whole (a large ``n``: the temporaries of one block,
+    not ten length-``n`` arrays; the same sum to rounding)."""
+    if prior.columns.stored:
+        return evidence_row_terms(mu, s2, tau, nu, prior.lam, y, bias, likelihood,
+                                  gradient=gradient, weights=prior.weights)
+    n = y.size
+    total, d_mean = 0.0, (np.empty(n) if gradient else None)
+    for J in row_slices(n, block_rows(prior.columns.shape[0])):
+        part, d_J = evidence_row_terms(
+            mu[J], s2[J], tau[J], nu[J], prior.lam[J], y[J], bias[J] if np.ndim(bias) else bias,
+            likelihood, gradient=gradient,
+            weights=None if prior.weights is None else prior.weights[J],
+        )
+        total += part
+        if gradient:
+            d_mean[J] = d_J
+    return total, d_mean
 
 
 def marginals(prior, tau, nu):
@@ -337,10 +359,7 @@ def negative_log_evidence_all_rows(
         likelihood=likelihood,
     )
     h, g, a, L_B, uu, Ua, mean_w = factors
-    rows_sum, d_mean = evidence_row_terms(
-        mu, s2, tau, nu, prior.lam, y, bias, likelihood, gradient=eval_gradient,
-        weights=prior.weights,
-    )
+    rows_sum, d_mean = _all_row_terms(prior, mu, s2, tau, nu, y, bias, likelihood, eval_gradient)
     log_z = -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum
     if not eval_gradient:
         return float(-log_z), (tau, nu)
