@@ -1,10 +1,10 @@
 """``SparseGPClassifier(max_basis="auto")``: where the classifier allows it, and its cap.
 
-The size itself is chosen by each binary model at its starting hyperparameters
+The size itself is chosen by each binary model after its fit at the stand-in size (100)
 (:mod:`skgpsparse.latent.learning._basis_size`): the EP log evidence of every (learning) row
 after each doubling of the basis. With more than two classes each class's model chooses its
-own size: the independent fits at their own start, the shared fit under the shared kernel and
-the class's bias (:mod:`skgpsparse.classification.multiclass._shared_fit`). On a partitioned
+own size: the independent fits after their own fit at 100, the shared fit under the shared
+kernel and the class's bias (from 50) (:mod:`skgpsparse.classification.multiclass._shared_fit`). On a partitioned
 ``X`` the size is chosen where learning runs, on the rows gathered to the driver.
 """
 

@@ -67,11 +67,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
         ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
         keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it. ``"auto"`` (all-rows posterior): after one round at 100, the basis grows
-        in doublings (50, 100, ...) at its kernel and bias, EP over every (learning) row after
-        each, until a doubling adds less than 0.001 nats per row to the log evidence (undone);
-        at most 800, half the rows or what fits in memory. Each class chooses its own size
-        (``n_basis_``; ``basis_size_curve_`` the curve). An int: a latency or memory budget.
+        left for it. ``"auto"`` (all-rows posterior): after the fit at 100, a basis grows in
+        doublings (100, 200, ...) at its kernel and bias, EP over every (learning) row after
+        each, until one adds < 0.001 nats per row to the log evidence (undone; at 100 the fit
+        is kept, else the rounds rerun at the size); at most 800, n / 2 or the memory. Each
+        class chooses its size (``n_basis_``, ``basis_size_curve_``). An int: a budget.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
@@ -228,7 +228,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Basis vectors of the fitted model(s) (the size ``max_basis="auto"`` chose).
     basis_size_curve_ : ndarray of shape (n_sizes, 2), None, or a list of them per class
         ``max_basis="auto"``: each size reached and the EP log evidence per row there (the
-        stopping rule's curve); None with an int.
+        rule's curve); None with an int.
     log_marginal_likelihood_value_ : float
         EP log evidence of the basis labels under the fitted kernel and bias (see
         :meth:`log_marginal_likelihood`); the mean over the binary models with more than two
