@@ -35,6 +35,9 @@ __all__ = ["GAIN_PER_ROW", "choose_basis_size", "grown_rounds", "has_doubling"]
 
 #: Per-row gain (nats) of the EP log evidence below which a doubling does not pay.
 GAIN_PER_ROW = 0.001
+#: EP's tolerance on the sites for the curve (the learning's search tolerance): the evidence is
+#: stationary in the sites, so its error is second order in theirs, far below ``GAIN_PER_ROW``.
+CURVE_TOL = 1e-3
 
 
 def has_doubling(cap, start, n):
@@ -118,7 +121,8 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None),
             model._progress.step(
                 lambda size=size: f"max_basis='auto': basis {state.size}/{size}")
         objective = AllRowsObjective(kernel, X, y, X[state.basis_indices], sites,
-                                     likelihood=model.likelihood, weights=model._row_weights)
+                                     tol=CURVE_TOL, likelihood=model.likelihood,
+                                     weights=model._row_weights)
         value = -float(objective(z, eval_gradient=False))
         sites = objective.sites
         gain = value - curve[-1][1] if curve else np.inf
