@@ -62,16 +62,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         scales carry a log-normal hyperprior around their geometric mean (one e-fold standard
         deviation; ``objectives._hyperprior``). ``None``: no warning at its cap or
         per-feature upper bounds.
-    max_basis : int or "auto", default=100
-        Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
-        training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
-        ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
-        keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it. ``"auto"`` (all-rows posterior): after the fit at 100, a basis grows in
+    max_basis : int or "auto", default="auto"
+        Number of basis vectors (``d_max``). ``"auto"``: after the fit at 100, a basis grows in
         doublings (100, 200, ...) at its kernel and bias, EP over every (learning) row after
         each, until one adds < 0.001 nats per row to the log evidence (undone; at 100 the fit
         is kept, else the rounds rerun at the size); at most 800, n / 2 or the memory. Each
-        class chooses its size (``n_basis_``, ``basis_size_curve_``). An int: a budget.
+        class chooses its size (``n_basis_``, ``basis_size_curve_``); 100 under
+        ``posterior="basis"``. An int (a latency or memory budget): with the all-rows
+        posterior it may hold every row (the full GP's EP; clipped to ``n_samples`` with a
+        warning); with ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning
+        (eq. (4) keeps a held-out point), and a warning says when under half the rows are left.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
@@ -309,7 +309,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self,
         kernel=None,
         *,
-        max_basis=100,
+        max_basis="auto",
         selection="auto",
         working_set_size=None,
         site_update="moment_matching",

@@ -126,10 +126,18 @@ def test_verbose_prints_the_curve(capsys):
     assert "basis 200" in out and "gain" in out
 
 
-def test_auto_is_refused_under_the_basis_posterior():
-    X, y = _data("linear", 200)
-    with pytest.raises(ValueError, match="max_basis='auto' needs posterior='all_rows'"):
-        SparseGPClassifier(max_basis="auto", posterior="basis").fit(X, y)
+def test_auto_under_the_basis_posterior_is_100():
+    # the rule is the all-rows EP evidence: under posterior="basis" "auto" is the int 100
+    X, y = _data("linear", 400)
+    params = dict(posterior="basis", max_iter=2, random_state=0)
+    auto = SparseGPClassifier(max_basis="auto", **params).fit(X, y)
+    fixed = SparseGPClassifier(max_basis=100, **params).fit(X, y)
+    assert auto.n_basis_ == 100 and auto.basis_size_curve_ is None
+    np.testing.assert_array_equal(auto.predict_proba(X), fixed.predict_proba(X))
+
+
+def test_auto_is_the_default():
+    assert SparseGPClassifier().max_basis == "auto"
 
 
 def test_bad_max_basis_string_names_the_parameter():
