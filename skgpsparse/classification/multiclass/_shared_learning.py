@@ -31,9 +31,10 @@ offset every class's starting bias alike and keep the fit of the highest summed 
 
 Every EP run of the learning is Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`:
 the same fixed point in fewer sweeps; on letter each class's EP on all rows took 18-200 plain
-sweeps, 14-25 accelerated), and the gradient in ``theta`` contracts the classes' summed weights
-with the kernel's derivatives once per evaluation, not once per class
-(:func:`~skgpsparse.inference._ep.contract_theta_gradient`).
+sweeps, 14-25 accelerated); the ``K`` runs of an evaluation are batched per sweep, each the run
+it would be alone (:mod:`skgpsparse.inference._ep_batched`), and the gradient in ``theta``
+forms the classes' summed weights once and contracts them with the kernel's derivatives once
+per evaluation, not once per class (:func:`~skgpsparse.inference._ep.contract_theta_gradient`).
 
 Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K`` times
 :func:`learn_basis_size` floats a learning row).
