@@ -351,8 +351,14 @@ def test_classifier_auto_basis_chooses_the_same_size_on_dask(client, no_driver_c
     assert_same_classifier(clf, reference, X)
 
 
-def test_classifier_auto_basis_on_dask_refuses_a_selection_on_the_partitions(client):
+def test_classifier_auto_basis_on_dask_with_a_selection_on_the_partitions_warns(client):
+    # fixed hyperparameters, more rows than learning gathers: the selection runs on the
+    # partitions, no size is chosen, and the model is max_basis=100's (with a warning)
     X = np.random.RandomState(0).uniform(-3, 3, (300, 2))
     Xd, yd = da.from_array(X, chunks=(100, 2)), da.from_array((X[:, 0] > 0) * 1, chunks=100)
-    with pytest.raises(ValueError, match="max_basis='auto' with optimizer=None"):
-        SparseGPClassifier(max_basis="auto", optimizer=None, learning_rows=150).fit(Xd, yd)
+    params = dict(optimizer=None, learning_rows=150, random_state=0)
+    with pytest.warns(UserWarning, match="max_basis='auto' with optimizer=None"):
+        clf = SparseGPClassifier(max_basis="auto", **params).fit(Xd, yd)
+    fixed = SparseGPClassifier(max_basis=100, **params).fit(Xd, yd)
+    assert clf.basis_size_curve_ is None
+    np.testing.assert_array_equal(clf.predict_proba(X), fixed.predict_proba(X))

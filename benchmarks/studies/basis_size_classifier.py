@@ -6,8 +6,8 @@ each row of the table gives the test NLP, the error rate, the fit's CPU (process
 and minus the all-rows EP log evidence per training row of the fitted model (``-logZ/n``,
 the kept round's). Two stopping rules can be read from it:
 
-- the rule ``"auto"`` runs: EP's log evidence per row at the fit's starting
-  hyperparameters after each doubling of the entropy-selected basis (its curve,
+- the rule ``"auto"`` runs: EP's log evidence per row at the hyperparameters of the whole
+  fit at 100 after each doubling (from 100) of the entropy-selected basis (its curve,
   ``basis_size_curve_``, is printed under the table);
 - the rule "after learning at that size": the learned ``-logZ/n`` of the fixed fits,
   stopping at the first doubling that lowers it by less than the same threshold.
@@ -43,9 +43,11 @@ RUNS = RESULTS / "basis_size_classifier_runs.jsonl"
 SETS = {"magic": ("pmlb_magic", 5000, 5000), "twonorm": ("pmlb_twonorm_subst_twonorm", 5000, 2400),
         "banana": ("raetsch_banana", 2650, 2650), "letter": ("pmlb_letter", 5000, 5000)}
 SIZES = (50, 100, 200, 400, 800)
-# the rule "auto" runs (the package's): its curve at the (theta, b) of one round at 100; the
-# runs of the first version, at the start's (theta, b), are in the runs file as "start"
-RULE = "after one round"
+# the rule "auto" runs (the package's): its curve from 100 at the (theta, b) of the whole fit at
+# 100; the runs of the earlier versions (the curve after one round at 100, or at the start's
+# (theta, b)) are in the runs file with their own "rule"
+RULE = "after the fit at 100"
+EARLIER = {"after one round": "auto after one round at 100 (session 28, not kept)"}
 
 
 def split(name, seed=0):
@@ -109,7 +111,8 @@ def report(runs, gain):
             if r["set"] == name:
                 key = str(r["max_basis"])
                 if key == "auto" and r.get("rule") != RULE:
-                    key = "auto at the start's (theta, b) (first version, not kept)"
+                    key = EARLIER.get(r.get("rule"),
+                                      "auto at the start's (theta, b) (first version, not kept)")
                 rows[key] = r
         if not rows:
             continue

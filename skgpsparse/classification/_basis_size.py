@@ -1,27 +1,27 @@
 """``SparseGPClassifier(max_basis="auto")``: where the classifier allows it, and its cap.
 
-The size itself is chosen by each binary model at its starting hyperparameters
+The size itself is chosen by each binary model after its fit at the stand-in size (100)
 (:mod:`skgpsparse.latent.learning._basis_size`): the EP log evidence of every (learning) row
 after each doubling of the basis. With more than two classes each class's model chooses its
-own size: the independent fits at their own start, the shared fit under the shared kernel and
-the class's bias (:mod:`skgpsparse.classification.multiclass._shared_fit`). On a partitioned
-``X`` the size is chosen where learning runs, on the rows gathered to the driver.
+own size: the independent fits after their own fit at 100, the shared fit under the shared
+kernel and the class's bias (:mod:`skgpsparse.classification.multiclass._shared_fit`). On a
+partitioned ``X`` the size is chosen where learning runs, on the rows gathered to the driver.
+Under ``posterior="basis"`` ``"auto"`` is 100.
 """
+
+import warnings
 
 from .._auto_basis import AUTO_START, basis_cap, is_auto, row_cap
 from ..latent._model import fit_memory
 
-__all__ = ["auto_basis_cap", "auto_cap_on_rows", "check_auto", "stand_in"]
+__all__ = ["auto_basis_cap", "auto_cap_on_rows", "auto_chooses", "stand_in"]
 
 
-def check_auto(clf, posterior):
-    """A ValueError when ``clf.max_basis="auto"`` cannot run: under ``posterior="basis"``
-    (the rule is the all-rows EP evidence)."""
-    if is_auto(clf.max_basis) and posterior != "all_rows":
-        raise ValueError(
-            "max_basis='auto' needs posterior='all_rows' (its rule is the EP evidence of "
-            f"every row); got posterior={clf.posterior!r}. Pass an int max_basis."
-        )
+def auto_chooses(clf, posterior):
+    """Whether ``clf.max_basis="auto"`` chooses a size under ``posterior``: under the
+    all-rows posterior (its rule is the EP evidence of every row); under ``"basis"`` it is
+    :data:`~skgpsparse._auto_basis.AUTO_START` (the int default before ``"auto"``)."""
+    return is_auto(clf.max_basis) and posterior == "all_rows"
 
 
 def auto_cap_on_rows(clf, params, n, gathered):
@@ -29,16 +29,18 @@ def auto_cap_on_rows(clf, params, n, gathered):
     the size is chosen where learning runs, on the rows gathered to the driver (all of them
     when ``gathered``, else the learning subsample); :func:`row_cap` of them is the cap (the
     driver holds them). With fixed hyperparameters and more rows than learning gathers (the
-    selection runs on the partitions), a ValueError."""
-    if not is_auto(clf.max_basis):
+    selection runs on the partitions), the stand-in's size with a warning."""
+    if not auto_chooses(clf, params["posterior"]):
         return params
     if not gathered and params["optimizer"] is None:
-        raise ValueError(
-            "max_basis='auto' with optimizer=None on a partitioned X needs every row gathered "
-            f"to the driver (at most learning_rows={clf.learning_rows!r} rows; got {n}): "
-            "the selection then runs on the partitions, where no size is chosen. Pass an int "
-            "max_basis, or raise learning_rows."
+        warnings.warn(
+            f"max_basis='auto' with optimizer=None on a partitioned X of {n} rows (more than "
+            f"learning_rows={clf.learning_rows!r} gathers): the selection runs on the "
+            f"partitions, where no size is chosen; the basis has {params['max_basis']} vectors "
+            "(max_basis=100's). Pass an int max_basis, or raise learning_rows.",
+            UserWarning,
         )
+        return params
     return dict(params, basis_cap=row_cap(n))
 
 

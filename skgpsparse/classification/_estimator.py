@@ -62,16 +62,16 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         scales carry a log-normal hyperprior around their geometric mean (one e-fold standard
         deviation; ``objectives._hyperprior``). ``None``: no warning at its cap or
         per-feature upper bounds.
-    max_basis : int or "auto", default=100
-        Largest number of basis vectors (``d_max``). With the all-rows posterior it may hold every
-        training row (the full GP's EP; clipped to ``n_samples`` with a warning). With
-        ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning, so that eq. (4)
-        keeps at least one held-out point, and a warning says when fewer than half the rows are
-        left for it. ``"auto"`` (all-rows posterior): after one round at 100, the basis grows
-        in doublings (50, 100, ...) at its kernel and bias, EP over every (learning) row after
-        each, until a doubling adds less than 0.001 nats per row to the log evidence (undone);
-        at most 800, half the rows or what fits in memory. Each class chooses its own size
-        (``n_basis_``; ``basis_size_curve_`` the curve). An int: a latency or memory budget.
+    max_basis : int or "auto", default="auto"
+        Number of basis vectors (``d_max``). ``"auto"``: after the fit at 100, a basis grows in
+        doublings (100, 200, ...) at its kernel and bias, EP over every (learning) row after
+        each, until one adds < 0.001 nats per row to the log evidence (undone; at 100 the fit
+        is kept, else the rounds rerun at the size); at most 800, n / 2 or the memory. Each
+        class chooses its size (``n_basis_``, ``basis_size_curve_``); 100 under
+        ``posterior="basis"``. An int (a latency or memory budget): with the all-rows
+        posterior it may hold every row (the full GP's EP; clipped to ``n_samples`` with a
+        warning); with ``posterior="basis"`` it is clipped to ``n_samples - 1`` with a warning
+        (eq. (4) keeps a held-out point), and a warning says when under half the rows are left.
     selection : {"auto", "adaptive", "nlp", "entropy", "info_gain", "random"} or \
             BaseSelector, default="auto"
         How the next basis vector is chosen:
@@ -228,7 +228,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Basis vectors of the fitted model(s) (the size ``max_basis="auto"`` chose).
     basis_size_curve_ : ndarray of shape (n_sizes, 2), None, or a list of them per class
         ``max_basis="auto"``: each size reached and the EP log evidence per row there (the
-        stopping rule's curve); None with an int.
+        rule's curve); None with an int.
     log_marginal_likelihood_value_ : float
         EP log evidence of the basis labels under the fitted kernel and bias (see
         :meth:`log_marginal_likelihood`); the mean over the binary models with more than two
@@ -309,7 +309,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         self,
         kernel=None,
         *,
-        max_basis=100,
+        max_basis="auto",
         selection="auto",
         working_set_size=None,
         site_update="moment_matching",

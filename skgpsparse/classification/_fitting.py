@@ -12,7 +12,7 @@ from joblib import effective_n_jobs
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, ConstantKernel
 from sklearn.utils import check_random_state
 
-from .._auto_basis import is_auto
+from .._auto_basis import start_size
 from .._fitted_state import reset_fitted_state
 from .._labels import encode_labels
 from .._learning_rows import LEARNING_ROWS_OPTIONS
@@ -21,7 +21,7 @@ from .._warm_start import WarmStartWarning, fit_signature, warm_start_allowed
 from ..kernels._structured import IndexedKernel
 from ..latent._model import _make_selector, fit_memory
 from ..likelihoods import Probit
-from ._basis_size import auto_basis_cap, check_auto, stand_in
+from ._basis_size import auto_basis_cap, auto_chooses, stand_in
 from ._prediction import OneVsRestPredictors, PairPredictors
 from .learning._restarts import fit_binary
 from .multiclass._combination import set_logit_weight
@@ -82,7 +82,6 @@ def binary_params(clf, n, n_features, n_classes, posterior=None):
     """
     check_kernel(clf.kernel)
     posterior = posterior or ("all_rows" if clf.posterior == "auto" else clf.posterior)
-    check_auto(clf, posterior)
     max_basis = stand_in(clf, n)  # "auto": 100 (or n) until the size is chosen
     if max_basis > n and posterior == "all_rows":
         max_basis = n  # every row in the basis: the full GP's EP
@@ -172,7 +171,7 @@ def fit_models(clf, X, y_enc, previous=None, weights=None):
     kappa = getattr(params["selector"], "working_set_size", None) or 0
     # the default kernel's per-feature trial has n_features - 1 more hyperparameters
     n_theta = params["kernel"].n_dims + (X.shape[1] - 1) * params["per_feature_choice"]
-    if is_auto(clf.max_basis):  # the largest size tried: rows and memory
+    if auto_chooses(clf, params["posterior"]):  # the largest size tried: rows and memory
         params["basis_cap"] = auto_basis_cap(X.shape[0], X.shape[1], n_theta,
                                              clf.optimizer is not None, kappa, n_parallel)
     fit_memory(
@@ -207,13 +206,12 @@ def train_rows(clf, X, y, sample_weight=None):
     at most ``max_basis`` distinct rows, repeated rows come once with their summed weight
     (:func:`~skgpsparse._row_weights.distinct_rows`). The rows' positions in the ``X`` given
     are kept for :func:`fit_models`, whose ``basis_indices_`` then index that ``X``."""
-    check_auto(clf, "all_rows" if clf.posterior == "auto" else clf.posterior)
     X, y, weights, index = weighted_rows(X, y, sample_weight, clf.class_weight)
     clf.classes_, y_enc = encode_labels(y)
     if (clf.posterior == "basis" and clf.hyperparameter_objective == "nlp"
             and not (clf.n_restarts and clf.optimizer is not None)):
         # every distinct row fits in the basis: repeated rows as weights, in a fixed order
-        X, y_enc, weights, first = distinct_rows(X, y_enc, weights, clf.max_basis)
+        X, y_enc, weights, first = distinct_rows(X, y_enc, weights, start_size(clf.max_basis))
         if first is not None:
             index = first if index is None else index[first]
     clf._row_index = index  # the rows' positions in the X given (fit_models maps basis_indices_)

@@ -83,8 +83,10 @@ __all__ = [
     "all_rows_ep",
     "basis_cholesky",
     "contract_theta_gradient",
+    "evidence_of_run",
     "evidence_row_terms",
     "likelihood_gradient",
+    "log_evidence_of_run",
     "marginals",
     "negative_log_evidence_all_rows",
     "reusing_priors",
@@ -354,13 +356,22 @@ def negative_log_evidence_all_rows(
     sites : tuple ``(tau, nu)``
         The EP sites (to warm-start the next call).
     """
-    tau, nu, (mu, s2, factors), _ = all_rows_ep(
+    run = all_rows_ep(
         prior, y, bias, tau, nu, tol=tol, progress=progress, accelerate=accelerate,
         likelihood=likelihood,
     )
+    return evidence_of_run(prior, y, bias, run, eval_gradient=eval_gradient, contract=contract,
+                           likelihood=likelihood)
+
+
+def evidence_of_run(prior, y, bias, run, *, eval_gradient=False, contract=True,
+                    likelihood=PROBIT):
+    """:func:`negative_log_evidence_all_rows`'s outputs from its EP run ``run`` (what
+    :func:`all_rows_ep` returned for ``prior, y, bias``)."""
+    tau, nu, (mu, s2, factors), _ = run
     h, g, a, L_B, uu, Ua, mean_w = factors
-    rows_sum, d_mean = _all_row_terms(prior, mu, s2, tau, nu, y, bias, likelihood, eval_gradient)
-    log_z = -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum
+    log_z, d_mean = log_evidence_of_run(prior, y, bias, run, gradient=eval_gradient,
+                                        likelihood=likelihood)
     if not eval_gradient:
         return float(-log_z), (tau, nu)
     grad_b = np.sum(d_mean)
@@ -370,6 +381,15 @@ def negative_log_evidence_all_rows(
     grad_theta = contract_theta_gradient(prior, *weights)
     grad_likelihood = likelihood_gradient(mu, s2, tau, nu, y, bias, likelihood, prior.weights)
     return float(-log_z), -np.concatenate([grad_theta, grad_likelihood, [grad_b]]), (tau, nu)
+
+
+def log_evidence_of_run(prior, y, bias, run, *, gradient=False, likelihood=PROBIT):
+    """``log Z`` (module docstring) of the EP run ``run`` (:func:`all_rows_ep`'s output), and
+    with ``gradient`` the rows' ``d log Z_i / d mu_-i`` (:func:`evidence_row_terms`)."""
+    tau, nu, (mu, s2, factors), _ = run
+    L_B, Ua = factors[3], factors[5]
+    rows_sum, d_mean = _all_row_terms(prior, mu, s2, tau, nu, y, bias, likelihood, gradient)
+    return -np.sum(np.log(np.diag(L_B))) + 0.5 * Ua @ Ua + rows_sum, d_mean
 
 
 def likelihood_gradient(mu, s2, tau, nu, y, bias, likelihood, weights=None):

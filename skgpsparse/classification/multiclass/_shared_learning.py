@@ -31,9 +31,10 @@ offset every class's starting bias alike and keep the fit of the highest summed 
 
 Every EP run of the learning is Anderson-accelerated (:mod:`skgpsparse.inference._ep_acceleration`:
 the same fixed point in fewer sweeps; on letter each class's EP on all rows took 18-200 plain
-sweeps, 14-25 accelerated), and the gradient in ``theta`` contracts the classes' summed weights
-with the kernel's derivatives once per evaluation, not once per class
-(:func:`~skgpsparse.inference._ep.contract_theta_gradient`).
+sweeps, 14-25 accelerated); the ``K`` runs of an evaluation are batched per sweep, each the run
+it would be alone (:mod:`skgpsparse.inference._ep_batched`), and the gradient in ``theta``
+forms the classes' summed weights once and contracts them with the kernel's derivatives once
+per evaluation, not once per class (:func:`~skgpsparse.inference._ep.contract_theta_gradient`).
 
 Memory: one binary fit's per job, plus the ``K`` ADF states of the learning rows (``K`` times
 :func:`learn_basis_size` floats a learning row).
@@ -52,7 +53,8 @@ from sklearn.base import clone
 
 from ..._row_weights import total_weight
 from ...inference._adf import ADFState
-from ...inference._ep import _EP_TOL, contract_theta_gradient, negative_log_evidence_all_rows
+from ...inference._ep import _EP_TOL, contract_theta_gradient
+from ...inference._ep_batched import negative_log_evidences
 from ...inference._ep_passes import PROBIT
 from ...inference._sparse_prior import SparsePrior
 from ...latent._model import LatentSparseGP
@@ -220,26 +222,22 @@ class SharedObjective:
         try:
             prior = SparsePrior(self.kernel.clone_with_theta(theta[:n_theta]), self.X, self.X_u,
                                 PRIOR, weights=self.weights)
-            outs = [
-                negative_log_evidence_all_rows(prior, self.Y[k], theta[n_theta + k],
-                                               *self.sites[k], eval_gradient=eval_gradient,
-                                               tol=self.tol, accelerate=True, contract=False,
-                                               likelihood=self.likelihood)
-                for k in range(K)
-            ]
+            # the K classes' EP runs batched (the same runs as one class after another)
+            outs = negative_log_evidences(prior, self.Y, theta[n_theta:], self.sites,
+                                          eval_gradient=eval_gradient, tol=self.tol,
+                                          likelihood=self.likelihood)
             grad = np.zeros(theta.shape)
             if eval_gradient:
                 # the theta gradient is linear in each class's weights: their sum, contracted
                 # with the kernel's derivatives once for all classes
-                summed = [sum(out[2][i] for out in outs) for i in range(3)]
-                grad[:n_theta] = -contract_theta_gradient(prior, *summed) / (K * n)
-                grad[n_theta:] = [out[1] / (K * n) for out in outs]
+                grad[:n_theta] = -contract_theta_gradient(prior, *outs[2]) / (K * n)
+                grad[n_theta:] = outs[1] / (K * n)
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             outs = None
-        value = None if outs is None else sum(out[0] for out in outs) / (K * n)
+        value = None if outs is None else sum(outs[0]) / (K * n)
         if value is None or not np.isfinite(value) or not np.all(np.isfinite(grad)):
             return (failed, np.zeros(theta.shape)) if eval_gradient else failed
-        self.sites = [out[-1] for out in outs]
+        self.sites = outs[-1]
         return (value, grad) if eval_gradient else value
 
 

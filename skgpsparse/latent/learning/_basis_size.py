@@ -1,25 +1,28 @@
 """``max_basis="auto"`` under the all-rows posterior: the basis size the EP evidence asks for.
 
-One round of :mod:`._ep_rounds` (selection and learning) runs at the stand-in size (100, as
-today's default) and learns ``(theta, b)`` from the start. At them the basis is grown afresh by
-the model's own selection (the entropy criterion by default) in doublings
-(``50, 100, 200, ...``), and after each doubling EP over every (learning) row gives its log
+The fit first runs as with ``max_basis`` at the stand-in size (100, today's default): its
+rounds of selection and learning (:mod:`._ep_rounds`) and the choice of one length scale per
+feature. At the kept ``(theta, b)`` and kernel the basis is then grown afresh by the model's
+own selection (the entropy criterion by default) in doublings from the stand-in size
+(``100, 200, 400, ...``), and after each doubling EP over every (learning) row gives its log
 evidence per row under the FITC prior of that basis
 (:class:`~skgpsparse.latent.objectives._ep_evidence.AllRowsObjective`, GPML eq. (3.65)), each
 EP run started from the sites of the last (they belong to rows, not to the basis). The size
 kept is the last one before the first doubling that raises it by less than ``GAIN_PER_ROW``
 nats per row: the next doubling would cost about four times the fit's ``O(n p^2)`` work for
-less. The rounds then go on at that size (:func:`sized_rounds`). With fixed hyperparameters
-the curve is taken at the kernel given.
+less. At the stand-in size the fit is kept as it is (its cost is paid); at a larger one the
+rounds run again at that size from the kept ``(theta, b)`` (:func:`grown_rounds`). With fixed
+hyperparameters the curve is taken at the kernel given.
 
-Why after one round, not at the start's ``(theta, b)``: there the amplitude and the length
-scale are not yet the data's, and the evidence keeps rising with the basis where the learned
-model gains nothing (pmlb twonorm, 5,000 rows: 0.0066, 0.0032, 0.0015 nats per row from 50 to
-400 at the start, 0.0003 after one round; the start's rule chose 200 at 2.6 times the CPU
-of the 50 the learned curve chooses, at the same test NLP;
-``benchmarks/studies/results/basis_size_classifier.md``). The cap
-(:func:`~skgpsparse._auto_basis.basis_cap`) is :func:`~skgpsparse._auto_basis.row_cap` of the
-rows and the largest basis whose fit fits in the memory available.
+Why after the whole fit at the stand-in size, not after its first round: there the kernel is
+not yet the data's (one length scale where the data need one per feature, an amplitude not
+yet learned), and the evidence keeps rising with the basis where the fitted model gains
+nothing. Synthetic rows (20 features, 4 of them used, 10,000 rows): after the first round the
+evidence gained 0.058, 0.065, 0.049, 0.013 nats per row up to 800 (the size chosen: 800, at
+15-17 times the CPU of ``max_basis=100`` for a slightly worse test NLP); after the whole fit at
+100 it gains 0.00006 from 100 to 200 (``benchmarks/studies/results/basis_size_loo.md``). The
+cap (:func:`~skgpsparse._auto_basis.basis_cap`) is :func:`~skgpsparse._auto_basis.row_cap` of
+the rows and the largest basis whose fit fits in the memory available.
 """
 
 import numpy as np
@@ -28,42 +31,55 @@ from ..._auto_basis import FIRST_SIZE, doubling_sizes, row_cap
 from ...inference._adf import ADFState
 from ..objectives._ep_evidence import AllRowsObjective, joint_theta
 
-__all__ = ["GAIN_PER_ROW", "choose_basis_size", "sized_rounds"]
+__all__ = ["GAIN_PER_ROW", "choose_basis_size", "grown_rounds", "has_doubling"]
 
 #: Per-row gain (nats) of the EP log evidence below which a doubling does not pay.
 GAIN_PER_ROW = 0.001
+#: EP's tolerance on the sites for the curve (the learning's search tolerance): the evidence is
+#: stationary in the sites, so its error is second order in theirs, far below ``GAIN_PER_ROW``.
+CURVE_TOL = 1e-3
 
 
-def sized_rounds(model, kernel, bias, sites, X, y, rng, rounds):
-    """``rounds`` (:func:`~._ep_rounds._rounds`) of ``model`` with ``max_basis="auto"``:
+def has_doubling(cap, start, n):
+    """Whether ``"auto"`` has a size above ``start`` to try on ``n`` rows under ``cap``
+    (:func:`~skgpsparse._auto_basis.row_cap` of the rows too): without one the curve is not
+    computed and the fit at ``start`` is kept (``basis_size_curve_`` None).
+
+    Examples
+    --------
+    >>> has_doubling(800, 100, 150), has_doubling(800, 100, 400), has_doubling(100, 100, 10**5)
+    (False, True, False)
+    """
+    return min(cap, row_cap(n)) > start
+
+
+def grown_rounds(model, best, X, y, rng, rounds):
+    """The kept round of ``model`` with ``max_basis="auto"`` and the rounds run for it:
     ``(kept round, rounds run)``.
 
-    One round at the stand-in size (``model.max_basis``) learns ``(theta, b)`` from the start;
-    :func:`choose_basis_size` then chooses the size at them, and the rounds go on at that
-    size from them (the first round counts towards ``max_iter``; at least one round runs at
-    the size chosen). The kept round is the best of those at the size chosen, or of all
-    rounds when the size is the stand-in's. With fixed hyperparameters the size is chosen at
-    the start and the rounds run at it.
+    ``best`` is the kept round of the fit at the stand-in size (``model.max_basis``);
+    :func:`choose_basis_size` chooses the size at its ``(theta, b)`` and kernel from the
+    stand-in size up. At the stand-in size ``best`` is kept (no round runs); at a larger one
+    ``rounds`` (:func:`~._ep_rounds._rounds`) run at that size from ``best``'s ``(theta, b)``
+    and sites (at most ``max_iter``) and their best round is kept. Without a size above the
+    stand-in's to try (:func:`has_doubling`) ``best`` is kept and there is no curve.
     """
-    learned = model.optimizer is not None
-    first, n_first = (rounds(model, kernel, bias, sites, X, y, rng, 1) if learned
-                      else ((None, kernel, bias, None, sites), 0))
-    _, kernel, bias, _, sites = first[:5]
-    size, model.basis_size_curve_ = choose_basis_size(model, kernel, X, y, bias, rng,
-                                                      model.basis_cap, sites)
-    model._warm_basis = None  # a warm start's basis started the first round
-    if learned and size == model.max_basis:  # the rounds go on as with an int
-        best, more = rounds(model, kernel, bias, sites, X, y, rng, model.max_iter - 1,
-                            previous=first[0]) if model.max_iter > 1 else (first, 0)
-        best = best if best[0] < first[0] else first
-        return best, n_first + more
+    _, kernel, bias, _, sites, _, likelihood = best
+    model._warm_basis = None  # a warm start's basis started the stand-in's rounds
+    if not has_doubling(model.basis_cap, model.max_basis, y.size):
+        model.basis_size_curve_ = None
+        return best, 0
+    model.likelihood = likelihood
+    size, model.basis_size_curve_ = choose_basis_size(
+        model, kernel, X, y, bias, rng, model.basis_cap, sites, start=model.max_basis)
+    if size <= model.max_basis:
+        return best, 0
     model.max_basis = size
-    best, more = rounds(model, kernel, bias, sites, X, y, rng,
-                        max(model.max_iter - n_first, 1))
-    return best, n_first + more
+    return rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
 
 
-def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None)):
+def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None),
+                      start=FIRST_SIZE):
     """The basis size of ``model`` on the rows ``X, y`` at ``(kernel, bias)`` (module docstring).
 
     Parameters
@@ -83,6 +99,8 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None)):
         The largest size tried (:func:`~skgpsparse._auto_basis.basis_cap`).
     sites : pair of ndarray or None
         EP's start (None: one ADF pass).
+    start : int, default=FIRST_SIZE
+        The first size of the curve (the smallest kept).
 
     Returns
     -------
@@ -97,13 +115,14 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None)):
     model._twins_of(X)
     curve = []
     z = joint_theta(kernel, model.likelihood, bias)
-    for size in doubling_sizes(FIRST_SIZE, cap):
+    for size in doubling_sizes(start, cap):
         while state.size < size and state.candidates().size:
             model._add(state, model.selector.select(state, rng))
             model._progress.step(
                 lambda size=size: f"max_basis='auto': basis {state.size}/{size}")
         objective = AllRowsObjective(kernel, X, y, X[state.basis_indices], sites,
-                                     likelihood=model.likelihood, weights=model._row_weights)
+                                     tol=CURVE_TOL, likelihood=model.likelihood,
+                                     weights=model._row_weights)
         value = -float(objective(z, eval_gradient=False))
         sites = objective.sites
         gain = value - curve[-1][1] if curve else np.inf

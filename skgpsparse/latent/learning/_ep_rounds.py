@@ -27,7 +27,7 @@ from ...inference._sparse_prior import reusing_priors
 from ...kernels._scales import bic_charge, data_scaled_start, per_feature_length_scales
 from ..objectives._ep_evidence import AllRowsObjective, joint_theta, split_theta
 from ..objectives._hyperprior import with_length_scale_prior
-from ._basis_size import sized_rounds
+from ._basis_size import grown_rounds
 from ._charge_bound import ChargeBound
 from ._hyperparameters import (
     BIAS_BOUNDS,
@@ -363,13 +363,13 @@ def _learn_rounds(model, X, y, rng, subsample=False):
         kernel = _better_start(model, kernel, X, y, rng)
     bias = model._initial_bias(kernel, X, y) + model.bias_offset
     model.loss_curve_ = []
-    if model.basis_cap is None:
-        best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
-    else:
-        best, n_iter = sized_rounds(model, kernel, bias, sites, X, y, rng, _rounds)
+    best, n_iter = _rounds(model, kernel, bias, sites, X, y, rng, model.max_iter)
     if model.per_feature_choice:
         # the rounds of both kernels together are at most max_iter
         best, more = _per_feature_choice(model, best, X, y, rng, model.max_iter - n_iter)
+        n_iter += more
+    if model.basis_cap is not None:  # max_basis="auto": the size from the fit at the stand-in's
+        best, more = grown_rounds(model, best, X, y, rng, _rounds)
         n_iter += more
     if model.optimizer == "fmin_l_bfgs_b" and not subsample:
         best = _converged(best, X, y, model._row_weights)
