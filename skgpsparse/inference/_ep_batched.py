@@ -38,7 +38,6 @@ from scipy.linalg import solve_triangular
 from scipy.linalg.lapack import dpotri
 
 from ..kernels._gradients import row_blocks
-
 from ._ep import (
     _EP_MAX_SWEEPS,
     _EP_TOL,
