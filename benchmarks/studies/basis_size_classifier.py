@@ -52,7 +52,12 @@ EARLIER = {"after one round": "auto after one round at 100 (session 28, not kept
 
 def split(name, seed=0):
     """Standardised training and test rows of one set (see the module docstring)."""
-    file, n_train, n_test = SETS[name]
+    return split_file(*SETS[name], seed)
+
+
+def split_file(file, n_train, n_test, seed=0):
+    """Standardised training and test rows of the data set ``file``: a seeded permutation's
+    first ``n_train`` rows, the next ``n_test`` for the test; constant features dropped."""
     d = load_dataset(file)
     X, y = d["X"].astype(float), d["y"].ravel()
     idx = np.random.RandomState(seed).permutation(len(y))[: n_train + n_test]

@@ -31,7 +31,8 @@ from scipy.linalg import solve_triangular
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common.data import load_dataset  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from basis_size_classifier import split_file  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RUNS = RESULTS / "basis_size_loo_runs.jsonl"
@@ -52,14 +53,7 @@ def split(name, seed=0):
         noisy = f + 0.3 * rng.standard_normal(f.size)
         y = (noisy > np.median(f[:n_train])).astype(int)
         return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
-    d = load_dataset(file)
-    X, y = d["X"].astype(float), d["y"].ravel()
-    idx = np.random.RandomState(seed).permutation(len(y))[: n_train + n_test]
-    tr, te = idx[:n_train], idx[n_train:]
-    mean, std = X[tr].mean(axis=0), X[tr].std(axis=0)
-    keep = std > 0
-    X = (X[:, keep] - mean[keep]) / std[keep]
-    return X[tr], y[tr], X[te], y[te]
+    return split_file(file, n_train, n_test, seed)
 
 
 class _Done(Exception):

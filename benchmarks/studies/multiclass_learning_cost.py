@@ -45,11 +45,11 @@ VARIANTS = "default,tol1e-2,rows500"
 
 def fit_one(name, n_train, variant, seed):
     """One fit in this process: a JSON line with its CPU and test NLP."""
+    from _common.data import load_dataset
+    from multiclass import split
     from threadpoolctl import threadpool_limits
 
     import skgpsparse.classification.multiclass._shared_learning as shared
-    from _common.data import load_dataset
-    from multiclass import split
 
     for part in variant.split("+"):
         if part.startswith("tol"):

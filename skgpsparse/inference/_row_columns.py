@@ -20,6 +20,7 @@ __all__ = [
     "RecomputedColumns",
     "StoredColumns",
     "block_rows",
+    "formed_blocks",
     "row_columns",
     "row_slices",
     "stores_columns",
@@ -51,6 +52,13 @@ def stores_columns(n, p, x_bytes):
     its blocks again would cost a fit on data that small more time than the memory is
     worth)."""
     return 8 * n * p <= max(STORE_BYTES, x_bytes)
+
+
+def formed_blocks(kernel, X, X_u, L, rows):
+    """``(J, V[:, J])`` over consecutive blocks of ``rows`` rows, each formed from ``X[J]``:
+    the kernel block ``K(X[J], X_u)`` and one triangular solve with ``L``."""
+    for J, K in iter_cross_kernel(kernel, X, X_u, chunk_size=rows):
+        yield J, solve_triangular(L, K.T, lower=True, check_finite=False)
 
 
 class StoredColumns:
@@ -108,20 +116,16 @@ class RecomputedColumns(StoredColumns):
         self.kernel, self.X, self.X_u, self.L = kernel, X, X_u, L
         self.shape = (X_u.shape[0], X.shape[0])
 
-    def _solved(self, K):
-        return solve_triangular(self.L, K.T, lower=True, check_finite=False)
-
     def blocks(self, rows=None):
         """``(J, V[:, J])`` as :meth:`StoredColumns.blocks`, each block formed from ``X[J]``."""
-        rows = rows or block_rows(self.shape[0])
-        for J, K in iter_cross_kernel(self.kernel, self.X, self.X_u, chunk_size=rows):
-            yield J, self._solved(K)
+        yield from formed_blocks(self.kernel, self.X, self.X_u, self.L,
+                                 rows or block_rows(self.shape[0]))
 
     def block(self, J):
         """``V[:, J]`` for a slice ``J`` of rows, formed from ``X[J]``."""
         X_J = self.X[J]
-        (_, K), = iter_cross_kernel(self.kernel, X_J, self.X_u, chunk_size=max(X_J.shape[0], 1))
-        return self._solved(K)
+        ((_, V_J),) = formed_blocks(self.kernel, X_J, self.X_u, self.L, max(X_J.shape[0], 1))
+        return V_J
 
     def array(self):
         """``V`` whole: a new ``p x n`` array (for a caller that needs it so; one pass)."""
@@ -165,11 +169,10 @@ def row_columns(kernel, X, X_u, L, *, store=None, norms=True):
     p, n = X_u.shape[0], X.shape[0]
     if store is None:
         store = stores_columns(n, p, X.nbytes)
-    if store:
+    if store:  # formed once by the same blocks: beside V a few p x block arrays
         V = np.empty((p, n), order="F")
-        # in blocks of a pass's rows: beside V the loop holds a few p x block arrays
-        for rows, K in iter_cross_kernel(kernel, X, X_u, chunk_size=block_rows(p)):
-            V[:, rows] = solve_triangular(L, K.T, lower=True, check_finite=False)
+        for J, V_J in formed_blocks(kernel, X, X_u, L, block_rows(p)):
+            V[:, J] = V_J
         return StoredColumns(V), (np.einsum("ij,ij->j", V, V) if norms else None)
     columns = RecomputedColumns(kernel, X, X_u, L)
     if not norms:

@@ -24,7 +24,7 @@ from ..._learning_rows import learning_subsample, with_basis_rows
 from ...inference._ep import all_rows_ep
 from ...inference._sparse_prior import SparsePrior, reusing_priors
 from ...latent._model import _FIT_BLAS_THREADS, LatentSparseGP
-from ...latent.learning._basis_size import choose_basis_size, has_doubling
+from ...latent.learning._basis_size import choose_basis_size
 from ...latent.objectives._ep_evidence import PRIOR
 from ._shared_learning import learn_shared
 
@@ -96,13 +96,11 @@ def _class_basis(params, kernel, bias, basis, X, y, seed):
         binary = LatentSparseGP(**dict(params, warm=None if basis is None
                                                   else (bias, basis)))
         rng, size_curve = check_random_state(seed), None
-        if binary.basis_cap is not None and has_doubling(binary.basis_cap, binary.max_basis,
-                                                         y.size):
-            # max_basis="auto": the class's own size, from the stand-in's (100) up
+        if binary.basis_cap is not None:  # max_basis="auto": the class's own size, from 100
             binary.max_basis, size_curve = choose_basis_size(binary, kernel, X, y, bias, rng,
                                                              binary.basis_cap,
                                                              start=binary.max_basis)
-            if binary._warm_basis is not None:
+            if size_curve is not None and binary._warm_basis is not None:
                 binary._warm_basis = binary._warm_basis[: binary.max_basis]
         chosen = binary._select(kernel, X, y, bias, rng).basis_indices
         return chosen.copy(), [float(v) for v in binary._last_exchange_curve], size_curve

@@ -62,13 +62,10 @@ def grown_rounds(model, best, X, y, rng, rounds):
     stand-in size up. At the stand-in size ``best`` is kept (no round runs); at a larger one
     ``rounds`` (:func:`~._ep_rounds._rounds`) run at that size from ``best``'s ``(theta, b)``
     and sites (at most ``max_iter``) and their best round is kept. Without a size above the
-    stand-in's to try (:func:`has_doubling`) ``best`` is kept and there is no curve.
+    stand-in's to try ``best`` is kept and there is no curve.
     """
     _, kernel, bias, _, sites, _, likelihood = best
     model._warm_basis = None  # a warm start's basis started the stand-in's rounds
-    if not has_doubling(model.basis_cap, model.max_basis, y.size):
-        model.basis_size_curve_ = None
-        return best, 0
     model.likelihood = likelihood
     size, model.basis_size_curve_ = choose_basis_size(
         model, kernel, X, y, bias, rng, model.basis_cap, sites, start=model.max_basis)
@@ -100,15 +97,18 @@ def choose_basis_size(model, kernel, X, y, bias, rng, cap, sites=(None, None),
     sites : pair of ndarray or None
         EP's start (None: one ADF pass).
     start : int, default=FIRST_SIZE
-        The first size of the curve (the smallest kept).
+        The first size of the curve (the smallest kept). Without a size above it to try
+        (:func:`has_doubling`) it is the size, and there is no curve.
 
     Returns
     -------
     size : int
         The size kept.
-    curve : ndarray of shape (k, 2)
+    curve : ndarray of shape (k, 2) or None
         Each size reached and the EP log evidence per row there.
     """
+    if not has_doubling(cap, start, y.size):  # no size above start to try: no curve
+        return start, None
     cap = min(cap, row_cap(y.size))  # a learning subsample's, a pair's rows
     state = ADFState(kernel, X, y, bias, cap, likelihood=model.likelihood,
                      site_update=model.site_update, n_threads=model.n_threads)
