@@ -7,13 +7,14 @@ all-rows stage (8 GB at 10^7 rows, p = 100) is held whole only below a budget
 form its blocks again from ``X``. This script fits ``SparseGPClassifier(random_state=0)`` and
 ``SparseGPRegressor(random_state=0)`` on the law of ``million.py`` / ``paired_refs.py`` (``X``
 standard normal n x 20, ``f = sin(x0) + x1^2 / 2 - x2 x3 / 2``, regression targets ``f + 0.3
-noise`` standardised by the training rows, labels ``f + 0.3 noise > median(f)``; 20,000 test
-rows), each fit in its own subprocess with one BLAS thread, and records the fit's CPU and
-wall time, the CPU of its all-rows stage (the classifier's EP on every row, the regressor's
-posterior and calibration on every row, after learning on the subsample), the process's
-peak resident memory (``VmHWM``), the resident memory before the fit (the interpreter,
-``X`` with the test rows and the targets), the peak over the training
-``X``'s bytes, and the test NLP (classifier) or NLPD and NMSE (regressor).
+noise`` standardised by the training rows, labels ``f + 0.3 noise > median(f)``, both constants
+from the first 10^6 training rows, which are the same rows at every ``n >= 10^6``; 20,000 test
+rows drawn on their own, the same at every ``n``), each fit in its own subprocess with one BLAS
+thread, and records the fit's CPU and wall time, the CPU of its all-rows stage (the
+classifier's EP on every row, the regressor's posterior and calibration on every row, after
+learning on the subsample), the process's peak resident memory (``VmHWM``), the resident memory
+before the fit (the interpreter, ``X`` with the test rows and the targets), the peak over the
+training ``X``'s bytes, and the test NLP (classifier) or NLPD and NMSE (regressor).
 
 ``--paths`` chooses how ``V`` is held: ``default`` (the package's rule), ``stored`` (the
 budget raised so that ``V`` is held whole, as before) or ``recomputed`` (the budget at
@@ -63,17 +64,23 @@ def status(key):
                 return int(line.split()[1]) * 1024
 
 
-rng = np.random.default_rng(0)
 X = np.empty((n + n_test, 20))
-for start in range(0, X.shape[0], 1_000_000):  # block by block: no second copy of X
-    X[start:start + 1_000_000] = rng.standard_normal(X[start:start + 1_000_000].shape)
+rng = np.random.default_rng(1)  # the test rows: the same ones at every n
+X[n:] = rng.standard_normal((n_test, 20))
+test_noise = rng.standard_normal(n_test)
+rng = np.random.default_rng(0)  # the training rows: the first 10^6 the same at every n
+for start in range(0, n, 1_000_000):  # block by block: no second copy of X
+    block = slice(start, min(start + 1_000_000, n))
+    X[block] = rng.standard_normal(X[block].shape)
 f = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3]
-noisy = f + 0.3 * rng.standard_normal(f.size)
+noisy = f + 0.3 * np.concatenate([rng.standard_normal(n), test_noise])
 Xtr, Xte = X[:n], X[n:]
+# the law's constants from the first (at most) 10^6 training rows, the same at every n >= 10^6
+ref = slice(0, min(n, 1_000_000))
 if name == "classifier":
-    y = (noisy > np.median(f[:n])).astype(np.int8)
+    y = (noisy > np.median(f[ref])).astype(np.int8)
 else:
-    y = (noisy - noisy[:n].mean()) / noisy[:n].std()
+    y = (noisy - noisy[ref].mean()) / noisy[ref].std()
 del f, noisy
 stage = [0.0]  # CPU of the all-rows stage (after learning on the subsample)
 
@@ -162,7 +169,8 @@ def main(argv=None):
         (
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; one BLAS "
             "thread, one subprocess per line, one at a time (the machine is shared: CPU time "
-            "is the figure to compare). X standard normal n x 20 (+ 20,000 test rows); "
+            "is the figure to compare). X standard normal n x 20 (+ 20,000 test rows, the same "
+            "at every n); "
             "'before' is the resident memory just before `fit` (interpreter, X with the test "
             "rows, targets); 'peak' is the process's VmHWM; peak / data divides it by the "
             "training X's bytes."
