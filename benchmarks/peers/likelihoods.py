@@ -464,6 +464,8 @@ def main(argv=None):
                         help="seeds of the GP models on the robust sets")
     parser.add_argument("--svgp-maxiter", type=int, default=1000,
                         help="L-BFGS iterations of GPflow's SVGP and SGPR")
+    parser.add_argument("--tag", default="likelihoods",
+                        help="results/<tag>.md, _runs.json and .png (a run of one task apart)")
     parser.add_argument("--quick", action="store_true",
                         help="800 training rows, one seed, 200 L-BFGS steps; nothing saved")
     args = parser.parse_args(argv)
@@ -490,9 +492,9 @@ def main(argv=None):
     print("\n".join(lines))
     if not args.quick:
         RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "likelihoods.md").write_text("\n".join(lines) + "\n")
-        (RESULTS / "likelihoods_runs.json").write_text(json.dumps(records, indent=1))
-        plot(records, RESULTS / "likelihoods.png")
+        (RESULTS / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+        (RESULTS / f"{args.tag}_runs.json").write_text(json.dumps(records, indent=1))
+        plot(records, RESULTS / f"{args.tag}.png")
 
 
 if __name__ == "__main__":

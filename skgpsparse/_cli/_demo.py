@@ -18,7 +18,7 @@ Fit skgpsparse's sparse GP and scikit-learn's full GP on the same data and print
 rows, basis size, fit time, and test accuracy / log loss (classification) or RMSE / NLPD
 (regression). Both models start from the same kernel (for regression an RBF with one length
 scale per feature) and learn its hyperparameters; for classification the sparse GP's default
-kernel may then take one length scale per feature, when its evidence pays the BIC charge for
+kernel may then take one length scale per feature, when its evidence pays the charge for
 them (the full GP's fit with them would take minutes). With no arguments it runs on built-in
 generated data, one classification and one regression problem. With --csv it runs on your
 file (numeric feature columns; the target column may hold labels of any kind for
@@ -150,7 +150,7 @@ def _models(task, max_basis, random_state, n_features):
     # Both models start from the same kernel.
     if task == "classification":
         # The sparse classifier's default kernel: C(1) * RBF(sqrt(d)) with the amplitude
-        # capped at 100, then one length scale per feature if the evidence pays the BIC charge
+        # capped at 100, then one length scale per feature if the evidence pays the charge
         # for them. The full GP learns the shared length scale from the same start (with one
         # per feature its fit would take minutes on 2,000 rows).
         kernel = ConstantKernel(1.0, (1e-5, 100.0)) * RBF(np.sqrt(n_features))

@@ -56,7 +56,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         1e-23``; the NLP with fixed sites can run it to its bound). Standardise the features.
         With the all-rows posterior and an optimizer, the fit then tries one length scale per
         feature (ARD), started from the fitted one, kept only if its log evidence is higher
-        by more than the BIC charge ``(n_features - 1) / 2 * log(n_samples)`` nats (a few
+        by more than half the BIC charge, ``(n_features - 1) / 4 * log(n_samples)`` nats (a few
         hundred rows keep one: so fitted, per-feature length scales are overconfident). A
         kernel you pass is used as it is. With the all-rows posterior, per-feature length
         scales carry a log-normal hyperprior around their geometric mean (one e-fold standard

@@ -2,7 +2,7 @@
 
 With ``kernel=None`` the classifier fits ``C(1) * RBF(sqrt(d))``, then the same with one length
 scale per feature, and keeps the latter only when its EP log evidence exceeds the shared
-length scale's by the BIC charge ``(d - 1) / 2 * log(n)``.
+length scale's by half the BIC charge, ``(d - 1) / 4 * log(n)``.
 """
 
 import warnings
@@ -188,3 +188,17 @@ def test_the_lbfgs_model_decrease_is_newtons_on_a_quadratic():
     g = rng.randn(5)
     assert lbfgs_model_decrease(g, pairs) == pytest.approx(0.5 * g @ np.linalg.solve(A, g))
     assert lbfgs_model_decrease(g, [(Q[:, 0], -Q[:, 0])]) == np.inf  # no curvature pair
+
+
+def test_the_trial_charges_half_the_bic(capsys):
+    # (d - 1) / 4 * log(n) nats: the decision line of verbose=1 prints the charge it used
+    import re
+
+    X, y, _, _ = _irrelevant_features(600)
+    _fit(X, y, verbose=1)
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if "one length scale per feature: log evidence" in line]
+    assert len(lines) == 1, lines
+    charge = float(re.search(r"charge ([0-9.]+)", lines[0]).group(1))
+    assert all_rows_fit.CHARGE_FACTOR == 0.5
+    assert charge == pytest.approx(7 / 4 * np.log(600), abs=0.006)

@@ -1,4 +1,4 @@
-"""An early exit for the per-feature trial's first learn when it cannot pay the BIC charge.
+"""An early exit for the per-feature trial's first learn when it cannot pay its charge.
 
 The per-feature decision
 (:func:`skgpsparse.latent.learning._ep_rounds._per_feature_choice`) learns ``(theta, b)``
