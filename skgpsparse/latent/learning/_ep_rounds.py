@@ -266,8 +266,9 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     The kept round's scalar length scale is copied to every feature (the same kernel, so the
     evidence can only rise); ``(theta, b)`` are learned on the kept basis (one round), and only if
     that already raises the log evidence by more than the charge for the ``d - 1`` extra
-    hyperparameters (:data:`CHARGE_FACTOR` times the BIC's) do the rounds (re-selection included) go on with the per-feature kernel, whose
-    best round must still pay the charge to be kept. Type-II maximum likelihood alone always
+    hyperparameters (:data:`CHARGE_FACTOR` times the BIC's) do the rounds (re-selection
+    included) go on with the per-feature kernel, whose best round must still pay the charge to
+    be kept. Type-II maximum likelihood alone always
     prefers more length scales (on a few hundred rows they fit noise); the charge approximates the
     integral over them. At most ``max_rounds`` rounds; returns ``(round, number of rounds run)``.
     ``n`` is the number of rows the charge and the gain (``n`` times the loss per row) are for
