@@ -98,7 +98,7 @@ def fit(name, factor, seed, X, y, X_test, y_test, task):
     from sklearn.metrics import mean_poisson_deviance
 
     from skgpsparse import SparseGPClassifier, SparseGPRegressor
-    from skgpsparse.kernels._scales import bic_charge
+    from skgpsparse.kernels._scales import bic_charge, per_feature_length_scale_positions
     from skgpsparse.latent.learning import _ep_rounds
 
     _ep_rounds.bic_charge = lambda n_extra, n: factor * bic_charge(n_extra, n)
@@ -119,9 +119,7 @@ def fit(name, factor, seed, X, y, X_test, y_test, task):
         idx = np.searchsorted(model.classes_, y_test)
         metric = float(-np.mean(log_p[np.arange(y_test.size), idx]))
         kernels = getattr(model, "kernels_", [model.kernel_])
-    ard = any(np.ndim(v) > 0 and np.size(v) > 1
-              for k in kernels for v in k.get_params().values()
-              if isinstance(v, (np.ndarray, list)))
+    ard = any(per_feature_length_scale_positions(k) for k in kernels)
     return {"set": name, "factor": factor, "seed": seed, "metric": metric,
             "metric_name": "deviance" if task == "counts" else "NLP", "cpu": cpu,
             "ard": bool(ard), "n_train": int(len(y)), "kernel": str(kernels[0])[:200]}

@@ -62,6 +62,7 @@ def _stack_rows(n_classes, p):
     """Rows per block of the summed gradient weights' stacked product."""
     return max(16, _STACK_ENTRIES // max(n_classes * p, 1))
 
+
 def batched_marginals(prior, tau, nu, posts):
     """``(mu, s2, uu)`` of ``K`` classes' sites under their posteriors, each ``(K, n)``.
 
