@@ -164,11 +164,11 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
     multi_class : {"auto", "shared", "independent", "one_vs_rest", "one_vs_one"}, \
             default="auto"
         More than two classes (two: one binary fit, whatever this says). ``"shared"`` (the
-        all-rows posterior), one vs rest: one kernel and length-scale decision learned on the
-        classes' summed evidence over a stratified subsample, then a basis, bias and EP per
-        class on all rows; the class probabilities ``softmax(log p_k - t log(1 - p_k))`` of
-        the classes' ``p_k``, ``t`` in [0, 1] chosen by the training rows' leave-one-out log
-        loss (``logit_weight_``). ``"independent"``, or scikit-learn's ``"one_vs_rest"`` (the
+        all-rows posterior), one vs rest: one kernel learned on the classes' summed evidence
+        over a stratified subsample, then per class a basis, a bias, its own kernel where its
+        evidence pays for it, and EP on all rows; class probabilities ``softmax(log p_k - t
+        log(1 - p_k))``, ``t`` in [0, 1] chosen by the training rows' leave-one-out log loss
+        (``logit_weight_``). ``"independent"``, or scikit-learn's ``"one_vs_rest"`` (the
         same fit): a whole binary fit per class against the rest (its own kernel, bias, basis
         and EP), about ``K`` fits, ``p_k`` normalised (scikit-learn's, ``t = 0``).
         ``"one_vs_one"`` (scikit-learn's): a whole binary fit per pair of classes on their
@@ -212,7 +212,7 @@ class SparseGPClassifier(ClassifierMixin, BaseEstimator):
         Class labels.
     kernel_ : kernel instance
         Fitted kernel; more than two classes, scikit-learn's ``CompoundKernel`` of ``kernels_``
-        (the same objects), or the shared fit's one kernel (the first class's object).
+        (the same objects), or the shared fit's one kernel where no class keeps its own.
     kernels_ : list of kernel instances
         The kernel of each of ``estimators_`` (more than two classes).
     bias_ : float or ndarray of shape (n_classes,)

@@ -300,8 +300,10 @@ def store_one_vs_rest(clf, models):
     clf.kernels_ = [est.kernel_ for est in models]
     # scikit-learn's kernel_: a CompoundKernel of the binary models' kernels (the same
     # objects, so that log_marginal_likelihood's clone_kernel=False moves it too); the shared
-    # fit's one kernel, the first class's (every class's kernel has its theta)
-    shared = getattr(clf, "multi_class_", None) == "shared"
+    # fit's one kernel, the first class's (every class's kernel has its theta), unless a
+    # class keeps its own (multiclass._class_kernels)
+    shared = getattr(clf, "multi_class_", None) == "shared" and not any(
+        getattr(est, "_own_kernel", False) for est in models)
     clf.kernel_ = clf.kernels_[0] if shared else CompoundKernel(clf.kernels_)
     clf.bias_ = np.array([est.bias_ for est in models])
     clf.n_iter_ = np.array([est.n_iter_ for est in models])

@@ -3,8 +3,10 @@ memory: its stages after the learning.
 
 The shared kernel and the biases are learned on a class-stratified subsample
 (:func:`~skgpsparse.classification.multiclass._shared_learning.learn_shared`); then each class
-selects its own basis under them (the binary fit's selection, :func:`shared_stage`) and runs EP on
-all rows (:func:`fit_shared`). The selection sees the rows the binary fit learns and selects on:
+selects its own basis under them (the binary fit's selection, :func:`shared_stage`), tries its own
+kernel on that basis (:mod:`skgpsparse.classification.multiclass._class_kernels`; kept where its
+evidence pays the charge, with its basis selected again under it) and runs EP on all rows
+(:func:`fit_shared`). The selection sees the rows the binary fit learns and selects on:
 every row up to ``learning_rows``, the binary fit's random subsample above it
 (:func:`~skgpsparse._learning_rows.learning_subsample`), so that EP is the only pass over every
 row. Above ``learning_rows`` that EP is plain (damped) from one ADF pass, the step a partitioned
@@ -21,14 +23,20 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ..._learning_rows import learning_subsample, with_basis_rows
+from ..._row_weights import total_weight
 from ...inference._ep import all_rows_ep
 from ...inference._sparse_prior import SparsePrior, reusing_priors
 from ...latent._model import _FIT_BLAS_THREADS, LatentSparseGP
 from ...latent.learning._basis_size import choose_basis_size
 from ...latent.objectives._ep_evidence import PRIOR
+from ._class_kernels import class_kernel, trial_rows
 from ._shared_learning import learn_shared
 
 __all__ = ["fit_shared", "restore_training_rows", "selection_rows", "shared_stage"]
+
+# Each class's own-kernel trial (:mod:`._class_kernels`); False gives the fit without it (the
+# package's tests compare the two).
+CLASS_KERNELS = True
 
 
 def selection_rows(params, n, rng):
@@ -41,7 +49,8 @@ def selection_rows(params, n, rng):
 
 def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
                  bias_offset=0.0, n_jobs=None):
-    """The shared kernel and biases, and each class's basis, on the rows ``X, y_enc``.
+    """The shared kernel and biases, each class's own kernel where it pays, and each class's
+    basis, on the rows ``X, y_enc``.
 
     Parameters
     ----------
@@ -63,15 +72,15 @@ def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
     bias_offset : float, default=0.0
         Added to every starting bias (a restart).
     n_jobs : int, default=None
-        Jobs (joblib) over the classes' selections.
+        Jobs (joblib) over the classes' kernel trials and selections.
 
     Returns
     -------
-    kernel : Kernel
-    biases : ndarray of shape (n_classes,)
-    chosen : list of (ndarray, list of float, ndarray or None)
-        Each class's basis (indices of ``X``), its exchange curve and its size curve
-        (``max_basis="auto"``, :mod:`skgpsparse.latent.learning._basis_size`).
+    chosen : list of (Kernel, float, ndarray, list of float, ndarray or None, bool)
+        Each class's kernel and bias (the shared ones, or its own where its trial pays:
+        :mod:`skgpsparse.classification.multiclass._class_kernels`), its basis (indices of
+        ``X``), its exchange curve, its size curve (``max_basis="auto"``,
+        :mod:`skgpsparse.latent.learning._basis_size`) and whether the kernel is its own.
     shared : (list of float, int)
         The learning's loss curve and rounds.
     """
@@ -80,18 +89,31 @@ def shared_stage(params, X, y_enc, n_classes, n, rng, *, warm=None, bases=None,
                                                      warm, bias_offset)
     seeds = rng.randint(np.iinfo(np.int32).max, size=n_classes)
     bases = [None] * n_classes if bases is None else bases
+    n_trial = None  # the training rows' summed weights, estimated from the selection rows'
+    if params["optimizer"] is not None and CLASS_KERNELS:
+        n_trial = n * total_weight(y_enc.size, params.get("sample_weight")) / y_enc.size
     chosen = Parallel(n_jobs=n_jobs)(
         delayed(_class_basis)(params, kernel, biases[k], bases[k], X,
-                              np.where(y_enc == k, 1.0, -1.0), seeds[k])
+                              np.where(y_enc == k, 1.0, -1.0), seeds[k], n_trial)
         for k in range(n_classes)
     )
-    return kernel, biases, chosen, (model.loss_curve_, n_iter)
+    for k, (*_, line) in enumerate(chosen):
+        if line:
+            model._progress.line(f"class {k}: {line}")
+    return [c[:-1] for c in chosen], (model.loss_curve_, n_iter)
 
 
-def _class_basis(params, kernel, bias, basis, X, y, seed):
-    """One class's basis (indices of ``X``), exchange curve and ``max_basis="auto"``'s size
-    curve (None with an int): the binary fit's selection under the shared kernel and its
-    bias, from ``basis`` (a warm start) if given, at the size the class chooses there."""
+def _class_basis(params, kernel, bias, basis, X, y, seed, n_trial=None):
+    """One class's kernel and bias, basis (indices of ``X``), exchange curve,
+    ``max_basis="auto"``'s size curve (None with an int), whether the kernel is its own and
+    its kernel trial's line (for ``verbose``).
+
+    The binary fit's selection under the shared kernel and bias, from ``basis`` (a warm
+    start) if given, at the size the class chooses there; then, given ``n_trial`` (the
+    training rows the trial's charge is for), the class's own-kernel trial
+    (:func:`~skgpsparse.classification.multiclass._class_kernels.class_kernel`) on that basis,
+    and if it keeps its own kernel the selection again under it.
+    """
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
         binary = LatentSparseGP(**dict(params, warm=None if basis is None
                                                   else (bias, basis)))
@@ -102,8 +124,18 @@ def _class_basis(params, kernel, bias, basis, X, y, seed):
                                                              start=binary.max_basis)
             if size_curve is not None and binary._warm_basis is not None:
                 binary._warm_basis = binary._warm_basis[: binary.max_basis]
-        chosen = binary._select(kernel, X, y, bias, rng).basis_indices
-        return chosen.copy(), [float(v) for v in binary._last_exchange_curve], size_curve
+        chosen = binary._select(kernel, X, y, bias, rng).basis_indices.copy()
+        curve, own, line = [float(v) for v in binary._last_exchange_curve], False, ""
+        if n_trial is not None:
+            rows = trial_rows(y.size)
+            weights = binary.sample_weight
+            kernel, bias, own, line = class_kernel(
+                params, kernel, bias, X[rows], y[rows], X[chosen], n_trial,
+                None if weights is None else weights[rows])
+            if own:  # the basis under the class's own kernel
+                chosen = binary._select(kernel, X, y, bias, rng).basis_indices.copy()
+                curve = [float(v) for v in binary._last_exchange_curve]
+        return kernel, bias, chosen, curve, size_curve, own, line
 
 
 def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
@@ -147,16 +179,16 @@ def fit_shared(params, X, y_enc, n_classes, rng, *, warm=None, bias_offset=0.0,
         rows, bases = with_basis_rows(rows, [None] * n_classes if bases is None else bases)
         X_s, y_s = X[rows], y_enc[rows]
     weights = params.get("sample_weight")
-    kernel, biases, chosen, shared = shared_stage(
+    chosen, shared = shared_stage(
         params if rows is None or weights is None else dict(params, sample_weight=weights[rows]),
         X_s, y_s, n_classes, y_enc.size, rng, bias_offset=bias_offset, n_jobs=n_jobs,
         warm=None if warm is None else [w[0] for w in warm], bases=bases,
     )
     models = Parallel(n_jobs=n_jobs)(
-        delayed(_class_model)(params, shared, kernel, biases[k],
+        delayed(_class_model)(params, shared, kernel, bias,
                               basis if rows is None else rows[basis], curve, X,
-                              np.where(y_enc == k, 1.0, -1.0), rows is None, size_curve)
-        for k, (basis, curve, size_curve) in enumerate(chosen)
+                              np.where(y_enc == k, 1.0, -1.0), rows is None, size_curve, own)
+        for k, (kernel, bias, basis, curve, size_curve, own) in enumerate(chosen)
     )
     return restore_training_rows(models, X, y_enc, weights)
 
@@ -175,9 +207,10 @@ def restore_training_rows(models, X, y_enc, weights=None):
 
 @reusing_priors()
 def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate,
-                 size_curve=None):
-    """One class's binary model: EP over all rows under the shared kernel, its bias and its
-    ``basis`` (the prior and the converged EP run are reused by its predictor and evidence)."""
+                 size_curve=None, own=False):
+    """One class's binary model: EP over all rows under its kernel (the shared one, or its own
+    if ``own``), its bias and its ``basis`` (the prior and the converged EP run are reused by
+    its predictor and evidence)."""
     with threadpool_limits(limits=_FIT_BLAS_THREADS, user_api="blas"):
         binary = LatentSparseGP(**params)
         binary.basis_indices_ = basis
@@ -188,6 +221,7 @@ def _class_model(params, shared, kernel, bias, basis, curve, X, y, accelerate,
         binary.loss_curve_, binary.n_iter_ = list(loss_curve), n_iter
         binary.exchange_loss_curve_ = list(curve)
         binary.basis_size_curve_ = size_curve
+        binary._own_kernel = own
         # a kernel object per class, as the independent fits' (log_marginal_likelihood's
         # clone_kernel=False sets each class's theta in place)
         binary.kernel_, binary.bias_ = clone(kernel), float(bias)

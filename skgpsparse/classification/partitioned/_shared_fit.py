@@ -37,17 +37,18 @@ def fit_shared_on_rows(params, rows, classes, rng, n_jobs=None):
     if weights is not None:  # the selection rows' weights; zero weights stay out
         sub = sub[weights[sub] > 0]
     X_s, labels = rows.take(sub)
-    kernel, biases, chosen, (loss_curve, n_iter) = shared_stage(
+    chosen, (loss_curve, n_iter) = shared_stage(
         params if weights is None else dict(params, sample_weight=weights[sub]),
         X_s, np.searchsorted(classes, labels), n_classes, rows.n, rng, n_jobs=n_jobs
     )
     models = []
-    for k, (basis, curve, _) in enumerate(chosen):
+    for k, (kernel, bias, basis, curve, _, own) in enumerate(chosen):
         model = LatentSparseGP(**params)
         model._progress.line(f"class {classes[k]!r}: EP on the partitions")
         # a kernel object per class, as the in-memory fit's
-        partitioned_posterior(model, rows, classes[k], clone(kernel), float(biases[k]),
+        partitioned_posterior(model, rows, classes[k], clone(kernel), float(bias),
                               sub[basis], X_s[basis], curve)
         model.loss_curve_, model.n_iter_ = list(loss_curve), n_iter
+        model._own_kernel = own
         models.append(model)
     return models

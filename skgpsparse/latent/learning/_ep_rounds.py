@@ -139,7 +139,7 @@ def round_bounds(kernel, biases, X, bias_bounds=BIAS_BOUNDS, boxed=True, likelih
     return np.column_stack([lower, upper])
 
 
-def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
+def _learn(model, kernel, bias, sites, X, y, basis, stop=None, X_u=None):
     """``(theta, b)`` by the all-rows evidence on a fixed basis: ``(loss, kernel, bias, sites)``.
 
     The likelihood's free parameters (the Student-t's scale and degrees of freedom) are
@@ -151,11 +151,12 @@ def _learn(model, kernel, bias, sites, X, y, basis, stop=None):
     :mod:`skgpsparse.latent.objectives._hyperprior` (MAP); the loss is then minus the log
     evidence and log prior per row. ``stop``: a function of the run's bounds giving a
     :class:`~skgpsparse.latent.learning._charge_bound.ChargeBound`, which may end the
-    L-BFGS-B run early.
+    L-BFGS-B run early. ``X_u``: the basis inputs, when they are not rows of ``X`` (then
+    ``basis`` is ignored).
     """
     objective = AllRowsObjective(
-        kernel, X, y, X[basis], sites, tol=_SEARCH_TOL, progress=model._progress,
-        likelihood=model.likelihood, weights=model._row_weights,
+        kernel, X, y, X[basis] if X_u is None else X_u, sites, tol=_SEARCH_TOL,
+        progress=model._progress, likelihood=model.likelihood, weights=model._row_weights,
     )
     target = with_length_scale_prior(objective, kernel, total_weight(y.size, objective.weights))
     likelihood = model.likelihood
