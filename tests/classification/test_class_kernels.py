@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import CompoundKernel
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import skgpsparse.classification.multiclass._shared_fit as shared_fit
 from skgpsparse import SparseGPClassifier
@@ -83,11 +84,17 @@ def test_the_trial_charges_half_the_bic_for_the_class_s_hyperparameters():
         assert clf.estimators_[int(k)]._own_kernel == (kept == "kept")
 
 
-def test_no_trial_with_fixed_hyperparameters():
+@pytest.mark.parametrize("params", [
+    {"optimizer": None},
+    # the kernel's hyperparameters fixed (the biases are still learned): nothing to own
+    {"kernel": C(1.0, "fixed") * RBF(1.0, "fixed")},
+])
+def test_no_trial_with_fixed_hyperparameters(params):
     X, y = _stripes(n=200)
-    clf, log = _fit(X, y, optimizer=None)
+    clf, log = _fit(X, y, **params)
     assert "own kernel" not in log
     assert not any(est._own_kernel for est in clf.estimators_)
+    assert not isinstance(clf.kernel_, CompoundKernel)
 
 
 def test_on_row_partitions_the_classes_keep_the_in_memory_kernels():

@@ -22,7 +22,8 @@ pay. On a basis of more than :data:`SCREEN_BASIS` vectors it runs first on the f
 and goes on to the whole basis (from the kernel learned there) only if that gains more than
 :data:`SCREEN_SHARE` of the charge. A class that keeps its own kernel selects its basis again
 under it (the same size) and runs EP under it; the others keep the shared kernel and bias, and
-their models are those of the fit without the trial.
+their models are those of the fit without the trial. A kernel whose hyperparameters are all
+fixed has none of its own to learn: no trial.
 """
 
 import numpy as np
@@ -104,6 +105,8 @@ def class_kernel(params, kernel, bias, X, y, X_u, n, weights=None):
     """
     candidate = per_feature_length_scales(kernel, X.shape[1])
     candidate = clone(kernel) if candidate is None else candidate
+    if candidate.n_dims == 0:  # every hyperparameter fixed: no kernel of its own to learn
+        return kernel, float(bias), False, ""
     charge = CHARGE_FACTOR * bic_charge(candidate.n_dims, n)
     screened = len(X_u) > SCREEN_BASIS
     if screened:  # first on the basis's first SCREEN_BASIS vectors
