@@ -193,6 +193,29 @@ def test_classifier_dask_fit_equals_in_memory_fit(client, no_driver_compute, n_c
     assert _actors_released(client)
 
 
+def test_classifier_dask_fit_keeps_the_in_memory_fit_s_own_class_kernels(client,
+                                                                        no_driver_compute):
+    # three classes, one on stripes across feature 0: that class keeps its own kernel in the
+    # shared fit (multiclass._class_kernels); on a dask array above learning_rows the trial
+    # runs on the driver's selection rows, so the decisions and the models are the in-memory
+    # ones
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(420, 3))
+    y = np.where(np.sin(4 * X[:, 0]) > 0.5, 2, np.where(X[:, 1] < 0, 0, 1))
+    params = {"max_basis": 20, "random_state": 0, "learning_rows": 300}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the same model: nothing to warn about
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = SparseGPClassifier(**params).fit(X, y)
+        clf = SparseGPClassifier(**params).fit(da.from_array(X, chunks=(140, 3)),
+                                               da.from_array(y, chunks=140))
+    own = [est._own_kernel for est in reference.estimators_]
+    assert any(own) and not all(own)
+    assert [est._own_kernel for est in clf.estimators_] == own
+    assert_same_classifier(clf, reference, X)
+    assert _actors_released(client)
+
+
 def test_classifier_dask_predictions_are_lazy_row_chunked_and_equal(client, no_driver_compute):
     X, _, _, _ = _dask_data(n=150)
     y = (X[:, 0] + X[:, 1] > 0).astype(int)

@@ -108,8 +108,7 @@ def class_kernel(params, kernel, bias, X, y, X_u, n, weights=None):
     if candidate.n_dims == 0:  # every hyperparameter fixed: no kernel of its own to learn
         return kernel, float(bias), False, ""
     charge = CHARGE_FACTOR * bic_charge(candidate.n_dims, n)
-    screened = len(X_u) > SCREEN_BASIS
-    if screened:  # first on the basis's first SCREEN_BASIS vectors
+    if len(X_u) > SCREEN_BASIS:  # first on the basis's first SCREEN_BASIS vectors
         gain, own, own_bias, stopped = _trial(params, kernel, bias, candidate, X, y,
                                               X_u[:SCREEN_BASIS], n, charge, weights)
         if gain <= SCREEN_SHARE * charge:
