@@ -318,6 +318,11 @@ def test_non_gaussian_regressor_on_dask_is_the_in_memory_model(client, likelihoo
                                               da.from_array(y, chunks=300))
     np.testing.assert_array_equal(on_dask.basis_indices_, memory.basis_indices_)
     np.testing.assert_allclose(on_dask.kernel_.theta, memory.kernel_.theta, rtol=1e-9)
+    # the Student-t's basis inputs refined on the same 300 rows (refine_basis="auto"), from
+    # the partitions' sites of those rows
+    assert on_dask.n_refine_iter_ == memory.n_refine_iter_
+    assert (memory.n_refine_iter_ > 0) == (likelihood == "student_t")
+    np.testing.assert_allclose(on_dask.basis_vectors_, memory.basis_vectors_, rtol=1e-9)
     # the likelihood's learned parameters (the Student-t's scale) are the in-memory ones, and
     # the partitions' EP ran under them
     np.testing.assert_allclose(on_dask.likelihood_.theta, memory.likelihood_.theta, rtol=1e-9)

@@ -140,8 +140,13 @@ class LatentSparseGP:
         expected_at_bounds=(),
         name="SparseGPClassifier",
         basis_cap=None,
+        refine_basis=0,
+        refine_rows=None,
     ):
         self.kernel = kernel
+        # posterior="all_rows": L-BFGS iterations moving the basis inputs (learning._refine)
+        # on every row, or on a subsample of refine_rows (skgpsparse._learning_rows)
+        self.refine_basis, self.refine_rows, self.refine_iter_ = refine_basis, refine_rows, 0
         # max_basis="auto" (learning._basis_size): the largest size tried, max_basis the
         # stand-in until the size is chosen; None: max_basis is the size
         self.basis_cap = basis_cap
@@ -400,9 +405,10 @@ class LatentSparseGP:
             self.likelihood,
         )
 
-    def _set_fitted_basis(self, X, y):
-        """The basis, its labels, the predictive factors and the evidence of a finished fit."""
-        self.basis_vectors_ = X[self.basis_indices_]
+    def _set_fitted_basis(self, X, y, Z=None):
+        """The basis (``Z``: its refined inputs), its labels, the predictive factors and the
+        evidence of a finished fit."""
+        self.basis_vectors_ = X[self.basis_indices_] if Z is None else Z
         self._basis_labels = y[self.basis_indices_]
         weights = self._row_weights  # of the basis rows (their evidence counts the copies)
         self._basis_weights = None if weights is None else weights[self.basis_indices_]

@@ -27,6 +27,7 @@ from ._model import _FIT_BLAS_THREADS, LatentSparseGP
 from ._predictors import AllRowsPredictor
 from .learning._ep_rounds import _learn_rounds
 from .learning._hyperparameters import check_bounds
+from .learning._refine import refine_basis
 from .objectives._hyperprior import with_length_scale_prior
 
 __all__ = ["driver_subsample", "fit_binary_on_rows", "gathered_rows", "partitioned_posterior"]
@@ -101,12 +102,33 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         curve, n_iter = selector._last_exchange_curve, 1
         X_u = rows.take(basis)[0]
     loss = partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve)
+    if model.refine_basis:
+        loss = _refined(model, rows, positive, rng, (loss, kernel, bias, basis, None, curve,
+                                                     model.likelihood), X_u)
     if model.optimizer is None:
         model.loss_curve_ = [loss]
     else:
-        check_bounds(model, kernel)
+        check_bounds(model, model.kernel_)
     model.n_iter_ = n_iter
     return model
+
+
+def _refined(model, rows, positive, rng, best, X_u):
+    """The in-memory fit's refinement (``_ep_rounds._refined``): the basis inputs refined on
+    the driver over the rows it draws (every row, or ``refine_rows``' subsample, gathered),
+    from the partitions' sites of those rows; then EP on the partitions under them."""
+    idx = learning_subsample(model.refine_rows, rows.n, model.max_basis, rng)
+    idx = np.arange(rows.n) if idx is None else idx
+    X_r, labels = rows.take(idx)
+    tau = model.site_precision_[idx]
+    best = best[:4] + ((tau, tau * model.site_mean_[idx]),) + best[5:]
+    weights = model.sample_weight
+    model._row_weights = None if weights is None else weights[idx]
+    refined, Z, model.refine_iter_ = refine_basis(model, best, X_r, _labels(labels, positive),
+                                                  X_u, model.refine_basis)
+    model._row_weights = weights
+    _, kernel, bias, basis, _, curve, model.likelihood = refined
+    return partitioned_posterior(model, rows, positive, kernel, bias, basis, Z, curve)
 
 
 def partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve):

@@ -73,9 +73,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         likelihood instance. A non-Gaussian likelihood is fitted by EP over every row on the
         greedy basis, as the classifier (user guide, "Non-Gaussian targets"): ``selection``
         ``"matching_pursuit"``, ``"exact"`` and ``"vfe"`` then select by the posterior's
-        entropy; ``noise_variance``, ``hyperparameter_objective``, ``noise_calibration``,
-        ``refine_basis`` and ``normalize_y`` do not apply; ``predict`` gives the mean and
-        standard deviation of ``y`` (see there).
+        entropy; ``noise_variance``, ``hyperparameter_objective``, ``noise_calibration``
+        and ``normalize_y`` do not apply (``refine_basis``: see there); ``predict`` gives
+        the mean and standard deviation of ``y`` (see there).
     noise_variance : float >= 0 or array-like of shape (n_samples,), default=1e-2
         Noise variance ``s2`` (initial value when it is learned), in the units of the targets
         the model is fitted to (the normalised ones with ``normalize_y=True``). ``0`` needs a
@@ -184,7 +184,9 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
         with ``learning_rows=None`` (a warning says so; with the default ``learning_rows`` the
         refinement runs on the rows gathered to the driver, as in memory), other kernels, every
         row in the basis, where the model is the full GP). With ``sample_weight`` or a
-        ``noise_variance`` array the objective is the one with each row's own noise.
+        ``noise_variance`` array the objective is the one with each row's own noise. With a
+        non-Gaussian ``likelihood`` the objective is the EP evidence (on ``learning_rows``'
+        rule's rows) and ``"auto"`` refines ``"student_t"`` only (user guide).
     max_iter : int, default=10
         Maximum number of alternations between basis selection and hyperparameter learning.
         ``0`` keeps the hyperparameters of the exact GP on the random subset of rows that

@@ -10,7 +10,8 @@ subsample of ``learning_rows`` rows (the classifier's default:
 :mod:`skgpsparse.latent.learning._ep_rounds`), and with them the likelihood's own free
 parameters (``"student_t"``: its scale; an instance's parameters whose bounds are not
 ``"fixed"``). The Gaussian regressor's own machinery (the DTC/VFE objectives, the
-leave-one-out calibration, the refinement of the basis inputs) does not apply.
+leave-one-out calibration) does not apply; ``refine_basis`` moves the basis inputs on the EP
+evidence (:mod:`skgpsparse.latent.learning._refine`; ``"auto"``: the Student-t only).
 
 - ``"poisson"``: counts with the log link (:class:`~skgpsparse.likelihoods.Poisson`); the
   default kernel adds a latent ``WhiteKernel`` term, a random effect per row, which is how a
@@ -42,9 +43,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from .._row_weights import weighted_rows
+from ..kernels._inputs import supports_input_gradient
 from ..latent._model import LatentSparseGP, _make_selector
 from ..likelihoods import Likelihood, Poisson, StudentT
 from ._likelihood_prediction import TargetPredictor
+from ._refine import AUTO_ITERATIONS, check_refinable
 
 __all__ = [
     "LIKELIHOODS", "check_targets", "default_kernel", "fit_likelihood", "in_target_units",
@@ -215,8 +218,25 @@ def latent_params(model, n, n_features, weights=None):
         n_threads=effective_n_jobs(model.n_jobs),
         sample_weight=weights,
         name="SparseGPRegressor",
+        refine_basis=_refine_iterations(model, likelihood, kernel, max_basis, n),
+        refine_rows=model.learning_rows,
     )
     return params, likelihood
+
+
+def _refine_iterations(model, likelihood, kernel, max_basis, n):
+    """The refinement's largest number of iterations (:mod:`skgpsparse.latent.learning._refine`):
+    an int ``refine_basis`` (the kernel checked); ``"auto"``: ``AUTO_ITERATIONS`` for the
+    Student-t when the default optimizer learns a kernel with input gradients on a basis
+    smaller than the rows, else 0 (a Poisson fit's evidence rises while its test deviance
+    falls, the module's docstring)."""
+    if model.refine_basis != "auto":
+        if model.refine_basis:
+            check_refinable(kernel)
+        return int(model.refine_basis)
+    refines = (isinstance(likelihood, StudentT) and max_basis < n
+               and isinstance(model.optimizer, str) and model.optimizer == "fmin_l_bfgs_b")
+    return AUTO_ITERATIONS if refines and supports_input_gradient(kernel) else 0
 
 
 def fit_likelihood(model, X, y, sample_weight=None):
@@ -244,7 +264,7 @@ def store_likelihood_fit(model, latent, centre, scale, kept=None):
     basis = np.asarray(latent.basis_indices_)
     model.basis_indices_ = basis if kept is None else kept[basis]
     model.basis_vectors_ = latent.basis_vectors_
-    model.n_iter_ = latent.n_iter_
+    model.n_iter_, model.n_refine_iter_ = latent.n_iter_, latent.refine_iter_
     model.log_marginal_likelihood_value_ = latent.log_marginal_likelihood_value_
     model._y_train_mean, model._y_train_std = centre, scale
     model._predictor = TargetPredictor(latent._predictor, latent.kernel_, latent.likelihood)

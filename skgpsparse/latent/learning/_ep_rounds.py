@@ -36,6 +36,7 @@ from ._hyperparameters import (
     initial_bias,
     minimize_theta,
 )
+from ._refine import refine_basis
 
 __all__ = ["bic_charge", "fit_all_rows", "round_bounds"]
 
@@ -382,26 +383,28 @@ def _learn_rounds(model, X, y, rng, subsample=False):
     if model.basis_cap is not None:  # max_basis="auto": the size from the fit at the stand-in's
         best, more = grown_rounds(model, best, X, y, rng, _rounds)
         n_iter += more
-    if model.optimizer == "fmin_l_bfgs_b" and not subsample:
-        best = _converged(best, X, y, model._row_weights)
+    if model.optimizer == "fmin_l_bfgs_b" and not subsample and not model.refine_basis:
+        best = _converged(best, X, y, model._row_weights)  # the refinement's own polish
     model.likelihood = best[6]  # the kept round's (its parameters learned, if any)
     return best, n_iter
 
 
-def _round_on_all_rows(model, best, X, y, rows):
-    """The round ``best`` learned on ``X[rows]``, with EP over every row of ``X``.
+def _round_on_all_rows(model, best, X, y, rows, X_u=None):
+    """The round ``best`` learned on ``X[rows]`` (``None``: on ``X``), with EP over every row.
 
-    ``(theta, b)`` and the basis stay (its indices mapped to the training set's); EP runs
-    on all rows to the full tolerance, its sites started by one ADF pass over them.
+    ``(theta, b)`` and the basis stay (its indices mapped to the training set's; ``X_u``:
+    its inputs, where they are not rows); EP runs on all rows to the full tolerance, its
+    sites started by one ADF pass over them.
     """
     loss, kernel, bias, basis, _, curve, likelihood = best
-    basis = rows[basis]
+    basis = basis if rows is None else rows[basis]
     n = total_weight(y.size, model.sample_weight)
     # EP from an ADF pass, plain (damped) as the same step on row partitions (a partitioned fit's
     # posterior equals the in-memory one): acceleration saves little here (adult 40,000
     # rows: 14 sweeps against 45; 10^6 synthetic rows: 8 against 8)
-    objective = AllRowsObjective(kernel, X, y, X[basis], (None, None), accelerate=False,
-                                 likelihood=likelihood, weights=model.sample_weight)
+    objective = AllRowsObjective(kernel, X, y, X[basis] if X_u is None else X_u, (None, None),
+                                 accelerate=False, likelihood=likelihood,
+                                 weights=model.sample_weight)
     target = with_length_scale_prior(objective, kernel, n)
     loss = float(target(joint_theta(kernel, likelihood, bias), eval_gradient=False))
     model._progress.line(f"EP on all {n} rows: -logZ/n {loss:.6f}")
@@ -440,6 +443,9 @@ def fit_all_rows(model, X, y, rng):
         best, n_iter = _learn_rounds(model, X[rows], y[rows], rng, subsample=True)
         model._row_weights = weights
         best = _round_on_all_rows(model, best, X, y, rows)
+    Z = None
+    if model.refine_basis:
+        best, Z = _refined(model, best, X, y, rng)
     model.n_iter_ = n_iter
     _, model.kernel_, model.bias_, model.basis_indices_, sites, curve, model.likelihood = best
     if sites[0] is None:  # no EP run was finite (AllRowsObjective keeps the last finite sites)
@@ -455,5 +461,23 @@ def fit_all_rows(model, X, y, rng):
     model.site_precision_ = sites[0]
     model.site_mean_ = np.divide(sites[1], sites[0], out=np.zeros(n), where=sites[0] != 0)
     model._train = (X, y)
-    model._set_fitted_basis(X, y)
+    model._set_fitted_basis(X, y, Z)
     return model
+
+
+def _refined(model, best, X, y, rng):
+    """``(best, Z)``: the round ``best`` (its sites every row's) with its basis inputs refined
+    (:mod:`._refine`) on every row or, above ``model.refine_rows``, on a random subsample, then
+    EP on every row under them from one ADF pass (as on row partitions)."""
+    rows = learning_subsample(model.refine_rows, y.size, model.max_basis, rng)
+    part, X_r, y_r = best, X, y
+    if rows is not None:
+        part = best[:4] + (tuple(s[rows] for s in best[4]),) + best[5:]
+        X_r, y_r = X[rows], y[rows]
+        weights = model.sample_weight
+        model._row_weights = None if weights is None else weights[rows]
+    refined, Z, model.refine_iter_ = refine_basis(model, part, X_r, y_r, X[best[3]],
+                                                  model.refine_basis)
+    model._row_weights = model.sample_weight
+    model.likelihood = refined[6]
+    return _round_on_all_rows(model, refined, X, y, None, X_u=Z), Z
