@@ -101,10 +101,11 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
         state.release()  # its p x n block on the partitions, before EP's comes
         curve, n_iter = selector._last_exchange_curve, 1
         X_u = rows.take(basis)[0]
-    loss = partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve)
     if model.refine_basis:
-        loss = _refined(model, rows, positive, rng, (loss, kernel, bias, basis, None, curve,
-                                                     model.likelihood), X_u)
+        loss = _refined(model, rows, positive, rng, (None, kernel, bias, basis, (None, None),
+                                                     curve, model.likelihood), X_u)
+    else:
+        loss = partitioned_posterior(model, rows, positive, kernel, bias, basis, X_u, curve)
     if model.optimizer is None:
         model.loss_curve_ = [loss]
     else:
@@ -115,13 +116,11 @@ def _fit_partitioned(model, rows, positive, rng, partitioned_binary):
 
 def _refined(model, rows, positive, rng, best, X_u):
     """The in-memory fit's refinement (``_ep_rounds._refined``): the basis inputs refined on
-    the driver over the rows it draws (every row, or ``refine_rows``' subsample, gathered),
-    from the partitions' sites of those rows; then EP on the partitions under them."""
+    the driver over the rows it draws (every row, or ``refine_rows``' subsample, gathered;
+    EP on them from one ADF pass); then EP on the partitions under them."""
     idx = learning_subsample(model.refine_rows, rows.n, model.max_basis, rng)
     idx = np.arange(rows.n) if idx is None else idx
     X_r, labels = rows.take(idx)
-    tau = model.site_precision_[idx]
-    best = best[:4] + ((tau, tau * model.site_mean_[idx]),) + best[5:]
     weights = model.sample_weight
     model._row_weights = None if weights is None else weights[idx]
     refined, Z, model.refine_iter_ = refine_basis(model, best, X_r, _labels(labels, positive),

@@ -442,7 +442,10 @@ def fit_all_rows(model, X, y, rng):
         model._row_weights = None if weights is None else weights[rows]
         best, n_iter = _learn_rounds(model, X[rows], y[rows], rng, subsample=True)
         model._row_weights = weights
-        best = _round_on_all_rows(model, best, X, y, rows)
+        if not model.refine_basis:
+            best = _round_on_all_rows(model, best, X, y, rows)
+        else:  # the refinement's rows get their own EP (their sites: None)
+            best = best[:3] + (rows[best[3]], (None, None)) + best[5:]
     Z = None
     if model.refine_basis:
         best, Z = _refined(model, best, X, y, rng)
@@ -466,13 +469,16 @@ def fit_all_rows(model, X, y, rng):
 
 
 def _refined(model, best, X, y, rng):
-    """``(best, Z)``: the round ``best`` (its sites every row's) with its basis inputs refined
-    (:mod:`._refine`) on every row or, above ``model.refine_rows``, on a random subsample, then
-    EP on every row under them from one ADF pass (as on row partitions)."""
+    """``(best, Z)``: the round ``best`` (its basis indices of ``X``; its sites every row's,
+    or None) with its basis inputs refined (:mod:`._refine`) on every row or, above
+    ``model.refine_rows``, on a random subsample, then EP on every row under them from one ADF
+    pass (as on row partitions)."""
     rows = learning_subsample(model.refine_rows, y.size, model.max_basis, rng)
     part, X_r, y_r = best, X, y
     if rows is not None:
-        part = best[:4] + (tuple(s[rows] for s in best[4]),) + best[5:]
+        sites = best[4]
+        part = best[:4] + ((None, None) if sites[0] is None else
+                           tuple(s[rows] for s in sites),) + best[5:]
         X_r, y_r = X[rows], y[rows]
         weights = model.sample_weight
         model._row_weights = None if weights is None else weights[rows]

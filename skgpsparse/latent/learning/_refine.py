@@ -127,17 +127,22 @@ class _Best:
 
 def refine_basis(model, best, X, y, X_u, max_iter):
     """``(best, Z, iterations)``: the round ``best`` (``_ep_rounds``' tuple, its sites those of
-    the rows ``X, y``) with the basis inputs ``X_u`` refined (module docstring).
+    the rows ``X, y`` or None) with the basis inputs ``X_u`` refined (module docstring).
 
     The tuple's loss, kernel, bias, sites and likelihood are the kept alternation's; its basis
     indices stay those of the rows the basis started from. With ``model.optimizer=None`` only
     ``Z`` moves and EP follows it.
     """
-    loss, kernel, bias, basis, sites, curve, likelihood = best
+    _, kernel, bias, basis, sites, curve, likelihood = best
     learn = model.optimizer is not None
     weights = model._row_weights
     n = total_weight(y.size, weights)
     Z, k = np.array(X_u, dtype=float), kernel.n_dims
+    # the start's evidence on these rows, and their sites (from one ADF pass if None)
+    loss, kernel, bias, sites, likelihood = _evidence_step(model, kernel, bias, likelihood, X,
+                                                           y, Z, sites, False)
+    if sites[0] is None:  # EP failed there: nothing to refine from
+        return best, Z, 0
     kept = (loss, kernel, bias, sites, likelihood, Z)
     fixed = np.column_stack([kernel.theta, kernel.theta])  # lower = upper: held
     free = [tuple(b) for b in (kernel.bounds if learn else fixed)] + [(None, None)] * Z.size
