@@ -233,7 +233,8 @@ class SparseGPRegressor(RegressorMixin, BaseEstimator):
     warm_start : bool, default=False
         ``fit`` starts from the previous fit's hyperparameters (not from the exact GP on a
         random subset) and basis vectors that are rows of the new ``X``: the way to re-learn
-        the hyperparameters of a model updated by :meth:`partial_fit`.
+        the hyperparameters of a model updated by :meth:`partial_fit`. Not taken with a
+        non-Gaussian ``likelihood`` (a warning; the fit starts afresh).
 
     Attributes
     ----------

@@ -8,6 +8,7 @@ new ``X`` (the case after ``partial_fit`` batches, or on a data set that grew) e
 first selection first, and forward selection continues from them to ``max_basis``.
 """
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -49,6 +50,12 @@ def warm_start_from(model, signature):
     if not model.warm_start or not hasattr(model, "basis_vectors_"):
         return None
     if not warm_start_allowed(model, signature):
+        return None
+    if model.likelihood != "gaussian" or not hasattr(model, "noise_variance_"):
+        warnings.warn(
+            "warm_start=True is not taken with a non-Gaussian likelihood (this fit's or the "
+            "previous one's): the fit starts afresh.", UserWarning,
+        )
         return None
     # the fit runs on the kernel without its WhiteKernel term, whose level is noise (_white)
     kernel, white, _ = split_white(clone(model.kernel_))

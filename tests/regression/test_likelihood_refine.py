@@ -154,3 +154,15 @@ def test_refinement_on_a_subsample_above_learning_rows():
                                        likelihood=latent.likelihood)
     assert converged
     np.testing.assert_allclose(latent.site_precision_, tau, atol=1e-5)
+
+
+def test_warm_start_with_a_likelihood_warns_and_starts_afresh():
+    # the Gaussian warm start reads the previous fit's noise, which a non-Gaussian fit has
+    # not: the second fit is the first one again (it raised an AttributeError before)
+    X, y, _ = _real(200, 9)
+    model = SparseGPRegressor(likelihood="student_t", max_basis=8, random_state=0,
+                              warm_start=True).fit(X, y)
+    first = model.predict(X)
+    with pytest.warns(UserWarning, match="warm_start=True is not taken"):
+        model.fit(X, y)
+    np.testing.assert_allclose(model.predict(X), first, rtol=1e-10)
