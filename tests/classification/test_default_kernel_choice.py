@@ -202,3 +202,38 @@ def test_the_trial_charges_half_the_bic(capsys):
     charge = float(re.search(r"charge ([0-9.]+)", lines[0]).group(1))
     assert all_rows_fit.CHARGE_FACTOR == 0.5
     assert charge == pytest.approx(7 / 4 * np.log(600), abs=0.006)
+
+
+def test_a_noise_only_length_scale_is_not_copied_to_the_trial():
+    # a kept round whose one length scale leaves the rows uncorrelated (the Student-t on
+    # pumadyn32nm: RBF(1.24) on 32 standardised features) starts the per-feature trial at
+    # the data's scale, not at copies of it (from which the rows would stay noise); any
+    # other kernel starts at its copies (the same kernel, so the evidence can only rise)
+    from skgpsparse.kernels._scales import data_scaled_start, rows_uncorrelated
+    from skgpsparse.latent._model import LatentSparseGP
+
+    X = np.random.RandomState(0).randn(300, 20)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    model = LatentSparseGP(C(1.0) * RBF(1.0), 10, None, "fmin_l_bfgs_b", 3, 1e-4, 0,
+                           posterior="all_rows")
+    model.loss_curve_ = []
+    seen = []
+
+    def learn(model, kernel, bias, sites, X, y, basis, stop=None):
+        seen.append(kernel)
+        return 1.0, kernel, bias, sites  # no gain: the trial ends after its first learn
+
+    for scalar, uncorrelated in ((0.5, True), (5.0, False)):
+        kernel = C(1.0) * RBF(scalar)
+        assert rows_uncorrelated(kernel, X) is uncorrelated
+        best = (0.5, kernel, 0.0, np.arange(10), (None, None), [], model.likelihood)
+        kept, _ = all_rows_fit._per_feature_choice(model, best, X, y, None, 3, learn=learn)
+        assert kept is best  # not kept: no gain
+        start = seen[-1].k2.length_scale
+        copies = per_feature_length_scales(kernel, 20).k2.length_scale
+        if uncorrelated:
+            want = data_scaled_start(per_feature_length_scales(kernel, 20), X).k2.length_scale
+            np.testing.assert_allclose(start, want)
+            assert np.all(start > 3.0 * scalar)
+        else:
+            np.testing.assert_array_equal(start, copies)
