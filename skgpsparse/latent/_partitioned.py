@@ -121,11 +121,9 @@ def _refined(model, rows, positive, rng, best, X_u):
     idx = learning_subsample(model.refine_rows, rows.n, model.max_basis, rng)
     idx = np.arange(rows.n) if idx is None else idx
     X_r, labels = rows.take(idx)
-    weights = model.sample_weight
-    model._row_weights = None if weights is None else weights[idx]
+    weights = None if model.sample_weight is None else model.sample_weight[idx]
     refined, Z, model.refine_iter_ = refine_basis(model, best, X_r, _labels(labels, positive),
-                                                  X_u, model.refine_basis)
-    model._row_weights = weights
+                                                  X_u, model.refine_basis, weights)
     _, kernel, bias, basis, _, curve, model.likelihood = refined
     return partitioned_posterior(model, rows, positive, kernel, bias, basis, Z, curve)
 

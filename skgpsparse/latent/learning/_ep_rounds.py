@@ -484,16 +484,14 @@ def _refined(model, best, X, y, rng):
     ``model.refine_rows``, on a random subsample, then EP on every row under them from one ADF
     pass (as on row partitions)."""
     rows = learning_subsample(model.refine_rows, y.size, model.max_basis, rng)
-    part, X_r, y_r = best, X, y
+    part, X_r, y_r, weights = best, X, y, model.sample_weight
     if rows is not None:
         sites = best[4]
         part = best[:4] + ((None, None) if sites[0] is None else
                            tuple(s[rows] for s in sites),) + best[5:]
         X_r, y_r = X[rows], y[rows]
-        weights = model.sample_weight
-        model._row_weights = None if weights is None else weights[rows]
+        weights = None if weights is None else weights[rows]
     refined, Z, model.refine_iter_ = refine_basis(model, part, X_r, y_r, X[best[3]],
-                                                  model.refine_basis)
-    model._row_weights = model.sample_weight
+                                                  model.refine_basis, weights)
     model.likelihood = refined[6]
     return _round_on_all_rows(model, refined, X, y, None, X_u=Z), Z

@@ -142,17 +142,16 @@ class _Best:
         return value, grad
 
 
-def refine_basis(model, best, X, y, X_u, max_iter):
+def refine_basis(model, best, X, y, X_u, max_iter, weights=None):
     """``(best, Z, iterations)``: the round ``best`` (``_ep_rounds``' tuple, its sites those of
     the rows ``X, y`` or None) with the basis inputs ``X_u`` refined (module docstring).
 
     The tuple's loss, kernel, bias, sites and likelihood are the kept alternation's; its basis
     indices stay those of the rows the basis started from. With ``model.optimizer=None`` only
-    ``Z`` moves and EP follows it.
+    ``Z`` moves and EP follows it. ``weights``: the rows' copies (None: one each).
     """
     _, kernel, bias, basis, sites, curve, likelihood = best
     learn = model.optimizer is not None
-    weights = model._row_weights
     n = total_weight(y.size, weights)
     Z, k = np.array(X_u, dtype=float), kernel.n_dims
     # the start's evidence on these rows and their sites: EP to full tolerance, plain (damped)
@@ -171,20 +170,20 @@ def refine_basis(model, best, X, y, X_u, max_iter):
     iterations, stalled = 0, 0
     while iterations < max_iter:
         x0 = np.concatenate([kernel.theta, Z.ravel()])
-        for held in (sites, _proper(sites)):
+        for retry, held in enumerate((sites, _proper(sites))):
             surrogate = with_length_scale_prior(site_surrogate(kernel, X, held, weights),
                                                 kernel, n)
             track = _Best(surrogate)
             res = minimize(track, x0, jac=True, method="L-BFGS-B", bounds=free,
                            options={"maxiter": min(INNER_ITERATIONS, max_iter - iterations)})
             iterations += max(res.nit, 1)
-            if track.value < track.first or held[0] is not sites[0]:
+            if retry or track.value < track.first:  # descended, or retried already
                 break
         if track.x is None:
             break
         kernel, Z = kernel.clone_with_theta(track.x[:k]), track.x[k:].reshape(Z.shape)
         value, kernel, bias, sites, likelihood = _evidence_step(
-            model, kernel, bias, likelihood, X, y, Z, sites, learn)
+            kernel, bias, likelihood, X, y, Z, sites, learn, weights)
         model._progress.line(
             f"refinement: {iterations} iterations, -logZ/n {value:.6f}"
         )
@@ -200,10 +199,9 @@ def refine_basis(model, best, X, y, X_u, max_iter):
     return (value, kernel, bias, basis, sites, curve, likelihood), Z, iterations
 
 
-def _evidence_step(model, kernel, bias, likelihood, X, y, Z, sites, learn):
+def _evidence_step(kernel, bias, likelihood, X, y, Z, sites, learn, weights):
     """Step 2 of the module docstring: ``(loss, kernel, bias, sites, likelihood)`` (the
     kernel unchanged)."""
-    weights = model._row_weights
     objective = AllRowsObjective(kernel, X, y, Z, sites, tol=_SEARCH_TOL,
                                  likelihood=likelihood, weights=weights)
     target = with_length_scale_prior(objective, kernel, total_weight(y.size, weights))
