@@ -74,7 +74,13 @@ from ._ep_passes import (
     system,
     weight_posterior,
 )
-from ._ep_signed import proper_step, proper_system, signed_start
+from ._ep_signed import (
+    proper_step,
+    proper_system,
+    recovered_damping,
+    signed_start,
+    site_change,
+)
 from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky, reusing_priors
 
@@ -98,9 +104,6 @@ _EP_TOL = 1e-6
 _EP_MAX_SWEEPS = 200
 # Smallest damping of the parallel site updates.
 _MIN_DAMPING = 0.05
-# The first damping of signed sites (a likelihood that is not log-concave): Jylanki, Vanhatalo
-# and Vehtari (2011, §4.1) damp the parallel updates of the Student-t's sites by 0.5.
-_SIGNED_DAMPING = 0.5
 
 
 def evidence_row_terms(mu, s2, tau, nu, lam, y, bias, likelihood, *, gradient=False,
@@ -191,8 +194,9 @@ def all_rows_ep(
         Starting sites (natural parameters ``tau~``, ``nu~``, a warm start); if None, the sites
         of one ADF pass over all rows (:func:`~skgpsparse.inference._ep_passes.adf_sites`).
     tol, max_sweeps : float, int
-        EP stops when no site parameter moves by more than ``tol`` in a sweep, or after
-        ``max_sweeps`` sweeps.
+        EP stops when no site parameter moves by more than ``tol`` in a sweep (relative to
+        the parameter above 1 in magnitude for a signed likelihood, :mod:`._ep_signed`), or
+        after ``max_sweeps`` sweeps.
     progress : Progress, default=None
         Reports the sweeps (the fit's ``verbose``).
     accelerate : bool, default=False
@@ -222,8 +226,6 @@ def all_rows_ep(
         nu = np.where(tau > 0, np.asarray(nu, dtype=float), 0.0)
         post = system(prior, tau, nu)
     damping, last_change, previous_change = 1.0, np.inf, np.inf
-    if negative:
-        damping = _SIGNED_DAMPING
     converged = False
     mixer = AndersonSites(weights=prior.weights, signed=negative) if accelerate else None
     for sweep in range(max_sweeps):
@@ -238,10 +240,12 @@ def all_rows_ep(
             prior, y, bias, tau, nu, post, damping, accumulate=not expect_last,
             likelihood=likelihood,
         )
-        change = max(np.max(np.abs(new_tau - tau)), np.max(np.abs(new_nu - nu)), 0.0)
+        change = site_change(tau, nu, new_tau, new_nu)
+        # signed sites stop on the change relative to their size; the damping follows change
+        settled = site_change(tau, nu, new_tau, new_nu, relative=True) if negative else change
         if progress is not None:
             progress.step(lambda: f"EP sweep {sweep + 1}: largest site change {change:.3g}")
-        if change < tol:
+        if settled < tol:
             converged = True
             break
         if mixer is not None and not negative:
@@ -267,6 +271,7 @@ def all_rows_ep(
             if next_post is None:
                 break
             post = next_post
+            damping = recovered_damping(damping, change, previous_change)
             continue
         tau = tau + damping * (new_tau - tau)
         nu = nu + damping * (new_nu - nu)

@@ -44,9 +44,11 @@ from ._ep_passes import (
     block_rows,
     ep_sweep,
     marginal_pass,
+    signed,
     system_sums,
     weight_posterior,
 )
+from ._ep_signed import recovered_damping, site_change
 from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky
 
@@ -131,9 +133,12 @@ def _p_sweep(part, post, bias, damping, accumulate, apply, likelihood):
         out=st["sweep"], likelihood=likelihood,
     )
     st["mu"], st["s2"], st["new_tau"], st["new_nu"] = mu, s2, new_tau, new_nu
-    change = max(np.max(np.abs(new_tau - tau), initial=0.0),
-                 np.max(np.abs(new_nu - nu), initial=0.0), 0.0)
-    return change, system
+    change = site_change(tau, nu, new_tau, new_nu)
+    if signed(likelihood):  # all_rows_ep's stopping test
+        settled = site_change(tau, nu, new_tau, new_nu, relative=True)
+    else:
+        settled = change
+    return change, settled, system
 
 
 @state_scope(_KEY)
@@ -239,6 +244,7 @@ class PartitionedEP:
             post = weight_posterior(*rows.sum(_p_system, None))
         damping, last_change, previous_change = 1.0, np.inf, np.inf
         apply, converged = None, False
+        negative = signed(self.likelihood)
         for _ in range(max_sweeps):
             expect_last = np.isfinite(previous_change) and (
                 last_change * min(last_change / previous_change, 1.0) < 0.5 * tol
@@ -247,10 +253,10 @@ class PartitionedEP:
                 _p_sweep, post, bias, damping, not expect_last, apply, self.likelihood
             )
             change = max(r[0] for r in results)
-            if change < tol:
+            if max(r[1] for r in results) < tol:
                 converged = True
                 break
-            next_system = None if expect_last else _add_systems([r[1] for r in results])
+            next_system = None if expect_last else _add_systems([r[2] for r in results])
             if change > last_change:  # oscillation: damp more (all_rows_ep's rule)
                 damping = max(0.5 * damping, _MIN_DAMPING)
                 next_system = None
@@ -259,6 +265,8 @@ class PartitionedEP:
             if next_system is None:
                 next_system, apply = rows.sum(_p_system, apply), None
             post = weight_posterior(*next_system)
+            if negative:  # all_rows_ep's growth of a signed likelihood's damping
+                damping = recovered_damping(damping, change, previous_change)
         else:
             rows.map(_p_marginals, post, apply)
         log_z = (-np.sum(np.log(np.diag(post.L_B))) + 0.5 * post.Ua @ post.Ua

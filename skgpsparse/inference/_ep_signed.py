@@ -10,6 +10,23 @@ positive definite and every ``h_i = 1 + Lambda_i tau~_i`` positive. A parallel u
 break either takes a shorter step toward the matched sites: the damping halves until the
 posterior is proper (their §4.1 damps the parallel updates for the same reason). Zero sites
 give ``B = I``, so a small enough step from proper sites always exists.
+
+The halving can cut the damping far below what the parallel updates need to settle, and EP's
+oscillation rule only ever lowers it, so after a sweep whose largest site change fell the
+damping grows back toward 1 (:func:`recovered_damping`). Jylanki et al. damp by 0.5
+throughout; EP here starts undamped. On pol (8,000 rows, 10 % gross target errors, the
+Student-t fit's final EP from ADF) the first step was halved to 0.0156, the damping then sat at
+the floor 0.05 and EP had not converged after 400 sweeps; with the growth it reached the same
+fixed point (the evidence equal to 1e-10) in 18 sweeps, and KIN40K's in 3-6 instead of 29-37.
+
+A learned Student-t scale ``s`` can fall far below the latent noise (FITC's ``Lambda`` carries
+it), and its sites' precision reaches ``(nu + 1) / (nu s^2)``: 4e5 on pol's clean targets, where
+``s`` = 0.0013. Their rounding then moves them by ~1e-5 a sweep, so EP's stopping test
+(:func:`site_change`) takes the change relative to the site's size where ``|tau~| > 1``: on
+that fit the sites were settled to 4e-10 relative after 4 sweeps, and the absolute test ran the
+remaining 196 of the 200 allowed. The damping rules keep the absolute change: the relative one
+jumps between rows whose small precision flips sign, and on pol's corrupted targets it halved
+and grew the damping in turn for 63 sweeps where the absolute one took 18.
 """
 
 import numpy as np
@@ -17,10 +34,35 @@ from scipy.linalg import LinAlgError
 
 from ._ep_passes import system, weight_posterior
 
-__all__ = ["proper_step", "proper_system", "signed_start"]
+__all__ = ["proper_step", "proper_system", "recovered_damping", "signed_start", "site_change"]
 
 # Halvings of the damping tried before a step is given up (the sites then stay).
 _HALVINGS = 30
+# The damping's growth after a sweep whose largest change fell.
+_RECOVERY = 1.5
+
+
+def site_change(tau, nu, new_tau, new_nu, relative=False):
+    """The largest change of a site parameter from ``(tau, nu)`` to ``(new_tau, new_nu)``.
+
+    With ``relative`` (the stopping test of signed sites, module docstring), where ``|tau~|``
+    exceeds 1: ``tau~``'s change over ``|tau~|``, and ``nu~``'s over ``|tau~|^1/2``, which
+    for ``nu~ = tau~ mu~`` is the site mean's change in units of the site's standard deviation
+    (``nu~`` over ``|nu~|`` let the site means move by a standard deviation at EP's search
+    tolerance 1e-3, and the basis refinement stalled on pol).
+    """
+    d_tau, d_nu = np.abs(new_tau - tau), np.abs(new_nu - nu)
+    if relative:
+        size = np.maximum(np.abs(tau), 1.0)
+        d_tau /= size
+        d_nu /= np.sqrt(size)
+    return max(np.max(d_tau, initial=0.0), np.max(d_nu, initial=0.0), 0.0)
+
+
+def recovered_damping(damping, change, previous_change):
+    """The damping of the next sweep after a step with ``damping`` (module docstring): times
+    ``_RECOVERY``, at most 1, where the sweep's largest site change fell below the last one."""
+    return min(_RECOVERY * damping, 1.0) if change < previous_change else damping
 
 
 def proper_system(prior, tau, nu, sums=None):
