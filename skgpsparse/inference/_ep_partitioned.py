@@ -11,7 +11,10 @@ keeps its rows' part of the prior (``V_i = L^-1 K_ui``, ``Lambda_i``: a
   posterior ``(L_B, mean_w)`` and gets back its largest site change and its part of the next
   system, ``V_i G_i V_i^T`` and ``V_i a_i`` (``p x p`` and ``p``); the driver adds them and
   factors ``B`` as the in-memory loop does (:func:`~skgpsparse.inference._ep.all_rows_ep`: the same
-  damping rule and stopping test, so the same number of sweeps to rounding);
+  damping rule and stopping test, so the same number of sweeps to rounding; for a likelihood
+  that is not log-concave also its proper step, :mod:`skgpsparse.inference._ep_signed`: a step
+  that leaves ``B`` indefinite or an ``h_i`` not positive is halved, the partitions forming the
+  shorter step's system without taking it);
 - the ADF start (:func:`~skgpsparse.inference._ep_passes.adf_sites`) is sequential over blocks of
   rows: the partitions run one after another, each continuing the blocks of the previous one with
   the running system ``(S, V a)`` and posterior (a block cut by a partition boundary is finished by
@@ -32,6 +35,7 @@ sweeps, ADF blocks and evidence terms count each row that many times, as in memo
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import LinAlgError
 
 from ..rows._store import read_only, state_scope
 from ._ep import _EP_MAX_SWEEPS, _EP_TOL, _MIN_DAMPING, evidence_row_terms
@@ -48,7 +52,7 @@ from ._ep_passes import (
     system_sums,
     weight_posterior,
 )
-from ._ep_signed import recovered_damping, site_change
+from ._ep_signed import _HALVINGS, recovered_damping, site_change
 from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky
 
@@ -134,11 +138,27 @@ def _p_sweep(part, post, bias, damping, accumulate, apply, likelihood):
     )
     st["mu"], st["s2"], st["new_tau"], st["new_nu"] = mu, s2, new_tau, new_nu
     change = site_change(tau, nu, new_tau, new_nu)
-    if signed(likelihood):  # all_rows_ep's stopping test
+    settled, proper = change, True
+    if signed(likelihood):  # all_rows_ep's stopping test, and the step's h = 1 + Lambda tau~
         settled = site_change(tau, nu, new_tau, new_nu, relative=True)
-    else:
-        settled = change
-    return change, settled, system
+        proper = _positive_h(st["prior"], tau + damping * (new_tau - tau))
+    return change, settled, system, proper
+
+
+def _positive_h(prior, tau):
+    """Whether ``tau~`` keeps every ``h = 1 + Lambda tau~`` positive (``_ep_signed``)."""
+    return bool(np.all(np.isfinite(tau)) and np.all(1.0 + prior.lam * tau > 0.0))
+
+
+@read_only
+def _p_step_system(part, damping):
+    """The system of the step with ``damping`` toward the last sweep's matched sites, the step
+    not taken (as :func:`_apply` would take it); None where it leaves an ``h`` not positive."""
+    st = part.state[_KEY]
+    tau = st["tau"] + damping * (st["new_tau"] - st["tau"])
+    if not _positive_h(st["prior"], tau):
+        return None
+    return system_sums(st["prior"], tau, st["nu"] + damping * (st["new_nu"] - st["nu"]))
 
 
 @state_scope(_KEY)
@@ -261,17 +281,42 @@ class PartitionedEP:
                 damping = max(0.5 * damping, _MIN_DAMPING)
                 next_system = None
             previous_change, last_change = last_change, change
+            if negative:  # all_rows_ep's proper step and damping growth (_ep_signed)
+                if not all(r[3] for r in results):
+                    next_system = None
+                next_post, damping = self._proper_step(next_system, damping)
+                if next_post is None:  # no proper step: the sites stay, as in memory
+                    apply = None
+                    break
+                post, apply = next_post, damping
+                damping = recovered_damping(damping, change, previous_change)
+                continue
             apply = damping
             if next_system is None:
                 next_system, apply = rows.sum(_p_system, apply), None
             post = weight_posterior(*next_system)
-            if negative:  # all_rows_ep's growth of a signed likelihood's damping
-                damping = recovered_damping(damping, change, previous_change)
         else:
             rows.map(_p_marginals, post, apply)
         log_z = (-np.sum(np.log(np.diag(post.L_B))) + 0.5 * post.Ua @ post.Ua
                  + rows.sum(_p_evidence, bias, self.likelihood))
         return float(-log_z), post, converged
+
+    def _proper_step(self, sums, damping):
+        """``(posterior, damping)`` of the step toward the last sweep's matched sites with
+        the damping halved until the posterior is proper (:func:`~._ep_signed.proper_step`);
+        ``sums``: the step's system at ``damping`` if the sweep formed it. The posterior is
+        None if no step was proper."""
+        for _ in range(_HALVINGS):
+            if sums is None:
+                parts = self.rows.map(_p_step_system, damping)
+                sums = None if any(part is None for part in parts) else _add_systems(parts)
+            if sums is not None:
+                try:
+                    return weight_posterior(*sums), damping
+                except (LinAlgError, ValueError):
+                    pass
+            damping, sums = 0.5 * damping, None
+        return None, damping
 
     def sites(self):
         """``(tau~, nu~)`` of every row, gathered from the partitions (``2 n`` numbers)."""

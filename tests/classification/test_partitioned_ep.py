@@ -11,10 +11,11 @@ from sklearn.datasets import make_moons
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from skgpsparse.inference._ep import negative_log_evidence_all_rows
-from skgpsparse.inference._ep_partitioned import PartitionedEP, partitioned_ep
+from skgpsparse.inference._ep import all_rows_ep, negative_log_evidence_all_rows
+from skgpsparse.inference._ep_partitioned import PartitionedEP, Targets, partitioned_ep
 from skgpsparse.inference._ep_passes import adf_sites
 from skgpsparse.inference._sparse_prior import SparsePrior
+from skgpsparse.likelihoods import StudentT
 from skgpsparse.rows._store import LocalRows
 
 
@@ -62,3 +63,26 @@ def test_partitioned_ep_is_the_in_memory_ep(start):
     rows = LocalRows(X, labels, 70)
     partitioned_ep(rows, "b", kernel, X_u, -0.1, start)
     assert all(not part.state for part in rows.partitions)
+
+
+def test_partitioned_signed_ep_is_the_in_memory_ep():
+    # a Student-t at a scale far below the prior's: site precisions ~1e5 and negative ones at
+    # the gross errors; the partitions follow the in-memory EP's damping growth and its stop
+    # on the sites' change relative to their size (without them neither converges here)
+    rng = np.random.RandomState(0)
+    X = np.sort(rng.uniform(-3.0, 3.0, (150, 1)), axis=0)
+    y = np.sin(X[:, 0]) + 0.002 * rng.randn(150)
+    y[[4, 15, 23, 90]] += [6.0, -5.0, 8.0, -4.0]
+    kernel = C(1.0) * RBF(1.0)
+    X_u = np.linspace(-3.0, 3.0, 15)[:, None]
+    likelihood = StudentT(dof=4.0, scale=0.003)
+    prior = SparsePrior(kernel, X, X_u)
+    tau, nu, _, converged = all_rows_ep(prior, y, 0.0, likelihood=likelihood)
+    assert converged and np.max(tau) > 1e4 and np.sum(tau < 0) >= 4
+    ep = PartitionedEP(LocalRows(X, y, 40), Targets(0.0, 1.0), kernel, X_u,
+                       likelihood=likelihood)
+    _, _, got_converged = ep.run(0.0, "adf")
+    got_tau, got_nu = ep.sites()
+    assert got_converged
+    np.testing.assert_allclose(got_tau, tau, rtol=1e-9)
+    np.testing.assert_allclose(got_nu, nu, rtol=1e-9)
