@@ -52,7 +52,7 @@ from ._ep_passes import (
     system_sums,
     weight_posterior,
 )
-from ._ep_signed import _HALVINGS, recovered_damping, site_change
+from ._ep_signed import halved_step, positive_h, recovered_damping, site_change
 from ._row_columns import row_slices
 from ._sparse_prior import SparsePrior, basis_cholesky
 
@@ -141,13 +141,8 @@ def _p_sweep(part, post, bias, damping, accumulate, apply, likelihood):
     settled, proper = change, True
     if signed(likelihood):  # all_rows_ep's stopping test, and the step's h = 1 + Lambda tau~
         settled = site_change(tau, nu, new_tau, new_nu, relative=True)
-        proper = _positive_h(st["prior"], tau + damping * (new_tau - tau))
+        proper = positive_h(st["prior"], tau + damping * (new_tau - tau))
     return change, settled, system, proper
-
-
-def _positive_h(prior, tau):
-    """Whether ``tau~`` keeps every ``h = 1 + Lambda tau~`` positive (``_ep_signed``)."""
-    return bool(np.all(np.isfinite(tau)) and np.all(1.0 + prior.lam * tau > 0.0))
 
 
 @read_only
@@ -156,7 +151,7 @@ def _p_step_system(part, damping):
     not taken (as :func:`_apply` would take it); None where it leaves an ``h`` not positive."""
     st = part.state[_KEY]
     tau = st["tau"] + damping * (st["new_tau"] - st["tau"])
-    if not _positive_h(st["prior"], tau):
+    if not positive_h(st["prior"], tau):
         return None
     return system_sums(st["prior"], tau, st["nu"] + damping * (st["new_nu"] - st["nu"]))
 
@@ -306,17 +301,19 @@ class PartitionedEP:
         the damping halved until the posterior is proper (:func:`~._ep_signed.proper_step`);
         ``sums``: the step's system at ``damping`` if the sweep formed it. The posterior is
         None if no step was proper."""
-        for _ in range(_HALVINGS):
-            if sums is None:
-                parts = self.rows.map(_p_step_system, damping)
-                sums = None if any(part is None for part in parts) else _add_systems(parts)
-            if sums is not None:
-                try:
-                    return weight_posterior(*sums), damping
-                except (LinAlgError, ValueError):
-                    pass
-            damping, sums = 0.5 * damping, None
-        return None, damping
+        def proper_at(step, first):
+            formed = sums if first else None
+            if formed is None:
+                parts = self.rows.map(_p_step_system, step)
+                if any(part is None for part in parts):
+                    return None
+                formed = _add_systems(parts)
+            try:
+                return weight_posterior(*formed)
+            except (LinAlgError, ValueError):
+                return None
+
+        return halved_step(proper_at, damping)
 
     def sites(self):
         """``(tau~, nu~)`` of every row, gathered from the partitions (``2 n`` numbers)."""

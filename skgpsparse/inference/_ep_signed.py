@@ -34,7 +34,15 @@ from scipy.linalg import LinAlgError
 
 from ._ep_passes import system, weight_posterior
 
-__all__ = ["proper_step", "proper_system", "recovered_damping", "signed_start", "site_change"]
+__all__ = [
+    "halved_step",
+    "positive_h",
+    "proper_step",
+    "proper_system",
+    "recovered_damping",
+    "signed_start",
+    "site_change",
+]
 
 # Halvings of the damping tried before a step is given up (the sites then stay).
 _HALVINGS = 30
@@ -65,12 +73,32 @@ def recovered_damping(damping, change, previous_change):
     return min(_RECOVERY * damping, 1.0) if change < previous_change else damping
 
 
+def positive_h(prior, tau):
+    """Whether the precisions ``tau~`` are finite and keep every ``h_i = 1 + Lambda_i tau~_i``
+    positive (module docstring)."""
+    return bool(np.all(np.isfinite(tau)) and np.all(1.0 + prior.lam * tau > 0.0))
+
+
+def halved_step(proper_at, damping):
+    """``(posterior, damping)``: the first of ``damping``, ``damping / 2``, ... (at most
+    :data:`_HALVINGS` of them) at which ``proper_at(damping, first)`` returns a posterior
+    (``first``: the damping it was given, whose system the sweep may have formed); the
+    posterior is None if none did. The in-memory step (:func:`proper_step`) and the
+    partitions' (:mod:`skgpsparse.inference._ep_partitioned`) share it."""
+    for k in range(_HALVINGS):
+        post = proper_at(damping, k == 0)
+        if post is not None:
+            return post, damping
+        damping *= 0.5
+    return None, damping
+
+
 def proper_system(prior, tau, nu, sums=None):
     """The posterior of ``w`` under ``(tau~, nu~)`` if it is proper, else None.
 
     ``sums``: ``(B - I, V a)`` of these sites when already formed (the sweep's).
     """
-    if not np.all(np.isfinite(tau)) or np.any(1.0 + prior.lam * tau <= 0.0):
+    if not positive_h(prior, tau):
         return None
     try:
         return system(prior, tau, nu) if sums is None else weight_posterior(*sums)
@@ -106,11 +134,11 @@ def proper_step(prior, tau, nu, new_tau, new_nu, damping, sums=None):
     damping : float
         The damping that was taken (kept for the next sweeps).
     """
-    for _ in range(_HALVINGS):
-        step_tau = tau + damping * (new_tau - tau)
-        step_nu = nu + damping * (new_nu - nu)
-        post = proper_system(prior, step_tau, step_nu, sums)
-        if post is not None:
-            return step_tau, step_nu, post, damping
-        damping, sums = 0.5 * damping, None
-    return tau, nu, None, damping
+    def proper_at(step, first):
+        return proper_system(prior, tau + step * (new_tau - tau), nu + step * (new_nu - nu),
+                             sums if first else None)
+
+    post, damping = halved_step(proper_at, damping)
+    if post is None:
+        return tau, nu, None, damping
+    return tau + damping * (new_tau - tau), nu + damping * (new_nu - nu), post, damping
