@@ -166,3 +166,44 @@ def test_warm_start_with_a_likelihood_warns_and_starts_afresh():
     with pytest.warns(UserWarning, match="warm_start=True is not taken"):
         model.fit(X, y)
     np.testing.assert_allclose(model.predict(X), first, rtol=1e-10)
+
+
+
+
+def test_the_refinement_outlasts_two_losing_alternations(monkeypatch):
+    # an alternation can lose evidence (the surrogate is EP's at its sites only) and a later
+    # one gain more: the refinement stops after PATIENCE = 3 alternations in a row without a
+    # gain of STOP_GAIN per row, not 2, and returns the best alternation's kernel and inputs
+    from skgpsparse.latent.learning import _refine
+
+    X, y, _ = _real(300, 10, outliers=0.1)
+    steps, start = [], []
+    real_step, real_prior = _refine._evidence_step, _refine.with_length_scale_prior
+    # the alternations' -log evidence per row against the start's: a gain, two losses, the
+    # largest gain, then losses until the refinement stops
+    offsets = [-0.01, 1.0, 1.0, -0.02, 1.0, 1.0, 1.0, 1.0, 1.0]
+
+    def evidence_step(kernel, bias, likelihood, X_, y_, Z, *args):
+        out = real_step(kernel, bias, likelihood, X_, y_, Z, *args)
+        steps.append((kernel.theta.copy(), Z.copy()))
+        return (start[0] + offsets[len(steps) - 1],) + out[1:]
+
+    def with_prior(objective, kernel, n):  # the first is the start's evidence
+        f = real_prior(objective, kernel, n)
+
+        def recorded(*args, **kwargs):
+            value = f(*args, **kwargs)
+            start.append(float(value))
+            return value
+        return f if start else recorded
+
+    monkeypatch.setattr(_refine, "_evidence_step", evidence_step)
+    monkeypatch.setattr(_refine, "with_length_scale_prior", with_prior)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SparseGPRegressor(likelihood="student_t", max_basis=10, refine_basis=2000,
+                                  random_state=0).fit(X, y)
+    assert len(steps) == 7  # the fourth gained; three more without a gain
+    theta, Z = steps[3]
+    np.testing.assert_allclose(model._latent.kernel_.theta, theta)
+    np.testing.assert_allclose(model.basis_vectors_, Z)
