@@ -264,6 +264,7 @@ def store_likelihood_fit(model, latent, centre, scale, kept=None):
     basis = np.asarray(latent.basis_indices_)
     model.basis_indices_ = basis if kept is None else kept[basis]
     model.basis_vectors_ = latent.basis_vectors_
+    model.n_basis_, model.basis_size_curve_ = len(latent.basis_vectors_), None  # an int's
     model.n_iter_, model.n_refine_iter_ = latent.n_iter_, latent.refine_iter_
     model.log_marginal_likelihood_value_ = latent.log_marginal_likelihood_value_
     model._y_train_mean, model._y_train_std = centre, scale

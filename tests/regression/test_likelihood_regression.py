@@ -140,6 +140,9 @@ def test_poisson_recovers_the_rate():
     pred = model.predict(X_test)
     assert np.all(pred > 0)
     assert np.median(np.abs(np.log(pred / rate_test))) < 0.1
+    # the basis attributes of an int max_basis, as the Gaussian regressor's
+    assert model.n_basis_ == len(model.basis_vectors_) == 40
+    assert model.basis_size_curve_ is None
     # its log densities of test counts are Poisson's under the predicted rates, roughly
     y_test = np.random.RandomState(5).poisson(rate_test)
     lpd = model.log_predictive_density(X_test, y_test)
