@@ -32,6 +32,7 @@ Goal of the performance issue: fit in under 2 minutes, peak memory under 8 GB, p
 Usage::
 
     python benchmarks/scale/million.py --sizes 10000,100000,1000000        # default constructors
+    python benchmarks/scale/million.py --only regressor --max-basis auto,100 --tag auto
     python benchmarks/scale/million.py --sizes 100000 --learning-rows auto,none --only regressor
     python benchmarks/scale/million.py --data uci_protein --sizes 40000 --learning-rows auto,none
     python benchmarks/scale/million.py --only classifier --sizes 200000 --polish skip,run
@@ -169,8 +170,12 @@ def default_split(estimator, data, n, d, seed=0):
     return X, t, X_t, t_t
 
 
-def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip"):
+def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip",
+                  max_basis="default"):
     """One default-constructor fit (``learning_rows`` "auto" or "none"); prints a JSON line.
+
+    ``max_basis``: "default" keeps the constructor's; "auto" or an int (as a string) is
+    passed, the rest default (``--max-basis auto,100`` puts the two side by side).
 
     ``polish="run"``: the classifier's subsample learning ends with the final L-BFGS-B run
     to convergence as it did before (the package skips it there), for a back-to-back
@@ -193,12 +198,15 @@ def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip"):
 
     X, y, X_t, y_t = default_split(estimator, data, n, d, seed)
     lr = None if learning_rows == "none" else learning_rows
+    size = {} if max_basis == "default" else {
+        "max_basis": max_basis if max_basis == "auto" else int(max_basis)}
     if estimator == "regressor":
-        model = SparseGPRegressor(random_state=0, learning_rows=lr)
+        model = SparseGPRegressor(random_state=0, learning_rows=lr, **size)
     else:
-        model = SparseGPClassifier(random_state=0, learning_rows=lr)
+        model = SparseGPClassifier(random_state=0, learning_rows=lr, **size)
     out = {"estimator": estimator, "data": data, "n": n, "d": X.shape[1],
-           "learning_rows": learning_rows, "polish": polish, "load_before": os.getloadavg()[0]}
+           "learning_rows": learning_rows, "polish": polish, "max_basis": max_basis,
+           "load_before": os.getloadavg()[0]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         w, c = time.perf_counter(), time.process_time()
@@ -210,6 +218,7 @@ def child_default(estimator, data, n, d, learning_rows, seed=0, polish="skip"):
         else:
             out.update(classification_metrics(y_t, model.predict_proba(X_t)[:, 1]))
     out["kernel"] = str(model.kernel_)
+    out["n_basis"] = int(np.max(model.n_basis_))
     # the BLAS floor at this n: one K(X, X_u) block and one triangular solve, p = max_basis
     X_u = X[np.random.default_rng(1).choice(n, size=min(n, 100), replace=False)]
     w, c = time.perf_counter(), time.process_time()
@@ -227,11 +236,12 @@ def main_default(args):
     estimators = [args.only] if args.only else ["regressor", "classifier"]
     for n in sizes:
         for est in estimators:
-            for lr, polish in [(lr, po) for lr in args.learning_rows.split(",")
-                               for po in args.polish.split(",")]:
+            for lr, polish, size in [(lr, po, mb) for lr in args.learning_rows.split(",")
+                                     for po in args.polish.split(",")
+                                     for mb in args.max_basis.split(",")]:
                 cmd = [sys.executable, __file__, "--mode", "default", "--child", est,
                        "--n", str(n), "--d", str(args.d), "--data", args.data,
-                       "--learning-rows", lr, "--polish", polish]
+                       "--learning-rows", lr, "--polish", polish, "--max-basis", size]
                 try:
                     proc = subprocess.run(cmd, capture_output=True, text=True,
                                           timeout=args.timeout, check=False)
@@ -257,9 +267,10 @@ def main_default(args):
         f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}. Each fit in its own process; "
         "floor = one chunked K(X, X_u) and one triangular solve at p = 100 in that process; "
         "peak = the child's maximum resident set size.\n\n"
-        "| estimator | n | learning_rows | fit wall (s) | fit CPU (s) | floor wall (s) | "
-        "x floor (wall / CPU) | peak (GB) | NMSE / NLP | NLPD / error | z^2 | load |\n"
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+        "| estimator | n | learning_rows | max_basis (basis) | fit wall (s) | fit CPU (s) | "
+        "floor wall (s) | x floor (wall / CPU) | peak (GB) | NMSE / NLP | NLPD / error | z^2 | "
+        "load |\n"
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
     )
     body = ""
     for r in rows:
@@ -268,7 +279,9 @@ def main_default(args):
                  if "floor_wall" in r else "-")
         body += (
             f"| {r['estimator']} | {r['n']} | {r['learning_rows']}"
-            f"{' (polish run)' if r.get('polish') == 'run' else ''} | {f(r, 'fit_wall', '.1f')} | "
+            f"{' (polish run)' if r.get('polish') == 'run' else ''} | "
+            f"{r.get('max_basis', 'default')} ({r.get('n_basis', '-')}) | "
+            f"{f(r, 'fit_wall', '.1f')} | "
             f"{f(r, 'fit_cpu', '.1f')} | {f(r, 'floor_wall', '.2f')} | {ratio} | "
             f"{f(r, 'peak_rss_gb', '.2f')} | {f(r, 'nmse' if reg else 'nlp', '.4f')} | "
             f"{f(r, 'nlpd' if reg else 'error', '.4f')} | {f(r, 'z2', '.3f') if reg else '-'} | "
@@ -311,11 +324,14 @@ def main():
                         "final L-BFGS-B run on the subsample, as before) or 'skip,run'")
     parser.add_argument("--data", default="synthetic",
                         help="default mode: synthetic, uci_protein or pmlb_adult")
+    parser.add_argument("--max-basis", default="default",
+                        help="default mode: comma-separated max_basis ('default': the "
+                        "constructor's; 'auto' or an int), e.g. 'auto,100'")
     args = parser.parse_args()
     if args.mode == "default":
         if args.child:
             child_default(args.child, args.data, args.n, args.d, args.learning_rows,
-                          polish=args.polish)
+                          polish=args.polish, max_basis=args.max_basis)
         else:
             main_default(args)
         return
