@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common.clf_bench import header, initial_kernel, split, test_scores
+from _common.report import write_keeping_findings
 from threadpoolctl import threadpool_limits
 
 import skgpsparse
@@ -187,11 +188,7 @@ def main(argv=None):
         "",
         *lines,
     ]) + "\n"
-    out = RESULTS / "ivm_vs_nlp.md"
-    findings = ""
-    if out.exists() and "## Findings" in out.read_text():
-        findings = "\n## Findings" + out.read_text().split("## Findings", 1)[1]
-    out.write_text(text + findings)
+    write_keeping_findings(RESULTS / "ivm_vs_nlp.md", text)
     print(text)
 
 

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common.data import load_dataset  # noqa: E402
 from _common.machine import machine  # noqa: E402
 from _common.peers import fit_and_score, standardise  # noqa: E402
+from _common.report import write_keeping_findings  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETS = ("kin40k", "uci_protein", "pol", "pumadyn32nm")
@@ -198,14 +199,9 @@ def report(runs, path):
             gain = "" if prev is None else f"{v - prev:.4f}"
             lines.append(f"| {name} | {which} | {p} | {v:.4f} | {gain} |")
             prev = v
-    # a hand-written "## Findings" section of the previous report is kept
-    previous = path.read_text() if path.exists() else ""
-    findings = previous[previous.find(_FINDINGS):] if _FINDINGS in previous else ""
-    path.write_text("\n".join(lines) + "\n" + ("\n" + findings if findings else ""))
+    write_keeping_findings(path, "\n".join(lines))
     _plot(fits, path.with_suffix(".png"))
 
-
-_FINDINGS = "## Findings"
 
 
 def _plot(fits, path):

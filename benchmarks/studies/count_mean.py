@@ -46,6 +46,7 @@ from sklearn.metrics import mean_poisson_deviance
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "peers"))
 sys.path.insert(0, str(HERE.parent))
+from _common.report import write_keeping_findings  # noqa: E402
 from likelihoods import count_split, fit_counts  # noqa: E402
 
 from skgpsparse import SparseGPRegressor  # noqa: E402
@@ -55,8 +56,6 @@ from skgpsparse.regression._likelihood_fit import default_kernel  # noqa: E402
 RESULTS = HERE / "results"
 GP_VARIANTS = ("default", "per_feature", "linear")
 OTHERS = ("poisson_glm", "poisson_glm_cv", "hgb_poisson")
-# The heading of the hand-written reading of the results file, kept by a rerun.
-FINDINGS = "## Findings"
 
 
 def gp_kernel(variant, d):
@@ -168,10 +167,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     lines = report(run(args.datasets, args.seeds))
     print("\n".join(lines))
-    path = RESULTS / "count_mean.md"
-    kept = path.read_text().split(FINDINGS, 1) if path.exists() else []
-    findings = FINDINGS + kept[1] if len(kept) == 2 else ""  # the reading stays
-    path.write_text("\n".join(lines) + "\n" + findings)
+    write_keeping_findings(RESULTS / "count_mean.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "peers"))
 sys.path.insert(0, str(HERE.parent))
 from _common.data import load_dataset  # noqa: E402
-from count_mean import FINDINGS, gp_kernel  # noqa: E402
+from _common.report import write_keeping_findings  # noqa: E402
+from count_mean import gp_kernel  # noqa: E402
 from likelihoods import count_split  # noqa: E402
 
 from skgpsparse import SparseGPRegressor  # noqa: E402
@@ -201,10 +202,7 @@ def report():
             f"{diffs(rows, 'per_feature')} | {diffs(rows, 'reversed')} | "
             f"{medians(rows, 'lpd', '.4f')} | {medians(rows, 'cpu', '.2f')} | "
             f"{kept[0]}, {kept[1]} of {len(rows)} |")
-    out = RESULTS / "count_per_feature.md"
-    kept = out.read_text().split("\n" + FINDINGS, 1) if out.exists() else [""]
-    findings = "\n" + FINDINGS + kept[1] if len(kept) > 1 else ""
-    out.write_text("\n".join(lines) + "\n" + findings)
+    write_keeping_findings(RESULTS / "count_per_feature.md", "\n".join(lines))
     print("\n".join(lines))
 
 

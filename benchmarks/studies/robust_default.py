@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common.report import write_keeping_findings  # noqa: E402
 from robust_regression import load  # noqa: E402  (the same splits)
 
 from skgpsparse import SparseGPRegressor  # noqa: E402
@@ -129,10 +131,7 @@ def report():
                            f"CPU over the Gaussian's, median {np.median(cpus):.2f} "
                            f"(range {min(cpus):.2f}-{max(cpus):.2f}); {len(ratios)} splits.")
     lines += ["", "## Summary (medians over the splits)", ""] + summary
-    out = RESULTS / "robust_default.md"
-    kept = out.read_text().split("\n## Findings", 1) if out.exists() else [""]
-    findings = "\n## Findings" + kept[1] if len(kept) > 1 else ""
-    out.write_text("\n".join(lines) + "\n" + findings)
+    write_keeping_findings(RESULTS / "robust_default.md", "\n".join(lines))
 
 
 def main(argv=None):

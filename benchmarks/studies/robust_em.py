@@ -81,6 +81,8 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common.report import write_keeping_findings
 from robust_default import nmse
 from robust_regression import TRIM, load
 
@@ -362,11 +364,7 @@ def report():
                     f"{min(cpus):.2f}-{max(cpus):.2f}){settled}; {len(t)} splits.")
     lines += ["", "## Summary (medians over the splits)", ""]
     lines += summary
-    out = RESULTS / "robust_em.md"
-    # the findings, written by hand after a run, are kept
-    previous = out.read_text() if out.exists() else ""
-    findings = previous[previous.find("\n## Findings"):] if "\n## Findings" in previous else ""
-    out.write_text("\n".join(lines) + "\n" + findings)
+    write_keeping_findings(RESULTS / "robust_em.md", "\n".join(lines))
 
 
 def main(argv=None):

@@ -168,8 +168,6 @@ def test_warm_start_with_a_likelihood_warns_and_starts_afresh():
     np.testing.assert_allclose(model.predict(X), first, rtol=1e-10)
 
 
-
-
 def test_the_refinement_outlasts_two_losing_alternations(monkeypatch):
     # an alternation can lose evidence (the surrogate is EP's at its sites only) and a later
     # one gain more: the refinement stops after PATIENCE = 3 alternations in a row without a
