@@ -17,6 +17,8 @@ from ._base import Likelihood
 
 # Newton steps of the mode's equation (quadratic convergence from the start: a few suffice).
 _NEWTON_STEPS = 30
+# Below this L the mode's z = W(e^L) is e^L to float64 precision (relative error e^L).
+_W_LINEAR = -700.0
 
 __all__ = ["Poisson"]
 
@@ -91,15 +93,22 @@ class Poisson(Likelihood):
         ``z = m + v y - f > 0`` (Lambert's W): Newton steps on ``z + log z = L``,
         ``L = log v + m + v y``, from a start below the root (the function is concave and
         increasing, so the steps approach it from below without overshooting); then
-        ``e^f = z / v`` and the width ``(-1 / g'')^1/2 = (v / (1 + z))^1/2``."""
+        ``e^f = z / v`` and the width ``(-1 / g'')^1/2 = (v / (1 + z))^1/2``. Where ``L <
+        -700`` (a cavity mean far below the data's rates) ``z = e^L``: ``W(x) = x (1 - x +
+        ...)`` is ``x`` in float64 there, and ``e^L`` may underflow to 0 (so does Newton's
+        ``z``, and ``log z`` with it)."""
         L = np.log(var) + mean + var * y
-        t = np.exp(np.minimum(L, 1.0))
-        z = np.where(L < 1.0, t / (1.0 + t), L - np.log(np.maximum(L, 1.0)))
+        linear = L < _W_LINEAR
+        L_newton = np.where(linear, 0.0, L)
+        t = np.exp(np.minimum(L_newton, 1.0))
+        z = np.where(L_newton < 1.0, t / (1.0 + t),
+                     L_newton - np.log(np.maximum(L_newton, 1.0)))
         for _ in range(_NEWTON_STEPS):
-            step = (z + np.log(z) - L) * z / (z + 1.0)
+            step = (z + np.log(z) - L_newton) * z / (z + 1.0)
             z = z - step
             if np.all(np.abs(step) <= 1e-13 * z):
                 break
+        z = np.where(linear, np.exp(np.minimum(L, _W_LINEAR)), z)
         return mean + var * y - z, np.sqrt(var / (1.0 + z))
 
     def _quadrature(self, y, mean, var, x, shift):

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.special import digamma
+from scipy.special import digamma, gammaln
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
@@ -40,6 +40,7 @@ CASES = [
     (Poisson(), 3.0, 1.0, 0.01),
     (Poisson(), 40.0, 0.0, 4.0),  # a large count under a wide marginal
     (Poisson(), 77.0, 4.0, 0.5),
+    (Poisson(), 0.0, -800.0, 1.0),  # a rate e^-800: e^L underflows (NaN before)
     (Probit(), 1.0, -2.0, 3.0),
     (Probit(0.3), -1.0, 0.5, 2.0),
     (StudentT(4.0, 1.0), 0.3, 0.0, 1.0),
@@ -68,6 +69,21 @@ def test_poisson_sites_are_finite_and_positive():
     precision, shift, alpha, nu = Poisson().site_update(counts, mean, var)
     assert np.all(np.isfinite(precision)) and np.all(precision > 0)  # log-concave
     assert np.all(np.isfinite(shift))
+
+
+@pytest.mark.parametrize(("y", "m", "v"), [(2.0, -800.0, 1.0), (3.0, -701.0, 1.0),
+                                         (0.0, -5000.0, 3000.0), (1.0, -760.0, 1e-2)])
+def test_poisson_moments_where_the_rate_underflows(y, m, v):
+    # e^f ~ 0 under the marginal: the tilted density is N(f; m, v) times e^(y f) / y!, the
+    # Gaussian shifted to m + v y, so log Z = y m + y^2 v / 2 - log y!, d/dm = y, d/dv = y^2 / 2
+    with np.errstate(divide="raise", invalid="raise"):  # underflow to 0 is the answer
+        log_z, d_mean, d_var = Poisson().tilted(np.array([y]), np.array([m]), np.array([v]))
+        precision, shift, _, _ = Poisson().site_update(np.array([y]), np.array([m]),
+                                                       np.array([v]))
+    assert log_z[0] == pytest.approx(y * m + y * y * v / 2 - gammaln(y + 1.0), rel=1e-12)
+    assert d_mean[0] == pytest.approx(y, abs=1e-9)
+    assert d_var[0] == pytest.approx(y * y / 2, abs=1e-9)
+    assert np.isfinite(precision[0]) and np.isfinite(shift[0])
 
 
 def test_poisson_bias_start_gives_the_mean_count():
