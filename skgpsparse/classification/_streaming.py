@@ -99,7 +99,15 @@ def partial_fit(self, X, y, classes=None, sample_weight=None):
     >>> int(clf.n_samples_seen_), bool(clf.score(X, y) > 0.9)
     (600, True)
     """
-    return _partial_fit(self, X, y, classes, sample_weight)
+    if getattr(self, "classes_", None) is not None:  # fitted (by fit or a first batch)
+        return _partial_fit(self, X, y, classes, sample_weight)
+    before = dict(vars(self))
+    try:
+        return _partial_fit(self, X, y, classes, sample_weight)
+    except BaseException:  # a first call that fails leaves the classifier unfitted
+        vars(self).clear()
+        vars(self).update(before)
+        raise
 
 
 def streams(clf):

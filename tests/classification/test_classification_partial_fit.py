@@ -6,6 +6,7 @@ import pickle
 import numpy as np
 import pytest
 from scipy.stats import norm
+from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgpsparse import SparseGPClassifier
@@ -152,6 +153,25 @@ def test_first_call_needs_classes_and_fits_as_fit_does():
     fitted = SparseGPClassifier(**params).fit(X, y)
     np.testing.assert_allclose(streamed.predict_proba(X), fitted.predict_proba(X), atol=1e-12)
     assert streamed.kernel_ == fitted.kernel_
+
+
+def test_a_failed_first_call_leaves_the_classifier_unfitted():
+    # its classes (set before the batch is validated) went with it: the next first call, of
+    # another width and classes, fits (before: AttributeError '_binary' for every later call)
+    X, y = _problem(200)
+    clf = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0)
+    bad = X.copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.partial_fit(bad, y, classes=[0, 1])
+    assert not hasattr(clf, "classes_") and not hasattr(clf, "n_features_in_")
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    y3 = np.where(X[:, 1] > 1, 2, y)
+    clf.partial_fit(X[:, :1], y3, classes=[0, 1, 2])
+    fitted = SparseGPClassifier(max_basis=10, max_iter=2, random_state=0).fit(X[:, :1], y3)
+    np.testing.assert_allclose(clf.predict_proba(X[:, :1]), fitted.predict_proba(X[:, :1]),
+                               atol=1e-12)
 
 
 def test_conventions_features_labels_classes_posterior():
