@@ -132,7 +132,7 @@ def _decision_and_exits(monkeypatch, X, y, safety):
             made.append(self)
 
     monkeypatch.setattr(charge_bound, "SAFETY", safety)
-    monkeypatch.setattr(all_rows_fit, "ChargeBound", Spy)
+    monkeypatch.setattr(charge_bound, "ChargeBound", Spy)  # ChargeStop makes them
     monkeypatch.setattr(all_rows_fit, "_round_bound", lambda best, tol: None)  # the trial's only
     return _length_scale(_fit(X, y)).size, [bound.stopped for bound in made]
 
@@ -166,7 +166,7 @@ def test_a_confirming_round_is_cut_short_with_the_same_fit(monkeypatch, data):
                 stops.append(self.needed)
                 raise
 
-    monkeypatch.setattr(all_rows_fit, "ChargeBound", Spy)
+    monkeypatch.setattr(charge_bound, "ChargeBound", Spy)  # ChargeStop makes them
     bounded = _fit(X, y)
     assert 1e-3 in stops  # model.tol: a round's run was stopped
     monkeypatch.setattr(all_rows_fit, "_round_bound", lambda best, tol: None)

@@ -32,7 +32,7 @@ from sklearn.base import clone
 from ..._row_weights import total_weight
 from ...kernels._scales import bic_charge, per_feature_length_scales
 from ...latent._model import LatentSparseGP
-from ...latent.learning._charge_bound import ChargeBound
+from ...latent.learning._charge_bound import ChargeStop
 from ...latent.learning._ep_rounds import CHARGE_FACTOR, _learn
 from ...latent.learning._hyperparameters import OPTIMIZER_MAXITER
 from ...latent.objectives._ep_evidence import AllRowsObjective, joint_theta
@@ -139,14 +139,9 @@ def _trial(params, kernel, bias, candidate, X, y, X_u, n, charge, weights, start
                                  weights=weights)  # EP from one ADF pass
     start = float(with_length_scale_prior(objective, kernel, total_weight(y.size, weights))(
         joint_theta(kernel, learner.likelihood, bias), eval_gradient=False))
-    bounds = []
-
-    def stop(run_bounds):
-        bounds.append(ChargeBound(start, charge / n, OPTIMIZER_MAXITER, run_bounds))
-        return bounds[-1]
-
+    stop = ChargeStop(start, charge / n, OPTIMIZER_MAXITER)
     learner.loss_curve_ = [start]  # a learned start: the run is boxed (_ep_rounds._learn)
     start_bias = bias if start_bias is None else start_bias
     loss, own, own_bias, _ = _learn(learner, candidate, start_bias, objective.sites, X, y, None,
                                     stop=stop, X_u=X_u)
-    return n * (start - loss), own, own_bias, bool(bounds and bounds[-1].stopped)
+    return n * (start - loss), own, own_bias, stop.stopped

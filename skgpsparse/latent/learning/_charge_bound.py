@@ -24,7 +24,7 @@ decisions with and without it.
 
 import numpy as np
 
-__all__ = ["ChargeBound", "lbfgs_model_decrease"]
+__all__ = ["ChargeBound", "ChargeStop", "lbfgs_model_decrease"]
 
 # The factor on the quadratic model's estimate of the decrease left.
 SAFETY = 10.0
@@ -118,3 +118,32 @@ class ChargeBound:
         if max(model, rate) < missing:
             self.stopped = True
             raise StopIteration
+
+
+class ChargeStop:
+    """``stop`` of a learn (:func:`~skgpsparse.latent.learning._ep_rounds._learn`): given the
+    run's bounds it makes the run's :class:`ChargeBound` (from ``start``, ``needed``, at most
+    ``maxiter`` iterations) and keeps the last one made, to say whether it stopped the run.
+
+    Parameters
+    ----------
+    start : float
+        The loss the gain is measured from.
+    needed : float
+        The gain the run must exceed.
+    maxiter : int
+        The run's iteration cap.
+    """
+
+    def __init__(self, start, needed, maxiter):
+        self.start, self.needed, self.maxiter = start, needed, maxiter
+        self.bound = None
+
+    def __call__(self, run_bounds):
+        self.bound = ChargeBound(self.start, self.needed, self.maxiter, run_bounds)
+        return self.bound
+
+    @property
+    def stopped(self):
+        """Whether the last run's bound ended it early."""
+        return self.bound is not None and self.bound.stopped

@@ -33,7 +33,7 @@ from ...kernels._scales import (
 from ..objectives._ep_evidence import AllRowsObjective, joint_theta, split_theta
 from ..objectives._hyperprior import with_length_scale_prior
 from ._basis_size import grown_rounds
-from ._charge_bound import ChargeBound
+from ._charge_bound import ChargeStop
 from ._hyperparameters import (
     BIAS_BOUNDS,
     OPTIMIZER_MAXITER,
@@ -263,7 +263,7 @@ def _round_bound(best_loss, tol):
     their whole 15 iterations (twonorm: a third of the fit's evaluations; session 23 in the
     benchmark log, benchmarks/README.md, "History").
     """
-    return lambda run_bounds: ChargeBound(best_loss, tol, OPTIMIZER_MAXITER, run_bounds)
+    return ChargeStop(best_loss, tol, OPTIMIZER_MAXITER)
 
 
 def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_select_basis,
@@ -298,14 +298,9 @@ def _per_feature_choice(model, best, X, y, rng, max_rounds, n=None, select=_sele
     n = total_weight(np.shape(y)[-1], model._row_weights) if n is None else n
     charge = CHARGE_FACTOR * bic_charge(ard.n_dims - kernel.n_dims, n)
     # the first learn's early exit (:mod:`._charge_bound`), when it cannot pay
-    bounds = []
-
-    def stop(run_bounds):
-        bounds.append(ChargeBound(loss, charge / n, OPTIMIZER_MAXITER, run_bounds))
-        return bounds[-1]
-
+    stop = ChargeStop(loss, charge / n, OPTIMIZER_MAXITER)
     first = learn(model, ard, bias, sites, X, y, basis, stop=stop if early_exit else None)
-    if bounds and bounds[-1].stopped:
+    if stop.stopped:
         model._progress.line("one length scale per feature: the first learn cannot pay the "
                              "charge (its L-BFGS-B run stopped early)")
     model.loss_curve_.append(first[0])
