@@ -37,6 +37,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
 
+from _common.children import fits_in_children  # noqa: E402
+
 RESULTS = HERE / "results" / "multiclass_learning_cost.md"
 SETS = ("pmlb_letter:5000,pmlb_pendigits:2000,pmlb_splice_subst_splice:1000,pmlb_sleep:2000,"
         "pmlb_connect_4:2000")
@@ -108,19 +110,10 @@ def main():
         name, n_train, variant, seed = args.one
         print(json.dumps(fit_one(name, int(n_train), variant, int(seed))), flush=True)
         return
-    rows = []
-    for seed in args.seeds.split(","):
-        for item in args.sets.split(","):
-            name, n_train = item.split(":")
-            variants = args.variants.split(",")
-            if name == "pmlb_letter":
-                variants = ["binary", *variants]
-            for variant in variants:
-                out = subprocess.run([sys.executable, __file__, "--one", name, n_train, variant,
-                                      seed], capture_output=True, text=True, check=True)
-                row = json.loads(out.stdout.strip().splitlines()[-1])
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+    variants = args.variants.split(",")
+    rows = fits_in_children(__file__, args.seeds, args.sets,
+                            lambda name: ["binary", *variants] if name == "pmlb_letter"
+                            else variants)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=HERE).stdout.strip()
     table = ["| data | variant | classes | n train | seed | CPU (s) | test NLP |",

@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
 
+from _common.children import fits_in_children  # noqa: E402
 from _common.report import write_keeping_findings  # noqa: E402
 
 RESULTS = HERE / "results" / "multiclass_stages.md"
@@ -139,16 +140,8 @@ def main():
         name, n_train, fit, seed = args.one
         print(json.dumps(fit_one(name, int(n_train), fit, int(seed))), flush=True)
         return
-    rows = []
-    for seed in args.seeds.split(","):
-        for item in args.sets.split(","):
-            name, n_train = item.split(":")
-            for fit in args.fits.split(","):
-                out = subprocess.run([sys.executable, __file__, "--one", name, n_train, fit,
-                                      seed], capture_output=True, text=True, check=True)
-                row = json.loads(out.stdout.strip().splitlines()[-1])
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+    rows = fits_in_children(__file__, args.seeds, args.sets,
+                            lambda name: args.fits.split(","))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=HERE).stdout.strip()
     write_keeping_findings(RESULTS, "\n".join([
