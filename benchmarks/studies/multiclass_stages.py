@@ -17,7 +17,9 @@ each stage's CPU exclusive of the stages inside it, and the rest of the fit. Fit
 ``default`` (``SparseGPClassifier(random_state=0)``), ``no-trial`` (the own-kernel trial
 switched off, ``_shared_fit.CLASS_KERNELS = False``), ``no-trial-100`` (and
 ``max_basis=100``), and ``binary`` / ``binary-100``: the default fit (and at
-``max_basis=100``) of class 0 against the rest, the goal's unit. Each fit runs in a fresh
+``max_basis=100``) of class 0 against the rest, the goal's unit; ``screen<k>`` (a study
+of a cheaper trial): the trial first on a class's first ``k`` basis vectors wherever its basis
+is larger (``_class_kernels.SCREEN_BASIS``, 200). Each fit runs in a fresh
 process. It prints one JSON line per fit and writes ``results/multiclass_stages.md``.
 
 Usage::
@@ -92,6 +94,10 @@ def fit_one(name, n_train, fit, seed):
     fitting.set_logit_weight = clock.wrap("combination", fitting.set_logit_weight)
     if fit.startswith("no-trial"):
         shared_fit.CLASS_KERNELS = False
+    elif fit.startswith("screen"):  # the own-kernel trial screened on fewer basis vectors
+        import skgpsparse.classification.multiclass._class_kernels as class_kernels
+
+        class_kernels.SCREEN_BASIS = int(fit[6:].split("-")[0])
     X, y, X_test, y_test = split(name, n_train, 5000, seed)
     if fit.startswith("binary"):  # class 0 against the rest
         first = np.unique(y)[0]
