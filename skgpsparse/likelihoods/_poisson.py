@@ -99,7 +99,8 @@ class Poisson(Likelihood):
         ``z``, and ``log z`` with it)."""
         L = np.log(var) + mean + var * y
         linear = L < _W_LINEAR
-        L_newton = np.where(linear, 0.0, L)
+        any_linear = bool(np.any(linear))
+        L_newton = np.where(linear, 0.0, L) if any_linear else L
         t = np.exp(np.minimum(L_newton, 1.0))
         z = np.where(L_newton < 1.0, t / (1.0 + t),
                      L_newton - np.log(np.maximum(L_newton, 1.0)))
@@ -108,7 +109,8 @@ class Poisson(Likelihood):
             z = z - step
             if np.all(np.abs(step) <= 1e-13 * z):
                 break
-        z = np.where(linear, np.exp(np.minimum(L, _W_LINEAR)), z)
+        if any_linear:
+            z = np.where(linear, np.exp(np.minimum(L, _W_LINEAR)), z)
         return mean + var * y - z, np.sqrt(var / (1.0 + z))
 
     def _quadrature(self, y, mean, var, x, shift):
