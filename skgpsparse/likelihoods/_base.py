@@ -34,6 +34,8 @@ import copy
 import numpy as np
 from scipy.special import ndtri
 
+from .._row_weights import weighted_mean
+
 __all__ = ["Likelihood"]
 
 # Gauss-Hermite nodes and weights of the default quadrature.
@@ -168,9 +170,15 @@ class Likelihood:
         """The per-row statistic whose mean :meth:`initial_bias` reads (the targets)."""
         return np.asarray(y, dtype=float)
 
+    def target_centre(self, y, weights=None):
+        """The centre of the targets :meth:`initial_bias` starts from: the mean of
+        :meth:`target_statistic` over the rows (over their copies, given ``weights``)."""
+        return weighted_mean(self.target_statistic(y), weights)
+
     def initial_bias(self, target_mean, prior_variance):
-        """The bias before learning, from the mean of :meth:`target_statistic` over the rows
-        and the mean prior variance ``k(x, x)``; 0 unless a subclass knows better."""
+        """The bias before learning, from :meth:`target_centre` (the mean of
+        :meth:`target_statistic` over the rows) and the mean prior variance ``k(x, x)``; 0
+        unless a subclass knows better."""
         return 0.0
 
     # ------------------------------------------------------------------ moments

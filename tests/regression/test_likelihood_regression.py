@@ -119,7 +119,7 @@ def test_student_t_with_huge_dof_is_the_gaussian_gp():
     rng = np.random.RandomState(2)
     X = rng.uniform(-3, 3, (40, 2))
     y = np.sin(X[:, 0]) + 0.1 * rng.randn(40)
-    y -= y.mean()  # the bias starts (and, not learned, stays) at the mean target
+    y -= np.median(y)  # the bias starts (and, not learned, stays) at the median target
     kernel = C(1.0) * RBF(1.5)
     model = SparseGPRegressor(kernel=kernel, likelihood=StudentT(dof=1e7, scale=0.1),
                               max_basis=40, optimizer=None, random_state=0).fit(X, y)
@@ -160,6 +160,39 @@ def test_student_t_is_robust_to_gross_errors():
     err_t = np.mean((robust.predict(X_test) - f_test) ** 2)
     err_g = np.mean((gauss.predict(X_test) - f_test) ** 2)
     assert err_t < 0.5 * err_g
+
+
+@pytest.mark.parametrize("shift", [30.0, 1e3, 1e6])
+def test_student_t_is_robust_to_far_outliers(shift):
+    # 5 % of the targets displaced by 1-2 x shift (the clean ones spread about 1): the fit
+    # stays on the clean function whatever the shift. Before the bias started at the targets'
+    # median (Likelihood.target_centre) it started at their mean, among the outliers from a
+    # shift of about 300 on, and the fit ended flat (error 0.66, the clean targets' spread)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (400, 1))
+    f = np.sin(2 * X[:, 0])
+    y = f + 0.1 * rng.randn(400)
+    far = rng.rand(400) < 0.05
+    y[far] += shift * (1 + rng.rand(far.sum()))
+    y_before = y.copy()
+    model = SparseGPRegressor(likelihood="student_t", max_basis=30, random_state=0).fit(X, y)
+    X_test = np.linspace(-2.9, 2.9, 100)[:, None]
+    error = np.sqrt(np.mean((model.predict(X_test) - np.sin(2 * X_test[:, 0])) ** 2))
+    assert error < 0.05
+    assert model.likelihood_.scale == pytest.approx(0.1, rel=0.3)
+    np.testing.assert_array_equal(y, y_before)
+
+
+def test_weighted_median_is_the_median_of_the_copies():
+    from skgpsparse._row_weights import weighted_median
+
+    rng = np.random.RandomState(3)
+    values, weights = rng.randn(31), rng.randint(1, 5, 31)
+    assert weighted_median(values, weights) == np.median(np.repeat(values, weights)) or (
+        # an even number of copies: the lower of the two middle ones
+        weighted_median(values, weights) == np.sort(np.repeat(values, weights))[
+            (weights.sum() - 1) // 2])
+    assert weighted_median(values, None) == np.median(values)
 
 
 @pytest.mark.parametrize("likelihood", ["poisson", "student_t"])

@@ -27,13 +27,13 @@ BIAS_BOUNDS = (-1e3, 1e3)
 
 
 def initial_bias(kernel, X, y, likelihood=None, weights=None):
-    """The likelihood's bias start (``Likelihood.initial_bias``) from the targets ``y`` and
-    the mean prior variance at ``X``: for the probit (None), the prior's class balance.
-    ``weights``: the rows' weights (means over their copies)."""
+    """The likelihood's bias start (``Likelihood.initial_bias``) from the targets' centre
+    (``Likelihood.target_centre``) and the mean prior variance at ``X``: for the probit
+    (None), the prior's class balance. ``weights``: the rows' weights (means over their
+    copies)."""
     likelihood = Probit() if likelihood is None else likelihood
     return likelihood.initial_bias(
-        weighted_mean(likelihood.target_statistic(y), weights),
-        weighted_mean(kernel.diag(X), weights),
+        likelihood.target_centre(y, weights), weighted_mean(kernel.diag(X), weights),
     )
 
 
