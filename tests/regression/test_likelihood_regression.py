@@ -183,6 +183,22 @@ def test_student_t_is_robust_to_far_outliers(shift):
     np.testing.assert_array_equal(y, y_before)
 
 
+def test_student_t_scale_of_tied_targets_with_far_outliers():
+    # two thirds of the targets exactly 0 (their median absolute deviation is 0) and 5 %
+    # shifted by 10^4: the targets are scaled by the others' median deviation, not by their
+    # standard deviation (the outliers', about 2,000: the fit was flat, error 0.39)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (400, 1))
+    g = np.where(X[:, 0] > 1, np.sin(2 * X[:, 0]), 0.0)
+    y = g.copy()
+    y[rng.rand(400) < 0.05] += 1e4
+    model = SparseGPRegressor(likelihood="student_t", max_basis=40, random_state=0).fit(X, y)
+    X_test = np.linspace(-2.9, 2.9, 100)[:, None]
+    g_test = np.where(X_test[:, 0] > 1, np.sin(2 * X_test[:, 0]), 0.0)
+    assert np.sqrt(np.mean((model.predict(X_test) - g_test) ** 2)) < 0.15
+    assert model._y_train_std < 2.0
+
+
 def test_weighted_median_is_the_median_of_the_copies():
     from skgpsparse._row_weights import weighted_median
 
