@@ -16,7 +16,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
     "distinct_rows", "fit_weights", "positive_rows", "refuse_weights", "total_weight",
-    "weighted_mean", "weighted_median", "weighted_rows", "weighted_std",
+    "weighted_mean", "weighted_rows", "weighted_std",
 ]
 
 
@@ -172,24 +172,6 @@ def total_weight(n, weights):
 def weighted_mean(values, weights):
     """``np.mean(values)``, or its weighted average (the mean over the rows' copies)."""
     return np.mean(values) if weights is None else np.average(values, weights=weights)
-
-
-def weighted_median(values, weights):
-    """``np.median(values)``, or the median over the rows' copies: the smallest value whose
-    rows hold half the total weight or more at or below it.
-
-    Examples
-    --------
-    >>> from skgpsparse._row_weights import weighted_median
-    >>> weighted_median([3.0, 1.0, 2.0], None), weighted_median([1.0, 2.0, 10.0], [1, 1, 3])
-    (2.0, 10.0)
-    """
-    values = np.asarray(values, dtype=float)
-    if weights is None:
-        return float(np.median(values))
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(np.asarray(weights, dtype=float)[order])
-    return float(values[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
 
 
 def weighted_std(X, weights):

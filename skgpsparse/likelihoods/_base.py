@@ -34,8 +34,6 @@ import copy
 import numpy as np
 from scipy.special import ndtri
 
-from .._row_weights import weighted_mean
-
 __all__ = ["Likelihood"]
 
 # Gauss-Hermite nodes and weights of the default quadrature.
@@ -173,7 +171,8 @@ class Likelihood:
     def target_centre(self, y, weights=None):
         """The centre of the targets :meth:`initial_bias` starts from: the mean of
         :meth:`target_statistic` over the rows (over their copies, given ``weights``)."""
-        return weighted_mean(self.target_statistic(y), weights)
+        values = self.target_statistic(y)
+        return np.mean(values) if weights is None else np.average(values, weights=weights)
 
     def initial_bias(self, target_mean, prior_variance):
         """The bias before learning, from :meth:`target_centre` (the mean of
