@@ -86,6 +86,15 @@ def test_poisson_moments_where_the_rate_underflows(y, m, v):
     assert np.isfinite(precision[0]) and np.isfinite(shift[0])
 
 
+def test_student_t_centre_is_the_median_of_the_copies():
+    rng = np.random.RandomState(3)
+    values, weights = rng.randn(31), rng.randint(1, 5, 31)
+    centre = StudentT().target_centre(values, weights)
+    copies = np.sort(np.repeat(values, weights))
+    assert centre == copies[(copies.size - 1) // 2]  # the lower middle one of an even count
+    assert StudentT().target_centre(values) == np.median(values)
+
+
 def test_poisson_bias_start_gives_the_mean_count():
     b = Poisson().initial_bias(4.0, 0.5)
     assert np.exp(b + 0.25) == pytest.approx(4.0)

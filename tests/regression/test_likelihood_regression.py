@@ -199,15 +199,6 @@ def test_student_t_scale_of_tied_targets_with_far_outliers():
     assert model._y_train_std < 2.0
 
 
-def test_student_t_centre_is_the_median_of_the_copies():
-    rng = np.random.RandomState(3)
-    values, weights = rng.randn(31), rng.randint(1, 5, 31)
-    centre = StudentT().target_centre(values, weights)
-    copies = np.sort(np.repeat(values, weights))
-    assert centre == copies[(copies.size - 1) // 2]  # the lower middle one of an even count
-    assert StudentT().target_centre(values) == np.median(values)
-
-
 @pytest.mark.parametrize("likelihood", ["poisson", "student_t"])
 def test_log_predictive_density_is_the_likelihoods(likelihood):
     X, y = (_counts()[:2] if likelihood == "poisson" else _real()[:2])
